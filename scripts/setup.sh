@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs everything segmux needs to build and test, from Debian apt and (test-only ONNX Runtime) npm.
+# Idempotent: a second run installs nothing new.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
+  libdnnl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+# node/npm may come from outside Debian's packages (they do on our machines); apt only if absent.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ONNX Runtime 1.30 (CPU library) and C API headers, test-only, into third_party/ort.
+ORT_DIR=third_party/ort
+if [ ! -f "$ORT_DIR/.complete" ]; then
+  mkdir -p "$ORT_DIR"
+  [ -f "$ORT_DIR/package.json" ] || echo '{"name":"segmux-ort","private":true}' > "$ORT_DIR/package.json"
+  (cd "$ORT_DIR" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-audit --no-fund \
+      onnxruntime-node@1.30.0 com.github.asus4.onnxruntime@0.4.9)
+  lib=$(find "$ORT_DIR/node_modules/onnxruntime-node" -path '*linux/x64*' -name 'libonnxruntime.so.1*' | head -n1)
+  hdr=$(find "$ORT_DIR/node_modules/com.github.asus4.onnxruntime" -name 'onnxruntime_c_api.h' | head -n1)
+  if [ -z "$lib" ] || [ -z "$hdr" ]; then
+    echo "setup: ONNX Runtime library or headers not found in the npm packages" >&2
+    exit 1
+  fi
+  mkdir -p "$ORT_DIR/include" "$ORT_DIR/lib"
+  cp "$(dirname "$hdr")"/*.h "$ORT_DIR/include/"
+  cp "$lib" "$ORT_DIR/lib/"
+  ln -sf "$(basename "$lib")" "$ORT_DIR/lib/libonnxruntime.so"
+  touch "$ORT_DIR/.complete"
+fi
+echo "setup: ok"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds Release with warnings as errors, runs every test,
+# then rebuilds the unit tests under ASan+UBSan and runs them, then the bounded fuzz runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+JOBS=${JOBS:-$(nproc)}
+
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=ON >/dev/null
+cmake --build build/release -j "$JOBS"
+ctest --test-dir build/release --output-on-failure -j 1
+
+if [ "${SEGMUX_SKIP_SANITIZE:-0}" != 1 ]; then
+  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEGMUX_WERROR=ON -DSEGMUX_SANITIZE=ON \
+        -DSEGMUX_BENCH=OFF >/dev/null
+  cmake --build build/asan -j "$JOBS"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build/asan --output-on-failure -j 1 -L unit -LE slow
+fi
+
+if [ -x scripts/fuzz.sh ] && [ "${SEGMUX_SKIP_FUZZ:-0}" != 1 ]; then
+  bash scripts/fuzz.sh
+fi

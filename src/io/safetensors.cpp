@@ -1,0 +1,176 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace segmux {
+
+const Tensor& TensorFile::at(const std::string& name) const {
+  auto it = tensors.find(name);
+  SEGMUX_CHECK(it != tensors.end(), "tensor '", name, "' not found");
+  return it->second;
+}
+
+std::shared_ptr<Storage> map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  SEGMUX_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("'", path, "' is not a regular file");
+  }
+  size_t size = size_t(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return Storage::allocate(0);
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", path, "': ", std::strerror(errno));
+  auto owner = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  return Storage::borrow(p, size, owner);
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t nbytes) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  SEGMUX_CHECK(f != nullptr, "cannot write '", tmp, "': ", std::strerror(errno));
+  size_t written = nbytes ? std::fwrite(data, 1, nbytes, f) : 0;
+  bool ok = written == nbytes && std::fflush(f) == 0;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail("cannot write '", path, "': ", std::strerror(errno));
+  }
+}
+
+namespace {
+
+bool st_dtype(const std::string& s, DType* out) {
+  static const std::pair<const char*, DType> table[] = {
+      {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},
+      {"I64", DType::i64}, {"I32", DType::i32}, {"I8", DType::i8},     {"U8", DType::u8},
+      {"BOOL", DType::boolean}};
+  for (auto& [name, t] : table)
+    if (s == name) {
+      *out = t;
+      return true;
+    }
+  return false;
+}
+
+const char* st_name(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::f64: return "F64";
+    case DType::i64: return "I64";
+    case DType::i32: return "I32";
+    case DType::i8: return "I8";
+    case DType::u8: return "U8";
+    case DType::boolean: return "BOOL";
+  }
+  return "?";
+}
+
+}  // namespace
+
+TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& what) {
+  SEGMUX_CHECK(bytes->nbytes >= 8, what, ": too short to be a safetensors file (", bytes->nbytes, " bytes)");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes->data, 8);
+  SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": header length ", header_len,
+               " runs past the end of the file (", bytes->nbytes, " bytes)");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes->data) + 8,
+                                   reinterpret_cast<const char*>(bytes->data) + 8 + header_len);
+  } catch (const std::exception& e) {
+    fail(what, ": header is not valid JSON: ", e.what());
+  }
+  SEGMUX_CHECK(header.is_object(), what, ": header is not a JSON object");
+  const size_t data_start = 8 + header_len;
+  const size_t data_len = bytes->nbytes - data_start;
+  TensorFile out;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      SEGMUX_CHECK(it->is_object(), what, ": __metadata__ is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m)
+        out.metadata[m.key()] = m->is_string() ? m->get<std::string>() : m->dump();
+      continue;
+    }
+    const std::string& name = it.key();
+    const auto& e = *it;
+    SEGMUX_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
+                 what, ": entry '", name, "' lacks dtype/shape/data_offsets");
+    DType dt;
+    SEGMUX_CHECK(e["dtype"].is_string() && st_dtype(e["dtype"].get<std::string>(), &dt), what,
+                 ": tensor '", name, "' has unsupported dtype ", e["dtype"].dump());
+    Shape shape;
+    SEGMUX_CHECK(e["shape"].is_array(), what, ": tensor '", name, "' shape is not a list");
+    for (auto& d : e["shape"]) {
+      SEGMUX_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() < (int64_t(1) << 40),
+                   what, ": tensor '", name, "' has a bad dimension ", d.dump());
+      shape.push_back(d.get<int64_t>());
+    }
+    const auto& off = e["data_offsets"];
+    SEGMUX_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
+                 what, ": tensor '", name, "' data_offsets must be two unsigned integers");
+    uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    SEGMUX_CHECK(begin <= end && end <= data_len, what, ": tensor '", name, "' data [", begin, ",", end,
+                 ") lies outside the ", data_len, "-byte data section");
+    // Guard the product against overflow before trusting it.
+    long double elems = 1;
+    for (int64_t d : shape) elems *= (long double)d;
+    SEGMUX_CHECK(elems * dtype_size(dt) == (long double)(end - begin), what, ": tensor '", name, "' shape ",
+                 shape_str(shape), " ", st_name(dt), " needs ", (unsigned long long)(elems * dtype_size(dt)),
+                 " bytes but has ", end - begin);
+    out.names.push_back(name);
+    out.tensors.emplace(name, Tensor(dt, shape, bytes, data_start + begin));
+  }
+  // JSON objects are unordered; file order = order of data offsets.
+  std::sort(out.names.begin(), out.names.end(), [&](const std::string& a, const std::string& b) {
+    return out.tensors.at(a).byte_offset() < out.tensors.at(b).byte_offset();
+  });
+  return out;
+}
+
+TensorFile read_safetensors(const std::string& path) { return parse_safetensors(map_file(path), path); }
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::object();
+    for (auto& [k, v] : metadata) m[k] = v;
+    header["__metadata__"] = m;
+  }
+  size_t offset = 0;
+  for (auto& [name, t] : tensors) {
+    SEGMUX_CHECK(!header.contains(name), "write_safetensors: duplicate tensor name '", name, "'");
+    header[name] = {{"dtype", st_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8) h.push_back(' ');
+  std::vector<std::byte> buf(8 + h.size() + offset);
+  uint64_t hl = h.size();
+  std::memcpy(buf.data(), &hl, 8);
+  std::memcpy(buf.data() + 8, h.data(), h.size());
+  size_t pos = 8 + h.size();
+  for (auto& [name, t] : tensors) {
+    if (t.nbytes()) std::memcpy(buf.data() + pos, t.raw(), t.nbytes());
+    pos += t.nbytes();
+  }
+  write_file_atomic(path, buf.data(), buf.size());
+}
+
+}  // namespace segmux

@@ -1,0 +1,67 @@
+#include "kernels/kernel.h"
+
+#include <map>
+#include <mutex>
+
+namespace segmux {
+
+namespace {
+class FunctionKernel : public Kernel {
+ public:
+  explicit FunctionKernel(KernelFn fn) : fn_(std::move(fn)) {}
+  void run(KernelContext& ctx) override { fn_(ctx); }
+
+ private:
+  KernelFn fn_;
+};
+
+using Factory = std::function<std::unique_ptr<Kernel>(const KernelInit&)>;
+std::map<std::string, Factory>& reference_table() {
+  static std::map<std::string, Factory> t;
+  return t;
+}
+std::string key(const std::string& domain, const std::string& op) {
+  return (domain == "ai.onnx" ? std::string() : domain) + "::" + op;
+}
+}  // namespace
+
+void register_reference_kernels();  // kernels/reference/register.cpp
+
+std::unique_ptr<Kernel> make_function_kernel(KernelFn fn) { return std::make_unique<FunctionKernel>(std::move(fn)); }
+
+void register_reference_kernel(const std::string& domain, const std::string& op_type, Factory factory) {
+  reference_table()[key(domain, op_type)] = std::move(factory);
+}
+
+void register_reference_kernel_fn(const std::string& domain, const std::string& op_type, KernelFn fn) {
+  register_reference_kernel(domain, op_type, [fn](const KernelInit&) { return make_function_kernel(fn); });
+}
+
+const Provider& reference_provider() {
+  static Provider p = [] {
+    static std::once_flag once;
+    std::call_once(once, [] { register_reference_kernels(); });
+    Provider r;
+    r.name = "reference";
+    r.make = [](const KernelInit& init) -> std::unique_ptr<Kernel> {
+      auto it = reference_table().find(key(init.node.domain, init.node.op_type));
+      if (it == reference_table().end()) return nullptr;
+      return it->second(init);
+    };
+    return r;
+  }();
+  return p;
+}
+
+std::unique_ptr<Kernel> create_kernel(const std::vector<const Provider*>& providers, const KernelInit& init,
+                                      std::string* chosen) {
+  for (const Provider* p : providers) {
+    if (auto k = p->make(init)) {
+      if (chosen) *chosen = p->name;
+      return k;
+    }
+  }
+  fail(init.node.describe(), ": no kernel for this op in any provider");
+}
+
+}  // namespace segmux
