@@ -1,0 +1,48 @@
+// The compiler's graph passes (IR -> IR). Each returns true when it changed the graph; none changes
+// what the graph computes (the precision pass changes only how optimized kernels compute).
+// Graph outputs keep their names and values: a pass never leaves an output dangling or renamed.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "compiler/pass.h"
+#include "ir/graph.h"
+
+namespace segmux::compiler {
+
+struct FoldOptions {
+  // A folded result may always be as large as the node's constant inputs (a pre-transposed weight);
+  // beyond that (Expand, Tile, ConstantOfShape ...) it is folded only up to this many bytes.
+  size_t max_growth_bytes = size_t(1) << 20;
+};
+
+// Runs every node whose inputs are all constants with the reference kernels; its outputs become
+// initializers. Constant nodes become initializers. Random ops are never folded.
+bool fold_constants(ir::Graph& g, const FoldOptions& opt = {});
+
+// Shape and Size of values with static shapes become constants (chains then fold with
+// fold_constants: Gather on a shape, Concat, Unsqueeze, ...).
+bool fold_shape_ops(ir::Graph& g);
+
+// Removes nodes whose outputs nobody uses and values/initializers nobody references.
+bool eliminate_dead_code(ir::Graph& g);
+
+// Removes Identity, inference-mode Dropout, Cast to the same dtype, Reshape/Flatten/Squeeze/Expand to
+// the same shape and identity Transposes. When such a node produces a graph output, its input takes
+// over the output (and its name) if that is legal; otherwise the node stays.
+bool eliminate_noops(ir::Graph& g);
+
+// Merges nodes with the same op, attributes and inputs, and identical initializers.
+bool eliminate_common_subexpressions(ir::Graph& g);
+
+// The attribute the optimized kernels honour for reduced-precision compute (cpu::wants_bf16).
+constexpr const char* kPrecisionAttr = "segmux_precision";
+// Marks MatMul/Gemm/Conv/ConvTranspose (and segmux Linear/Attention) nodes with a constant weight
+// for bf16 compute. The reference kernels ignore the attribute (they stay the fp32 ground truth).
+bool mark_bf16_precision(ir::Graph& g);
+
+// Small helpers shared by the passes (and tests).
+void replace_uses(ir::Graph& g, int from, int to);        // node inputs only
+void remove_nodes(ir::Graph& g, const std::vector<char>& remove);  // keeps order; fixes producers
+
+}  // namespace segmux::compiler

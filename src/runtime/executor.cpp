@@ -1,0 +1,199 @@
+#include "runtime/executor.h"
+
+#include <cstring>
+
+namespace segmux {
+
+namespace {
+
+bool static_shape(const ir::Value& v) {
+  if (!v.has_shape) return false;
+  for (int64_t d : v.shape)
+    if (d < 0) return false;
+  return true;
+}
+
+size_t value_bytes(const ir::Value& v) { return size_t(shape_numel(v.shape)) * dtype_size(v.dtype); }
+
+}  // namespace
+
+bool is_view_op(const ir::Node& node) {
+  if (!node.domain.empty()) return false;
+  const std::string& op = node.op_type;
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
+}
+
+void validate_plan(const ir::Graph& g, const MemoryPlan& plan) {
+  SEGMUX_CHECK(plan.offsets.size() == g.values.size(), "memory plan covers ", plan.offsets.size(),
+               " values, the graph has ", g.values.size());
+  SEGMUX_CHECK(plan.view_nodes.size() == g.nodes.size(), "memory plan covers ", plan.view_nodes.size(),
+               " nodes, the graph has ", g.nodes.size());
+  std::vector<char> is_input(g.values.size(), 0);
+  for (int v : g.inputs) is_input[size_t(v)] = 1;
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    int64_t off = plan.offsets[v];
+    if (off == MemoryPlan::kNotPlanned) continue;
+    const ir::Value& val = g.values[v];
+    SEGMUX_CHECK(off >= 0, "memory plan: value '", val.name, "' has negative offset ", off);
+    SEGMUX_CHECK(!is_input[v] && !g.is_initializer(int(v)), "memory plan: value '", val.name,
+                 "' is a graph input or a weight and cannot live in the arena");
+    SEGMUX_CHECK(static_shape(val), "memory plan: value '", val.name, "' has no static shape");
+    size_t nb = value_bytes(val);
+    SEGMUX_CHECK(size_t(off) <= plan.arena_bytes && nb <= plan.arena_bytes - size_t(off), "memory plan: value '",
+                 val.name, "' (", nb, " bytes at offset ", off, ") overruns the ", plan.arena_bytes, "-byte arena");
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!plan.view_nodes[n]) continue;
+    const ir::Node& node = g.nodes[n];
+    SEGMUX_CHECK(is_view_op(node) && !node.inputs.empty() && node.outputs.size() == 1 && node.inputs[0] >= 0 &&
+                     node.outputs[0] >= 0,
+                 "memory plan: ", node.describe(), " is marked as a view but is not a view op");
+    int in = node.inputs[0], out = node.outputs[0];
+    SEGMUX_CHECK(plan.offsets[size_t(in)] >= 0 && plan.offsets[size_t(in)] == plan.offsets[size_t(out)] &&
+                     value_bytes(g.value(in)) == value_bytes(g.value(out)),
+                 "memory plan: view ", node.describe(), " does not share its input's bytes");
+  }
+}
+
+Executor::Executor(ir::Graph graph, MemoryPlan plan, ExecutorOptions options)
+    : graph_(std::move(graph)), plan_(std::move(plan)), options_(options) {
+  validate_plan(graph_, plan_);
+  std::vector<const Provider*> providers;
+  if (options_.use_optimized_kernels) providers.push_back(&cpu_provider());
+  providers.push_back(&reference_provider());
+  kernels_.resize(graph_.nodes.size());
+  node_providers_.resize(graph_.nodes.size());
+  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+    const ir::Node& node = graph_.nodes[n];
+    if (plan_.view_nodes[n]) {
+      node_providers_[n] = "view";
+      continue;
+    }
+    std::vector<ir::TensorType> types(node.inputs.size());
+    KernelInit init{node, {}, {}, {}, options_.num_threads};
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      int v = node.inputs[k];
+      if (v < 0) {
+        init.inputs.push_back(nullptr);
+        init.constants.push_back(nullptr);
+        continue;
+      }
+      const ir::Value& val = graph_.value(v);
+      types[k] = ir::TensorType{val.dtype, val.shape, val.has_shape};
+      init.inputs.push_back(&types[k]);
+      init.constants.push_back(graph_.initializer(v));
+    }
+    for (int o : node.outputs) {
+      if (o < 0) {
+        init.outputs.push_back({});
+        continue;
+      }
+      const ir::Value& val = graph_.value(o);
+      init.outputs.push_back(ir::TensorType{val.dtype, val.shape, val.has_shape});
+    }
+    kernels_[n] = create_kernel(providers, init, &node_providers_[n]);
+  }
+  // One arena for the model's lifetime; Storage::allocate zero-fills it, which is the one first touch.
+  arena_ = Storage::allocate(plan_.arena_bytes);
+  planned_views_.resize(graph_.values.size());
+  for (size_t v = 0; v < graph_.values.size(); ++v) {
+    if (plan_.offsets[v] == MemoryPlan::kNotPlanned) continue;
+    const ir::Value& val = graph_.values[v];
+    planned_views_[v] = Tensor(val.dtype, val.shape, arena_, size_t(plan_.offsets[v]));
+  }
+}
+
+Executor::~Executor() = default;
+
+size_t Executor::prepacked_bytes() const {
+  size_t total = 0;
+  for (auto& k : kernels_)
+    if (k) total += k->prepacked_bytes();
+  return total;
+}
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  std::vector<Tensor> values = planned_views_;
+  for (auto& [id, t] : graph_.initializers) values[size_t(id)] = t;
+  for (int v : graph_.inputs) {
+    const ir::Value& val = graph_.value(v);
+    auto it = inputs.find(val.name);
+    SEGMUX_CHECK(it != inputs.end(), "missing input '", val.name, "' (", dtype_name(val.dtype), " ",
+                 shape_str(val.shape), ")");
+    SEGMUX_CHECK(it->second.defined(), "input '", val.name, "' is an empty tensor");
+    SEGMUX_CHECK(it->second.dtype() == val.dtype, "input '", val.name, "' is ", dtype_name(it->second.dtype()),
+                 ", the model expects ", dtype_name(val.dtype));
+    SEGMUX_CHECK(!val.has_shape || it->second.shape() == val.shape, "input '", val.name, "' has shape ",
+                 shape_str(it->second.shape()), ", the model expects ", shape_str(val.shape));
+    values[size_t(v)] = it->second;
+  }
+  for (auto& [name, t] : inputs) {
+    int v = graph_.find_value(name);
+    bool is_input = false;
+    for (int in : graph_.inputs) is_input |= in == v;
+    SEGMUX_CHECK(is_input, "'", name, "' is not an input of the model");
+  }
+
+  std::vector<const Tensor*> vin;
+  std::vector<Tensor> outs;
+  std::vector<Tensor*> out_ptrs;
+  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+    if (plan_.view_nodes[n]) continue;  // the output view already shows the input's bytes
+    const ir::Node& node = graph_.nodes[n];
+    vin.assign(node.inputs.size(), nullptr);
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      if (node.inputs[k] >= 0) vin[k] = &values[size_t(node.inputs[k])];
+    outs.assign(node.outputs.size(), Tensor());
+    bool all_planned = true;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      int o = node.outputs[k];
+      if (o >= 0 && plan_.offsets[size_t(o)] != MemoryPlan::kNotPlanned)
+        outs[k] = planned_views_[size_t(o)];
+      else if (o >= 0)
+        all_planned = false;
+    }
+    if (!all_planned) {
+      // Data-dependent shapes: infer from the actual inputs and allocate for this run only.
+      std::vector<ir::TensorType> types(node.inputs.size());
+      std::vector<const ir::TensorType*> tin(node.inputs.size(), nullptr);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        if (!vin[k]) continue;
+        types[k] = ir::TensorType{vin[k]->dtype(), vin[k]->shape(), true};
+        tin[k] = &types[k];
+      }
+      auto out_types = ir::infer_node(node, tin, vin);
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        if (outs[k].defined() || node.outputs[k] < 0) continue;
+        bool known = out_types[k].has_shape;
+        for (int64_t d : out_types[k].shape) known = known && d >= 0;
+        if (known) outs[k] = Tensor(out_types[k].dtype, out_types[k].shape);
+      }
+    }
+    out_ptrs.clear();
+    for (auto& t : outs) out_ptrs.push_back(&t);
+    KernelContext ctx{node, vin, out_ptrs, options_.num_threads};
+    kernels_[n]->run(ctx);
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      int o = node.outputs[k];
+      if (o < 0) continue;
+      SEGMUX_CHECK(outs[k].defined(), node.describe(), ": kernel left output ", k, " unset");
+      const Tensor& planned = planned_views_[size_t(o)];
+      if (planned.defined() && outs[k].raw() != planned.raw()) {
+        // A kernel replaced its preallocated output: bring the result back into the arena.
+        SEGMUX_CHECK(outs[k].dtype() == planned.dtype() && outs[k].shape() == planned.shape(), node.describe(),
+                     ": kernel produced ", dtype_name(outs[k].dtype()), " ", shape_str(outs[k].shape()),
+                     " for output ", k, ", the plan expects ", dtype_name(planned.dtype()), " ",
+                     shape_str(planned.shape()));
+        if (planned.nbytes()) std::memcpy(values[size_t(o)].raw(), outs[k].raw(), planned.nbytes());
+      } else {
+        values[size_t(o)] = std::move(outs[k]);
+      }
+    }
+  }
+  std::map<std::string, Tensor> result;
+  for (int v : graph_.outputs) result[graph_.value(v).name] = values[size_t(v)].clone();
+  return result;
+}
+
+}  // namespace segmux
