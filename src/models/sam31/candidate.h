@@ -24,6 +24,7 @@ struct ParityCase {
   std::map<std::string, Tensor> inputs;    // by candidate input name
   std::map<std::string, Tensor> expected;  // by candidate output name (subset of outputs allowed)
   std::map<std::string, Tolerance> tolerance;  // per output; missing -> default Tolerance
+  std::string variant;  // "" = the candidate's build; else built by CandidateDef::build_variant
 };
 
 struct CandidateDef {
@@ -32,6 +33,8 @@ struct CandidateDef {
   // Reads the fixture folder (modules/*.safetensors) and returns the cases to run.
   std::vector<ParityCase> (*parity_cases)(const std::string& fixture_dir, const ModelConfig& cfg);
   std::string (*contract_markdown)(const ModelConfig& cfg);  // the written contract
+  // Optional: builds a named variant (e.g. the backbone's "fp32_mlp") for cases that ask for one.
+  ir::Graph (*build_variant)(const ModelConfig& cfg, const Weights& w, const std::string& variant) = nullptr;
 };
 
 // All five, in pipeline order. Defined in candidates.cpp.
