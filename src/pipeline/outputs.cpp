@@ -15,58 +15,6 @@ namespace segmux::pipeline {
 
 namespace fs = std::filesystem;
 
-std::vector<uint32_t> mask_to_coco_rle(const std::vector<uint8_t>& mask, int height, int width) {
-  SEGMUX_CHECK(mask.size() == size_t(height) * size_t(width), "mask has ", mask.size(), " pixels, expected ",
-               height, "x", width);
-  std::vector<uint32_t> counts;
-  uint8_t current = 0;
-  uint32_t run = 0;
-  for (int x = 0; x < width; ++x)
-    for (int y = 0; y < height; ++y) {
-      uint8_t v = mask[size_t(y) * size_t(width) + size_t(x)] ? 1 : 0;
-      if (v != current) {
-        counts.push_back(run);
-        run = 0;
-        current = v;
-      }
-      ++run;
-    }
-  counts.push_back(run);
-  return counts;
-}
-
-std::vector<uint8_t> coco_rle_to_mask(const std::vector<uint32_t>& counts, int height, int width) {
-  std::vector<uint8_t> mask(size_t(height) * size_t(width), 0);
-  size_t pos = 0, total = mask.size();
-  uint8_t v = 0;
-  for (uint32_t c : counts) {
-    SEGMUX_CHECK(pos + c <= total, "RLE runs cover more than ", height, "x", width, " pixels");
-    for (uint32_t k = 0; k < c; ++k, ++pos) {
-      size_t x = pos / size_t(height), y = pos % size_t(height);
-      mask[y * size_t(width) + x] = v;
-    }
-    v ^= 1;
-  }
-  SEGMUX_CHECK(pos == total, "RLE runs cover ", pos, " of ", total, " pixels");
-  return mask;
-}
-
-std::array<float, 4> mask_box_xywh(const std::vector<uint8_t>& mask, int height, int width) {
-  int x0 = width, y0 = height, x1 = -1, y1 = -1;
-  for (int y = 0; y < height; ++y)
-    for (int x = 0; x < width; ++x)
-      if (mask[size_t(y) * size_t(width) + size_t(x)]) {
-        x0 = std::min(x0, x);
-        x1 = std::max(x1, x);
-        y0 = std::min(y0, y);
-        y1 = std::max(y1, y);
-      }
-  if (x1 < 0) return {0, 0, 0, 0};
-  // As the official masks_to_boxes: xyxy of the extreme pixel indices, so w = x1 - x0 (no +1).
-  return {float(x0) / float(width), float(y0) / float(height), float(x1 - x0) / float(width),
-          float(y1 - y0) / float(height)};
-}
-
 std::array<uint8_t, 3> id_color(int64_t id) {
   // Golden-ratio hue steps: neighbouring ids get clearly different colours.
   double h = std::fmod(0.11 + double(id) * 0.618033988749895, 1.0) * 6.0;
@@ -94,7 +42,7 @@ constexpr uint8_t kDigits[10][5] = {{7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 
 
 void fill_rect(RgbImage& img, int x0, int y0, int w, int h, std::array<uint8_t, 3> c) {
   for (int y = std::max(0, y0); y < std::min(img.height, y0 + h); ++y)
-    for (int x = std::max(0, x0); x < std::min(img.width, x0 + w); ++x) std::memcpy(img.at(x, y), c.data(), 3);
+    for (int x = std::max(0, x0); x < std::min(img.width, x0 + w); ++x) std::memcpy(pixel_at(img, x, y), c.data(), 3);
 }
 
 void draw_label(RgbImage& img, int x, int y, int64_t id, std::array<uint8_t, 3> bg, int scale) {
@@ -118,24 +66,26 @@ void draw_label(RgbImage& img, int x, int y, int64_t id, std::array<uint8_t, 3> 
 RgbImage draw_overlay(const RgbImage& frame, const FrameOutput& out) {
   RgbImage img = frame;
   const int w = img.width, h = img.height;
-  for (const auto& o : out.objects) {
-    if (o.mask.size() != size_t(w) * size_t(h)) continue;
-    auto c = id_color(o.id);
-    for (size_t i = 0; i < o.mask.size(); ++i)
-      if (o.mask[i])
-        for (int k = 0; k < 3; ++k) img.pixels[i * 3 + size_t(k)] = uint8_t((img.pixels[i * 3 + size_t(k)] + c[size_t(k)] + 1) / 2);
+  for (size_t k = 0; k < out.obj_ids.size(); ++k) {
+    const BinaryMask& m = out.masks[k];
+    if (m.width != w || m.height != h) continue;
+    auto c = id_color(out.obj_ids[k]);
+    for (size_t i = 0; i < m.pixels.size(); ++i)
+      if (m.pixels[i])
+        for (size_t ch = 0; ch < 3; ++ch) img.pixels[i * 3 + ch] = uint8_t((img.pixels[i * 3 + ch] + c[ch] + 1) / 2);
   }
   const int scale = std::max(1, std::min(w, h) / 160);
-  for (const auto& o : out.objects) {
-    if (o.box_xywh[2] <= 0 || o.box_xywh[3] <= 0) continue;
-    auto c = id_color(o.id);
-    int x0 = int(std::lround(o.box_xywh[0] * float(w))), y0 = int(std::lround(o.box_xywh[1] * float(h)));
-    int bw = int(std::lround(o.box_xywh[2] * float(w))), bh = int(std::lround(o.box_xywh[3] * float(h)));
+  for (size_t k = 0; k < out.obj_ids.size(); ++k) {
+    const auto& b = out.boxes_xywh[k];
+    if (out.masks[k].area() == 0 || b[2] <= 0 || b[3] <= 0) continue;
+    auto c = id_color(out.obj_ids[k]);
+    int x0 = int(std::lround(b[0] * float(w))), y0 = int(std::lround(b[1] * float(h)));
+    int bw = int(std::lround(b[2] * float(w))) + 1, bh = int(std::lround(b[3] * float(h))) + 1;
     fill_rect(img, x0, y0, bw, scale, c);
     fill_rect(img, x0, y0 + bh - scale, bw, scale, c);
     fill_rect(img, x0, y0, scale, bh, c);
     fill_rect(img, x0 + bw - scale, y0, scale, bh, c);
-    draw_label(img, x0, y0 - 7 * scale, o.id, c, scale);
+    draw_label(img, x0, y0 - 7 * scale, out.obj_ids[k], c, scale);
   }
   return img;
 }
@@ -175,14 +125,19 @@ TrackWriter::~TrackWriter() {
 }
 
 void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
-  SEGMUX_CHECK(out.width == width_ && out.height == height_, "frame output is ", out.width, "x", out.height,
-               ", the video is ", width_, "x", height_);
+  SEGMUX_CHECK(out.masks.size() == out.obj_ids.size() && out.probs.size() == out.obj_ids.size() &&
+                   out.boxes_xywh.size() == out.obj_ids.size(),
+               "frame ", out.frame_index, " output has inconsistent object lists");
+  for (const auto& m : out.masks)
+    SEGMUX_CHECK(m.width == width_ && m.height == height_, "frame ", out.frame_index, " mask is ", m.width, "x",
+                 m.height, ", the video is ", width_, "x", height_);
   if (opt_.write_masks) {
     std::vector<uint16_t> ids(size_t(width_) * size_t(height_), 0);
-    for (const auto& o : out.objects) {
-      SEGMUX_CHECK(o.id >= 0 && o.id < 65535, "object id ", o.id, " does not fit a 16-bit mask PNG");
-      for (size_t i = 0; i < o.mask.size(); ++i)
-        if (o.mask[i]) ids[i] = uint16_t(o.id + 1);
+    for (size_t k = 0; k < out.obj_ids.size(); ++k) {
+      int64_t id = out.obj_ids[k];
+      SEGMUX_CHECK(id >= 0 && id < 65535, "object id ", id, " does not fit a 16-bit mask PNG");
+      for (size_t i = 0; i < out.masks[k].pixels.size(); ++i)
+        if (out.masks[k].pixels[i]) ids[i] = uint16_t(id + 1);
     }
     char name[64];
     std::snprintf(name, sizeof name, "/masks/%05d.png", out.frame_index);
@@ -190,12 +145,18 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
   }
   if (json_) {
     nlohmann::json objs = nlohmann::json::array();
-    for (const auto& o : out.objects)
-      objs.push_back({{"id", o.id},
-                      {"score", o.score},
-                      {"box_xywh", o.box_xywh},
-                      {"mask_rle", {{"size", {height_, width_}}, {"counts", mask_to_coco_rle(o.mask, height_, width_)}}}});
-    nlohmann::json f = {{"frame_index", out.frame_index}, {"objects", objs}};
+    for (size_t k = 0; k < out.obj_ids.size(); ++k) {
+      RleMask rle = rle_encode(out.masks[k]);
+      objs.push_back({{"id", out.obj_ids[k]},
+                      {"score", out.probs[k]},
+                      {"box_xywh", out.boxes_xywh[k]},
+                      {"area", rle_area(rle)},
+                      {"mask_rle", {{"size", {rle.height, rle.width}}, {"counts", rle.counts}}}});
+    }
+    nlohmann::json f = {{"frame_index", out.frame_index},
+                        {"objects", objs},
+                        {"num_obj_tracked", out.stats.num_obj_tracked},
+                        {"num_obj_dropped", out.stats.num_obj_dropped}};
     std::fprintf(json_, "%s%s", frames_ ? ",\n" : "", f.dump().c_str());
   }
   if (overlay_) overlay_->add(draw_overlay(frame, out));

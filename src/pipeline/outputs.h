@@ -1,7 +1,7 @@
 // What `segmux track` writes for every emitted frame:
 //   DIR/masks/NNNNN.png  instance-id mask, 16-bit grayscale: 0 = background, obj_id + 1 elsewhere
 //                        (16-bit because ids are never reused and can exceed 254 on long videos)
-//   DIR/tracks.json      per frame: ids, scores, boxes, COCO run-length-encoded masks
+//   DIR/tracks.json      per frame: ids, scores, boxes (normalised xywh, official), COCO RLE masks
 //   DIR/overlay.gif|mp4  the frames with coloured masks, boxes and ids
 // Every file is written atomically: a failure leaves nothing half-written.
 #pragma once
@@ -12,32 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/control_plane.h"
 #include "pipeline/video_io.h"
 
 namespace segmux::pipeline {
 
-struct ObjectOutput {
-  int64_t id = 0;
-  float score = 0;                      // the official out_probs value (detector score at creation)
-  std::array<float, 4> box_xywh{};      // normalised to [0,1], from the binary mask (official layout)
-  std::vector<uint8_t> mask;            // height x width, row-major, 0/1
-};
-
-struct FrameOutput {
-  int frame_index = 0;
-  int width = 0, height = 0;            // video resolution
-  std::vector<ObjectOutput> objects;
-};
-
-// Column-major COCO uncompressed RLE (counts start with a run of zeros), as the official tools.
-std::vector<uint32_t> mask_to_coco_rle(const std::vector<uint8_t>& mask, int height, int width);
-std::vector<uint8_t> coco_rle_to_mask(const std::vector<uint32_t>& counts, int height, int width);
-// Box of a binary mask as normalised xywh, the official way (w = (max_x - min_x) / W); zeros if empty.
-std::array<float, 4> mask_box_xywh(const std::vector<uint8_t>& mask, int height, int width);
-
-// Colour of an object id in overlays (stable across frames and runs).
-std::array<uint8_t, 3> id_color(int64_t id);
 // Draws coloured masks (alpha 0.5), box outlines and id labels onto a copy of the frame.
+std::array<uint8_t, 3> id_color(int64_t id);  // stable colour of an object id
 RgbImage draw_overlay(const RgbImage& frame, const FrameOutput& out);
 
 struct OutputOptions {

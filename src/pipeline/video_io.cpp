@@ -358,7 +358,7 @@ class GifReader : public VideoReader {
         if (cx < 0 || cx >= canvas_.width) continue;
         int c = im.RasterBits[size_t(y) * size_t(d.Width) + size_t(x)];
         if (c == gcb.TransparentColor || c >= cmap->ColorCount) continue;
-        uint8_t* p = canvas_.at(cx, cy);
+        uint8_t* p = pixel_at(canvas_, cx, cy);
         p[0] = cmap->Colors[c].Red;
         p[1] = cmap->Colors[c].Green;
         p[2] = cmap->Colors[c].Blue;
@@ -374,7 +374,7 @@ class GifReader : public VideoReader {
   void clear_rect(int left, int top, int w, int h) {
     for (int y = std::max(0, top); y < std::min(canvas_.height, top + h); ++y)
       for (int x = std::max(0, left); x < std::min(canvas_.width, left + w); ++x) {
-        uint8_t* p = canvas_.at(x, y);
+        uint8_t* p = pixel_at(canvas_, x, y);
         p[0] = p[1] = p[2] = 0;
       }
   }
@@ -440,7 +440,7 @@ void write_png(const std::string& path, int width, int height, int color_type, i
 
 void write_png_rgb(const std::string& path, const RgbImage& img) {
   std::vector<const uint8_t*> rows;
-  for (int y = 0; y < img.height; ++y) rows.push_back(img.at(0, y));
+  for (int y = 0; y < img.height; ++y) rows.push_back(pixel_at(img, 0, y));
   write_png(path, img.width, img.height, PNG_COLOR_TYPE_RGB, 8, rows);
 }
 
@@ -517,7 +517,7 @@ class GifWriter : public VideoWriter {
     std::vector<GifPixelType> row(static_cast<size_t>(width_));
     for (int y = 0; y < height_; ++y) {
       for (int x = 0; x < width_; ++x) {
-        const uint8_t* p = f.at(x, y);
+        const uint8_t* p = pixel_at(f, x, y);
         int r = (p[0] * (kR - 1) + 127) / 255, g = (p[1] * (kG - 1) + 127) / 255, b = (p[2] * (kB - 1) + 127) / 255;
         row[size_t(x)] = GifPixelType((r * kG + g) * kB + b);
       }

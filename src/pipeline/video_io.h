@@ -8,25 +8,24 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/frame_source.h"
+
 namespace segmux::pipeline {
 
-struct RgbImage {
-  int width = 0;
-  int height = 0;
-  std::vector<uint8_t> pixels;  // width*height*3
-  uint8_t* at(int x, int y) { return &pixels[(size_t(y) * size_t(width) + size_t(x)) * 3]; }
-  const uint8_t* at(int x, int y) const { return &pixels[(size_t(y) * size_t(width) + size_t(x)) * 3]; }
-};
+using RgbImage = RgbFrame;
 
-class VideoReader {
+inline uint8_t* pixel_at(RgbImage& img, int x, int y) {
+  return &img.pixels[(size_t(y) * size_t(img.width) + size_t(x)) * 3];
+}
+inline const uint8_t* pixel_at(const RgbImage& img, int x, int y) {
+  return &img.pixels[(size_t(y) * size_t(img.width) + size_t(x)) * 3];
+}
+
+// A video file or frame folder as the predictor's FrameSource (frame(i) is RGB at original size;
+// sequential access is fastest, random access seeks).
+class VideoReader : public FrameSource {
  public:
-  virtual ~VideoReader() = default;
-  virtual int num_frames() const = 0;
-  virtual int width() const = 0;
-  virtual int height() const = 0;
   virtual double fps() const = 0;  // frames per second (folders: 25 by convention)
-  // Frame i (0-based). Sequential access is fastest; random access seeks.
-  virtual RgbImage frame(int index) = 0;
   virtual std::string describe() const = 0;  // "video.mp4: 120 frames 640x480 @ 30 fps (h264)"
 };
 

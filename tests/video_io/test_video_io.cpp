@@ -20,7 +20,7 @@ static RgbImage gradient(int w, int h, int t) {
   img.pixels.resize(size_t(w) * h * 3);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
-      uint8_t* p = img.at(x, y);
+      uint8_t* p = pixel_at(img, x, y);
       p[0] = uint8_t(x * 255 / w);
       p[1] = uint8_t(y * 255 / h);
       p[2] = uint8_t((t * 40) % 256);
