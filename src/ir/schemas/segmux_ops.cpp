@@ -1,0 +1,96 @@
+// Schemas of segmux's fused ops (domain "segmux"). They appear only after compiler fusion
+// (src/compiler/passes/fuse_*), never in exported ONNX.
+//
+//   Linear(A [..., K], W [K, N], bias [N]?, residual?) -> [..., N]
+//       y = act(A W + bias) + residual; attr activation = "" | "gelu" (exact erf); residual
+//       broadcasts to the output.
+//   Gelu(X) -> X's shape: 0.5 x (1 + erf(x / sqrt 2)).
+//   GroupNorm(X [N, C, ...], scale [C], bias [C]) -> X's shape; attrs num_groups, epsilon (1e-5).
+//   Attention(q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv], mask?) -> [..., Lq, Dv]
+//       softmax(q k^T * scale + mask) v over the last axis; attr scale (default 1/sqrt(D)); q, k, v
+//       share their leading (batch, head) dims; mask broadcasts to [..., Lq, Lk] and is f32 (added)
+//       or bool (true = attend). Rows whose keys are all masked give zeros. Windowed attention is
+//       expressed by reshaping windows into the leading dims.
+#include "ir/schemas/schema_util.h"
+#include "ir/schemas/schemas.h"
+
+namespace segmux::ir {
+
+namespace su = schema_util;
+
+namespace {
+
+void infer_linear(InferContext& ctx) {
+  su::require_float(ctx, 0);
+  const DType t = ctx.in(0).dtype;
+  const std::string act = ctx.node.attr_string("activation", "");
+  if (!act.empty() && act != "gelu") ctx.error("unknown activation '" + act + "' (expected \"\" or \"gelu\")");
+  if (!su::shapes_known(ctx, {0, 1})) return su::set_out_unknown(ctx, 0, t);
+  const Shape& a = ctx.in(0).shape;
+  const Shape& w = ctx.in(1).shape;
+  if (w.size() != 2) ctx.error("weight must be [K, N], got " + shape_str(w));
+  if (a.empty() || a.back() != w[0]) ctx.error("input " + shape_str(a) + " does not end in K=" + std::to_string(w[0]));
+  Shape out = a;
+  out.back() = w[1];
+  if (ctx.has_input(2) && ctx.in(2).has_shape && shape_numel(ctx.in(2).shape) != w[1])
+    ctx.error("bias " + shape_str(ctx.in(2).shape) + " must have N=" + std::to_string(w[1]) + " values");
+  if (ctx.has_input(3) && ctx.in(3).has_shape && su::broadcast(ctx, out, ctx.in(3).shape) != out)
+    ctx.error("residual " + shape_str(ctx.in(3).shape) + " does not broadcast to " + shape_str(out));
+  su::set_out(ctx, 0, t, out);
+}
+
+void infer_gelu(InferContext& ctx) {
+  su::require_float(ctx, 0);
+  if (!ctx.in(0).has_shape) return su::set_out_unknown(ctx, 0, ctx.in(0).dtype);
+  su::set_out(ctx, 0, ctx.in(0).dtype, ctx.in(0).shape);
+}
+
+void infer_group_norm(InferContext& ctx) {
+  su::require_float(ctx, 0);
+  const int64_t groups = ctx.node.attr_int("num_groups", 0);
+  if (groups < 1) ctx.error("num_groups must be >= 1");
+  if (!ctx.in(0).has_shape) return su::set_out_unknown(ctx, 0, ctx.in(0).dtype);
+  const Shape& x = ctx.in(0).shape;
+  if (x.size() < 2) ctx.error("input must be [N, C, ...], got " + shape_str(x));
+  if (x[1] >= 0 && x[1] % groups != 0)
+    ctx.error(std::to_string(x[1]) + " channels do not split into " + std::to_string(groups) + " groups");
+  for (size_t i : {size_t(1), size_t(2)})
+    if (ctx.in(i).has_shape && shape_numel(ctx.in(i).shape) != x[1])
+      ctx.error("scale and bias must have C=" + std::to_string(x[1]) + " values");
+  su::set_out(ctx, 0, ctx.in(0).dtype, x);
+}
+
+void infer_attention(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) su::require_float(ctx, i);
+  const DType t = ctx.in(0).dtype;
+  if (!su::shapes_known(ctx, {0, 1, 2})) return su::set_out_unknown(ctx, 0, t);
+  const Shape &q = ctx.in(0).shape, &k = ctx.in(1).shape, &v = ctx.in(2).shape;
+  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
+    ctx.error("q, k, v must have the same rank >= 2, got " + shape_str(q) + " " + shape_str(k) + " " + shape_str(v));
+  for (size_t d = 0; d + 2 < q.size(); ++d)
+    if (k[d] != q[d] || v[d] != q[d]) ctx.error("leading dims of q, k, v differ: " + shape_str(q) + " " + shape_str(k) + " " + shape_str(v));
+  const size_t r = q.size();
+  if (k[r - 1] != q[r - 1]) ctx.error("q and k head sizes differ");
+  if (v[r - 2] != k[r - 2]) ctx.error("k and v lengths differ");
+  if (ctx.has_input(3) && ctx.in(3).has_shape) {
+    su::require_dtype(ctx, 3, {DType::f32, DType::boolean}, "mask");
+    Shape scores = q;
+    scores[r - 1] = k[r - 2];
+    if (su::broadcast(ctx, scores, ctx.in(3).shape) != scores)
+      ctx.error("mask " + shape_str(ctx.in(3).shape) + " does not broadcast to the scores " + shape_str(scores));
+  }
+  Shape out = q;
+  out[r - 1] = v[r - 1];
+  su::set_out(ctx, 0, t, out);
+}
+
+}  // namespace
+
+void register_segmux_schemas() {
+  register_schema({"Linear", "segmux", 2, 4, 1, 1, infer_linear});
+  register_schema({"Gelu", "segmux", 1, 1, 1, 1, infer_gelu});
+  register_schema({"GroupNorm", "segmux", 3, 3, 1, 1, infer_group_norm});
+  register_schema({"Attention", "segmux", 3, 4, 1, 1, infer_attention});
+}
+
+}  // namespace segmux::ir

@@ -1,0 +1,243 @@
+// segmux Attention, flash-style: softmax(q k^T * scale + mask) v computed one (query block, key block)
+// tile at a time with a running max and sum per query row, so no Lq x Lk score matrix is ever
+// materialised. Layout: q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv] with equal leading (batch,
+// head) dims; mask (optional) broadcastable to [..., Lq, Lk], f32 (added) or bool (true = attend).
+// A query row whose keys are all masked gives zeros.
+//
+// The small GEMMs inside a tile use one register-blocked AVX-512 micro-kernel (4 rows x 64 columns).
+// K is transposed once per call into a reused buffer so both tile GEMMs read B row-major.
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace segmux::cpu {
+namespace {
+
+// C[R x 16*NV] (+)= A[R x K] * B[K x 16*NV]; columns beyond `ncols` are neither read nor written.
+template <int R, int NV>
+inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
+                         int64_t ncols, bool accumulate) {
+  __mmask16 m[NV];
+  for (int j = 0; j < NV; ++j) m[j] = tail_mask(std::max<int64_t>(0, ncols - 16 * j));
+  __m512 c[R][NV];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NV; ++j)
+      c[i][j] = accumulate ? _mm512_maskz_loadu_ps(m[j], C + i * ldc + 16 * j) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 b[NV];
+    for (int j = 0; j < NV; ++j) b[j] = _mm512_maskz_loadu_ps(m[j], B + k * ldb + 16 * j);
+    for (int i = 0; i < R; ++i) {
+      __m512 a = _mm512_set1_ps(A[i * lda + k]);
+      for (int j = 0; j < NV; ++j) c[i][j] = _mm512_fmadd_ps(a, b[j], c[i][j]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < NV; ++j) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, m[j], c[i][j]);
+}
+
+template <int R>
+inline void micro_rows(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
+                       int64_t ncols, bool acc) {
+  switch ((ncols + 15) / 16) {
+    case 1: micro_kernel<R, 1>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
+    case 2: micro_kernel<R, 2>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
+    case 3: micro_kernel<R, 3>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
+    default: micro_kernel<R, 4>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
+  }
+}
+
+// C[M x N] (+)= A[M x K] * B[K x N], all row-major with leading dimensions.
+void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
+                int64_t N, int64_t K, bool acc) {
+  for (int64_t j = 0; j < N; j += 64) {
+    const int64_t nc = std::min<int64_t>(64, N - j);
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) micro_rows<4>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc);
+    switch (M - i) {
+      case 3: micro_rows<3>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
+      case 2: micro_rows<2>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
+      case 1: micro_rows<1>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
+      default: break;
+    }
+  }
+}
+
+constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kKeyBlock = 128;
+
+struct ThreadScratch {
+  Scratch scores, out, stats;
+};
+
+class AttentionKernel : public Kernel {
+ public:
+  explicit AttentionKernel(float scale_attr, bool has_scale) : scale_attr_(scale_attr), has_scale_(has_scale) {}
+
+  void run(KernelContext& ctx) override {
+    const Tensor& q = *ctx.inputs[0];
+    const Tensor& k = *ctx.inputs[1];
+    const Tensor& v = *ctx.inputs[2];
+    const Tensor* mask = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+    const int r = q.rank();
+    SEGMUX_CHECK(r >= 2 && k.rank() == r && v.rank() == r, ctx.node.describe(), ": q, k, v must have equal rank >= 2");
+    const int64_t Lq = q.dim(-2), D = q.dim(-1), Lk = k.dim(-2), Dv = v.dim(-1);
+    SEGMUX_CHECK(k.dim(-1) == D && v.dim(-2) == Lk, ctx.node.describe(), ": k/v shapes do not match q");
+    int64_t BH = 1;
+    for (int d = 0; d < r - 2; ++d) {
+      SEGMUX_CHECK(k.dim(d) == q.dim(d) && v.dim(d) == q.dim(d), ctx.node.describe(), ": batch dims of q, k, v differ");
+      BH *= q.dim(d);
+    }
+    Tensor& out = *ctx.outputs[0];
+    if (out.numel() == 0) return;
+    const float scale = has_scale_ ? scale_attr_ : 1.f / std::sqrt(float(D));
+    // Mask strides over (batch dims..., Lq, Lk), 0 where broadcast.
+    std::vector<int64_t> mstride(size_t(r), 0);
+    if (mask) {
+      SEGMUX_CHECK(mask->rank() <= r, ctx.node.describe(), ": mask rank exceeds the scores' rank");
+      int64_t s = 1;
+      for (int d = r - 1, md = mask->rank() - 1; md >= 0; --d, --md) {
+        int64_t want = d == r - 1 ? Lk : d == r - 2 ? Lq : q.dim(d);
+        int64_t have = mask->dim(md);
+        SEGMUX_CHECK(have == want || have == 1, ctx.node.describe(), ": mask ", shape_str(mask->shape()),
+                     " does not broadcast to the scores");
+        mstride[size_t(d)] = have == 1 ? 0 : s;
+        s *= have;
+      }
+    }
+    if (Lk == 0) {  // no keys: every row is fully masked
+      std::fill(out.data<float>(), out.data<float>() + out.numel(), 0.f);
+      return;
+    }
+    const float* pq = q.data<float>();
+    const float* pk = k.data<float>();
+    const float* pv = v.data<float>();
+    float* po = out.data<float>();
+    const int nt = threads_of(ctx.num_threads);
+
+    // K^T per (batch, head): [BH][D][Lk].
+    float* kt = kt_.get(size_t(BH * D * Lk));
+    parallel_chunks(BH, nt, [&](int64_t b, int64_t e) {
+      for (int64_t bh = b; bh < e; ++bh) {
+        const float* src = pk + bh * Lk * D;
+        float* dst = kt + bh * D * Lk;
+        for (int64_t j0 = 0; j0 < Lk; j0 += 16)
+          for (int64_t d = 0; d < D; ++d)
+            for (int64_t j = j0; j < std::min(Lk, j0 + 16); ++j) dst[d * Lk + j] = src[j * D + d];
+      }
+    });
+
+    if (int(scratch_.size()) < nt) scratch_.resize(size_t(nt));
+    const int64_t qblocks = (Lq + kQueryBlock - 1) / kQueryBlock;
+    const bool bool_mask = mask && mask->dtype() == DType::boolean;
+    const float* fmask = mask && !bool_mask ? mask->data<float>() : nullptr;
+    const bool* bmask = bool_mask ? mask->data<bool>() : nullptr;
+    parallel_items(BH * qblocks, nt, [&](int64_t item, int t) {
+      ThreadScratch& ts = scratch_[size_t(t)];
+      float* S = ts.scores.get(size_t(kQueryBlock * kKeyBlock));
+      float* O = ts.out.get(size_t(kQueryBlock * Dv));
+      float* stats = ts.stats.get(size_t(2 * kQueryBlock));
+      float* row_max = stats;
+      float* row_sum = stats + kQueryBlock;
+      const int64_t bh = item / qblocks, i0 = (item % qblocks) * kQueryBlock;
+      const int64_t rows = std::min(kQueryBlock, Lq - i0);
+      const float* Q = pq + (bh * Lq + i0) * D;
+      const float* Kt = kt + bh * D * Lk;
+      const float* V = pv + bh * Lk * Dv;
+      int64_t moff = 0;
+      if (mask) {
+        int64_t rem = bh;
+        for (int d = r - 3; d >= 0; --d) {
+          moff += (rem % q.dim(d)) * mstride[size_t(d)];
+          rem /= q.dim(d);
+        }
+        moff += i0 * mstride[size_t(r - 2)];
+      }
+      const int64_t mrow = mstride[size_t(r - 2)], mcol = mstride[size_t(r - 1)];
+      for (int64_t i = 0; i < rows; ++i) {
+        row_max[i] = -INFINITY;
+        row_sum[i] = 0.f;
+      }
+      std::fill(O, O + rows * Dv, 0.f);
+      for (int64_t j0 = 0; j0 < Lk; j0 += kKeyBlock) {
+        const int64_t nk = std::min(kKeyBlock, Lk - j0);
+        small_gemm(Q, D, Kt + j0, Lk, S, kKeyBlock, rows, nk, D, false);
+        for (int64_t i = 0; i < rows; ++i) {
+          float* s = S + i * kKeyBlock;
+          const __m512 vs = _mm512_set1_ps(scale);
+          __m512 vmax = _mm512_set1_ps(-INFINITY);
+          for (int64_t j = 0; j < nk; j += 16) {
+            __mmask16 km = tail_mask(nk - j);
+            __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(km, s + j), vs);
+            if (fmask) {
+              const float* mp = fmask + moff + i * mrow + (j0 + j) * mcol;
+              __m512 mv = mcol ? _mm512_maskz_loadu_ps(km, mp) : _mm512_set1_ps(*mp);
+              x = _mm512_add_ps(x, mv);
+            } else if (bmask) {
+              const bool* mp = bmask + moff + i * mrow + (j0 + j) * mcol;
+              __mmask16 keep = 0;
+              for (int64_t l = 0; l < std::min<int64_t>(16, nk - j); ++l)
+                if (mp[l * mcol]) keep |= __mmask16(1u << l);
+              x = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), keep, x);
+            }
+            _mm512_mask_storeu_ps(s + j, km, x);
+            vmax = _mm512_mask_max_ps(vmax, km, vmax, x);
+          }
+          const float m_old = row_max[i];
+          const float m_new = std::max(m_old, hmax(vmax));
+          if (m_new == -INFINITY) {  // everything so far masked: contributes nothing
+            std::fill(s, s + nk, 0.f);
+            continue;
+          }
+          const __m512 vm = _mm512_set1_ps(m_new);
+          __m512 vsum = _mm512_setzero_ps();
+          for (int64_t j = 0; j < nk; j += 16) {
+            __mmask16 km = tail_mask(nk - j);
+            __m512 p = _mm512_maskz_mov_ps(km, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(km, s + j), vm)));
+            _mm512_mask_storeu_ps(s + j, km, p);
+            vsum = _mm512_add_ps(vsum, p);
+          }
+          const float alpha = m_old == -INFINITY ? 0.f : std::exp(m_old - m_new);
+          row_sum[i] = row_sum[i] * alpha + hsum(vsum);
+          row_max[i] = m_new;
+          if (alpha != 1.f) {
+            float* o = O + i * Dv;
+            const __m512 va = _mm512_set1_ps(alpha);
+            for (int64_t d = 0; d < Dv; d += 16) {
+              __mmask16 km = tail_mask(Dv - d);
+              _mm512_mask_storeu_ps(o + d, km, _mm512_mul_ps(_mm512_maskz_loadu_ps(km, o + d), va));
+            }
+          }
+        }
+        small_gemm(S, kKeyBlock, V + j0 * Dv, Dv, O, Dv, rows, Dv, nk, true);
+      }
+      float* dst = po + (bh * Lq + i0) * Dv;
+      for (int64_t i = 0; i < rows; ++i) {
+        const float inv = row_sum[i] > 0.f ? 1.f / row_sum[i] : 0.f;
+        const __m512 vi = _mm512_set1_ps(inv);
+        for (int64_t d = 0; d < Dv; d += 16) {
+          __mmask16 km = tail_mask(Dv - d);
+          _mm512_mask_storeu_ps(dst + i * Dv + d, km, _mm512_mul_ps(_mm512_maskz_loadu_ps(km, O + i * Dv + d), vi));
+        }
+      }
+    });
+  }
+
+ private:
+  float scale_attr_;
+  bool has_scale_;
+  Scratch kt_;
+  std::vector<ThreadScratch> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_attention(const KernelInit& init) {
+  if (init.inputs.size() < 3) return nullptr;
+  for (int i = 0; i < 3; ++i)
+    if (!init.inputs[size_t(i)] || init.inputs[size_t(i)]->dtype != DType::f32) return nullptr;
+  if (init.inputs.size() > 3 && init.inputs[3] && init.inputs[3]->dtype != DType::f32 &&
+      init.inputs[3]->dtype != DType::boolean)
+    return nullptr;
+  return std::make_unique<AttentionKernel>(init.node.attr_float("scale", 0.f), init.node.has_attr("scale"));
+}
+
+}  // namespace segmux::cpu

@@ -1,0 +1,29 @@
+// Factories of the optimized CPU kernels. Each returns nullptr when it does not handle the node with
+// these types (the session then falls back to the reference kernel).
+#pragma once
+#include <memory>
+
+#include "kernels/kernel.h"
+
+namespace segmux::cpu {
+
+// oneDNN (onednn_matmul.cpp, onednn_conv.cpp).
+std::unique_ptr<Kernel> make_matmul(const KernelInit& init);   // ONNX MatMul
+std::unique_ptr<Kernel> make_gemm(const KernelInit& init);     // ONNX Gemm
+std::unique_ptr<Kernel> make_linear(const KernelInit& init);   // segmux Linear
+std::unique_ptr<Kernel> make_conv(const KernelInit& init);     // ONNX Conv
+std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init);  // ONNX ConvTranspose
+
+// Our AVX-512 kernels.
+std::unique_ptr<Kernel> make_binary(const KernelInit& init);   // Add, Sub, Mul, Div (f32)
+std::unique_ptr<Kernel> make_gelu(const KernelInit& init);     // segmux Gelu
+std::unique_ptr<Kernel> make_softmax(const KernelInit& init);  // ONNX Softmax (opset 13+)
+std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);  // ONNX LayerNormalization
+std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);  // segmux GroupNorm
+std::unique_ptr<Kernel> make_transpose(const KernelInit& init);   // ONNX Transpose
+std::unique_ptr<Kernel> make_attention(const KernelInit& init);   // segmux Attention
+
+// True when the node asks for bf16 compute (attribute segmux_precision = "bf16").
+bool wants_bf16(const ir::Node& node);
+
+}  // namespace segmux::cpu

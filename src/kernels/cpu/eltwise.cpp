@@ -1,0 +1,186 @@
+// Element-wise f32 kernels: the four arithmetic binary ops with numpy broadcasting, and exact GELU.
+// Broadcasting is reduced to "outer loop x contiguous-or-scalar inner run" after merging dims that
+// broadcast the same way, so same-shape, scalar, row and column cases all hit vector inner loops.
+#include <cstring>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace segmux::cpu {
+namespace {
+
+enum class BinOp { add, sub, mul, div };
+
+template <BinOp op>
+inline __m512 apply(__m512 a, __m512 b) {
+  if constexpr (op == BinOp::add) return _mm512_add_ps(a, b);
+  if constexpr (op == BinOp::sub) return _mm512_sub_ps(a, b);
+  if constexpr (op == BinOp::mul) return _mm512_mul_ps(a, b);
+  return _mm512_div_ps(a, b);
+}
+
+// out[i] = a[i*sa] op b[i*sb], sa and sb each 0 or 1.
+template <BinOp op>
+void run_inner(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
+  int64_t i = 0;
+  if (sa == 1 && sb == 1) {
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, apply<op>(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    if (i < n) {
+      __mmask16 m = tail_mask(n - i);
+      _mm512_mask_storeu_ps(out + i, m, apply<op>(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    }
+  } else if (sa == 1) {
+    __m512 vb = _mm512_set1_ps(*b);
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, apply<op>(_mm512_loadu_ps(a + i), vb));
+    if (i < n) {
+      __mmask16 m = tail_mask(n - i);
+      // Masked-off lanes get 1.0 so Div never computes 0/0 in lanes that are discarded anyway.
+      _mm512_mask_storeu_ps(out + i, m, apply<op>(_mm512_mask_loadu_ps(_mm512_set1_ps(1.f), m, a + i), vb));
+    }
+  } else if (sb == 1) {
+    __m512 va = _mm512_set1_ps(*a);
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, apply<op>(va, _mm512_loadu_ps(b + i)));
+    if (i < n) {
+      __mmask16 m = tail_mask(n - i);
+      _mm512_mask_storeu_ps(out + i, m, apply<op>(va, _mm512_mask_loadu_ps(_mm512_set1_ps(1.f), m, b + i)));
+    }
+  } else {
+    __m512 r = apply<op>(_mm512_set1_ps(*a), _mm512_set1_ps(*b));
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, r);
+    if (i < n) _mm512_mask_storeu_ps(out + i, tail_mask(n - i), r);
+  }
+}
+
+struct BroadcastLayout {
+  std::vector<int64_t> dims, sa, sb;  // merged output dims and the inputs' element strides (0 = broadcast)
+};
+
+BroadcastLayout plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
+  const size_t r = out.size();
+  std::vector<int64_t> da(r, 1), db(r, 1);
+  for (size_t i = 0; i < a.size(); ++i) da[r - a.size() + i] = a[i];
+  for (size_t i = 0; i < b.size(); ++i) db[r - b.size() + i] = b[i];
+  std::vector<int64_t> dims, sa, sb;
+  int64_t stride_a = 1, stride_b = 1;
+  std::vector<int64_t> full_sa(r), full_sb(r);
+  for (size_t i = r; i-- > 0;) {
+    full_sa[i] = da[i] == 1 ? 0 : stride_a;
+    full_sb[i] = db[i] == 1 ? 0 : stride_b;
+    stride_a *= da[i];
+    stride_b *= db[i];
+  }
+  for (size_t i = 0; i < r; ++i) {
+    if (out[i] == 1) continue;
+    if (!dims.empty() && sa.back() == full_sa[i] * out[i] && sb.back() == full_sb[i] * out[i]) {
+      dims.back() *= out[i];
+      sa.back() = full_sa[i];
+      sb.back() = full_sb[i];
+      continue;
+    }
+    dims.push_back(out[i]);
+    sa.push_back(full_sa[i]);
+    sb.push_back(full_sb[i]);
+  }
+  if (dims.empty()) {
+    dims = {1};
+    sa = {0};
+    sb = {0};
+  }
+  return {dims, sa, sb};
+}
+
+template <BinOp op>
+void run_binary(const float* a, const float* b, float* out, const BroadcastLayout& L, int num_threads) {
+  const int64_t n = L.dims.back();
+  const int64_t ia = L.sa.back(), ib = L.sb.back();
+  const size_t outer_rank = L.dims.size() - 1;
+  int64_t outer = 1;
+  for (size_t d = 0; d < outer_rank; ++d) outer *= L.dims[d];
+  // Work items: (outer row, inner piece); pieces keep every item at least ~16K elements.
+  const int64_t piece = std::max<int64_t>(16384, (n + 63) / 64 * 16);
+  const int64_t pieces = (n + piece - 1) / piece;
+  const int64_t total = outer * pieces;
+  int nt = total * n < 32768 ? 1 : num_threads;
+  parallel_chunks(total, nt, [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) {
+      int64_t row = w / pieces, p = w % pieces;
+      int64_t oa = 0, ob = 0, rem = row;
+      for (size_t d = outer_rank; d-- > 0;) {
+        int64_t idx = rem % L.dims[d];
+        rem /= L.dims[d];
+        oa += idx * L.sa[d];
+        ob += idx * L.sb[d];
+      }
+      int64_t lo = p * piece, len = std::min(piece, n - lo);
+      run_inner<op>(a + oa + lo * ia, ia, b + ob + lo * ib, ib, out + row * n + lo, len);
+    }
+  });
+}
+
+class BinaryKernel : public Kernel {
+ public:
+  explicit BinaryKernel(BinOp op) : op_(op) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& a = *ctx.inputs[0];
+    const Tensor& b = *ctx.inputs[1];
+    Tensor& out = *ctx.outputs[0];
+    if (out.numel() == 0) return;
+    BroadcastLayout L = plan_broadcast(a.shape(), b.shape(), out.shape());
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* po = out.data<float>();
+    switch (op_) {
+      case BinOp::add: run_binary<BinOp::add>(pa, pb, po, L, ctx.num_threads); break;
+      case BinOp::sub: run_binary<BinOp::sub>(pa, pb, po, L, ctx.num_threads); break;
+      case BinOp::mul: run_binary<BinOp::mul>(pa, pb, po, L, ctx.num_threads); break;
+      case BinOp::div: run_binary<BinOp::div>(pa, pb, po, L, ctx.num_threads); break;
+    }
+  }
+
+ private:
+  BinOp op_;
+};
+
+class GeluKernel : public Kernel {
+ public:
+  void run(KernelContext& ctx) override {
+    const float* x = ctx.inputs[0]->data<float>();
+    float* y = ctx.outputs[0]->data<float>();
+    const int64_t n = ctx.inputs[0]->numel();
+    int nt = n < 32768 ? 1 : ctx.num_threads;
+    parallel_chunks((n + 15) / 16, nt, [&](int64_t b, int64_t e) {
+      for (int64_t v = b; v < e; ++v) {
+        int64_t i = v * 16;
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, m, gelu_ps(_mm512_maskz_loadu_ps(m, x + i)));
+      }
+    });
+  }
+};
+
+bool all_f32(const KernelInit& init) {
+  for (auto* t : init.inputs)
+    if (!t || t->dtype != DType::f32) return false;
+  for (auto& t : init.outputs)
+    if (t.dtype != DType::f32) return false;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_binary(const KernelInit& init) {
+  if (init.inputs.size() != 2 || !all_f32(init)) return nullptr;
+  const std::string& t = init.node.op_type;
+  if (t == "Add") return std::make_unique<BinaryKernel>(BinOp::add);
+  if (t == "Sub") return std::make_unique<BinaryKernel>(BinOp::sub);
+  if (t == "Mul") return std::make_unique<BinaryKernel>(BinOp::mul);
+  if (t == "Div") return std::make_unique<BinaryKernel>(BinOp::div);
+  return nullptr;
+}
+
+std::unique_ptr<Kernel> make_gelu(const KernelInit& init) {
+  if (init.inputs.size() != 1 || !all_f32(init)) return nullptr;
+  return std::make_unique<GeluKernel>();
+}
+
+}  // namespace segmux::cpu

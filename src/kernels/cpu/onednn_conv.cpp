@@ -1,0 +1,254 @@
+// Conv and ConvTranspose (1-D/2-D/3-D, groups, strides, dilations, pads, output_padding) on oneDNN.
+// The constant weight is reordered once into the layout oneDNN prefers and kept; each distinct input
+// shape gets one primitive with its own activation reorder buffers and scratchpad, allocated once.
+// bf16 (segmux_precision = "bf16"): bf16 weights and source, f32 accumulation and output.
+#include <map>
+#include <unordered_map>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/onednn_common.h"
+
+namespace segmux::cpu {
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+
+struct ConvConfig {
+  bool transposed = false;
+  int64_t group = 1;
+  std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end, output_padding;
+  std::string auto_pad = "NOTSET";
+  Tensor weight;
+  Tensor bias_const;
+  int bias_input = -1;
+  bool bf16 = false;
+};
+
+struct ConvPlan {
+  bool ok = false;
+  dnnl::primitive prim;
+  memory::desc src_user, dst_user, bias_md;
+  memory src_buf, dst_buf, scratch;
+  bool reorder_src = false, reorder_dst = false;
+  dnnl::reorder src_reorder, dst_reorder;
+  std::shared_ptr<memory> packed;
+};
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(ConvConfig cfg, std::unique_ptr<Kernel> fallback) : cfg_(std::move(cfg)), fallback_(std::move(fallback)) {}
+
+  // Prepacks for a shape known at load time.
+  void prepare(const Shape& x, const Shape& y) { plan_for(x, y); }
+
+  size_t prepacked_bytes() const override {
+    size_t total = 0;
+    for (auto& p : packs_) total += p->get_desc().get_size();
+    return total;
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = *ctx.inputs[0];
+    Tensor& y = *ctx.outputs[0];
+    if (y.numel() == 0) return;
+    if (x.numel() == 0) return run_fallback(fallback_, ctx);
+    ConvPlan& p = plan_for(x.shape(), y.shape());
+    if (!p.ok) return run_fallback(fallback_, ctx);
+    set_run_threads(ctx.num_threads);
+    dnnl::stream s(cpu_engine());
+    memory src(p.src_user, cpu_engine(), const_cast<void*>(x.raw()));
+    memory dst(p.dst_user, cpu_engine(), y.raw());
+    if (p.reorder_src) p.src_reorder.execute(s, src, p.src_buf);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.reorder_src ? p.src_buf : src},
+                                         {DNNL_ARG_WEIGHTS, *p.packed},
+                                         {DNNL_ARG_DST, p.reorder_dst ? p.dst_buf : dst},
+                                         {DNNL_ARG_SCRATCHPAD, p.scratch}};
+    if (cfg_.bias_const.defined()) {
+      args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(cfg_.bias_const.raw()));
+    } else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() && ctx.inputs[size_t(cfg_.bias_input)]) {
+      const Tensor& b = *ctx.inputs[size_t(cfg_.bias_input)];
+      SEGMUX_CHECK(b.numel() == y.dim(1), ctx.node.describe(), ": bias has ", b.numel(), " values for ", y.dim(1),
+                   " output channels");
+      args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(b.raw()));
+    }
+    p.prim.execute(s, args);
+    if (p.reorder_dst) p.dst_reorder.execute(s, p.dst_buf, dst);
+    s.wait();
+  }
+
+ private:
+  ConvPlan& plan_for(const Shape& x, const Shape& y) {
+    auto key = std::make_pair(x, y);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    ConvPlan& p = plans_[key];
+    try {
+      build(p, x, y);
+      p.ok = true;
+    } catch (const dnnl::error&) {
+      p.ok = false;
+    }
+    return p;
+  }
+
+  void build(ConvPlan& p, const Shape& x, const Shape& y) {
+    const size_t ns = x.size() - 2;
+    if (y.size() != x.size() || cfg_.kernel.size() != ns) throw dnnl::error(dnnl_invalid_arguments, "rank");
+    const dt compute = cfg_.bf16 ? dt::bf16 : dt::f32;
+    memory::dims strides, dil, pl, pr;
+    for (size_t i = 0; i < ns; ++i) {
+      const int64_t in = x[2 + i], out = y[2 + i], k = cfg_.kernel[i], s = cfg_.strides[i], d = cfg_.dilations[i];
+      const int64_t ext = (k - 1) * d + 1;
+      int64_t begin = cfg_.pads_begin[i];
+      if (!cfg_.transposed && (cfg_.auto_pad == "SAME_UPPER" || cfg_.auto_pad == "SAME_LOWER")) {
+        int64_t total = std::max<int64_t>(0, (out - 1) * s + ext - in);
+        begin = cfg_.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      } else if (cfg_.auto_pad == "VALID") {
+        begin = 0;
+      }
+      strides.push_back(s);
+      dil.push_back(d - 1);
+      pl.push_back(begin);
+      // Right padding that makes oneDNN's size formula give exactly the output size we were given.
+      pr.push_back(cfg_.transposed ? (in - 1) * s + ext - begin - out : (out - 1) * s + ext - in - begin);
+    }
+    const int64_t OC = y[1], IC = x[1], g = cfg_.group;
+    memory::dims wdims;
+    if (g > 1) wdims = {g, OC / g, IC / g};
+    else wdims = {OC, IC};
+    for (int64_t k : cfg_.kernel) wdims.push_back(k);
+    memory::desc wei_user;
+    if (!cfg_.transposed) {
+      wei_user = plain_md(wdims, dt::f32);  // ONNX [OC, IC/g, k...] == (g, oc, ic, k...) contiguous
+    } else {
+      // ONNX ConvTranspose weight is [IC, OC/g, k...]: element (g, oc, ic, k) lives at
+      // ((g*ICg + ic)*OCg + oc)*KS + k.
+      int64_t ks = 1;
+      for (int64_t k : cfg_.kernel) ks *= k;
+      const int64_t ocg = OC / g, icg = IC / g;
+      memory::dims st;
+      if (g > 1) st = {icg * ocg * ks, ks, ocg * ks};
+      else st = {ks, ocg * ks};
+      memory::dims kst(ns, 1);
+      for (size_t i = ns; i-- > 1;) kst[i - 1] = kst[i] * cfg_.kernel[i];
+      st.insert(st.end(), kst.begin(), kst.end());
+      wei_user = memory::desc(wdims, dt::f32, st);
+    }
+    p.src_user = plain_md(to_dims(x), dt::f32);
+    p.dst_user = plain_md(to_dims(y), dt::f32);
+    p.bias_md = plain_md({OC}, dt::f32);
+    memory::desc src_any(to_dims(x), compute, memory::format_tag::any);
+    memory::desc dst_any(to_dims(y), dt::f32, memory::format_tag::any);
+    memory::desc wei_any(wdims, compute, memory::format_tag::any);
+    const bool has_bias = cfg_.bias_const.defined() || cfg_.bias_input >= 0;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    memory::desc src_md, dst_md, wei_md, scratch_md;
+    if (!cfg_.transposed) {
+      auto d = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, src_any, wei_any,
+                                                          p.bias_md, dst_any, strides, dil, pl, pr)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, src_any, wei_any,
+                                                          dst_any, strides, dil, pl, pr);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+      p.prim = dnnl::convolution_forward(pd);
+      src_md = pd.src_desc();
+      dst_md = pd.dst_desc();
+      wei_md = pd.weights_desc();
+      scratch_md = pd.scratchpad_desc();
+    } else {
+      auto d = has_bias ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::deconvolution_direct, src_any, wei_any,
+                                                            p.bias_md, dst_any, strides, dil, pl, pr)
+                        : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::deconvolution_direct, src_any, wei_any,
+                                                            dst_any, strides, dil, pl, pr);
+      dnnl::deconvolution_forward::primitive_desc pd(d, attr, cpu_engine());
+      p.prim = dnnl::deconvolution_forward(pd);
+      src_md = pd.src_desc();
+      dst_md = pd.dst_desc();
+      wei_md = pd.weights_desc();
+      scratch_md = pd.scratchpad_desc();
+    }
+    p.scratch = memory(scratch_md, cpu_engine());
+    p.reorder_src = src_md != p.src_user;
+    if (p.reorder_src) {
+      p.src_buf = memory(src_md, cpu_engine());
+      p.src_reorder = dnnl::reorder(memory(p.src_user, cpu_engine(), nullptr), p.src_buf);
+    }
+    p.reorder_dst = dst_md != p.dst_user;
+    if (p.reorder_dst) {
+      p.dst_buf = memory(dst_md, cpu_engine());
+      p.dst_reorder = dnnl::reorder(p.dst_buf, memory(p.dst_user, cpu_engine(), nullptr));
+    }
+    p.packed = pack(wei_user, wei_md);
+  }
+
+  std::shared_ptr<memory> pack(const memory::desc& user, const memory::desc& want) {
+    for (auto& m : packs_)
+      if (m->get_desc() == want) return m;
+    memory src(user, cpu_engine(), const_cast<void*>(cfg_.weight.raw()));
+    auto packed = std::make_shared<memory>(want, cpu_engine());
+    dnnl::stream s(cpu_engine());
+    dnnl::reorder(src, *packed).execute(s, src, *packed);
+    s.wait();
+    packs_.push_back(packed);
+    return packed;
+  }
+
+  ConvConfig cfg_;
+  std::unique_ptr<Kernel> fallback_;
+  std::map<std::pair<Shape, Shape>, ConvPlan> plans_;
+  std::vector<std::shared_ptr<memory>> packs_;
+};
+
+std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed) {
+  if (init.inputs.size() < 2 || !init.inputs[0] || !init.inputs[1]) return nullptr;
+  for (auto* t : init.inputs)
+    if (t && t->dtype != DType::f32) return nullptr;
+  const Tensor* w = init.constants[1];
+  if (!w || w->rank() < 3 || w->rank() > 5) return nullptr;
+  const ir::Node& n = init.node;
+  ConvConfig cfg;
+  cfg.transposed = transposed;
+  cfg.group = n.attr_int("group", 1);
+  const size_t ns = size_t(w->rank() - 2);
+  cfg.kernel.assign(w->shape().begin() + 2, w->shape().end());
+  if (n.has_attr("kernel_shape") && n.attr_ints("kernel_shape") != cfg.kernel) return nullptr;
+  cfg.strides = n.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  cfg.dilations = n.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * ns, 0));
+  cfg.auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (cfg.strides.size() != ns || cfg.dilations.size() != ns || pads.size() != 2 * ns || cfg.group < 1) return nullptr;
+  cfg.pads_begin.assign(pads.begin(), pads.begin() + long(ns));
+  cfg.pads_end.assign(pads.begin() + long(ns), pads.end());
+  if (transposed) {
+    // Output shape / auto_pad conventions of ConvTranspose stay with the reference kernel.
+    if (n.has_attr("output_shape") || cfg.auto_pad != "NOTSET") return nullptr;
+    cfg.output_padding = n.attr_ints("output_padding", std::vector<int64_t>(ns, 0));
+  }
+  if (cfg.auto_pad != "NOTSET" && cfg.auto_pad != "VALID" && cfg.auto_pad != "SAME_UPPER" && cfg.auto_pad != "SAME_LOWER")
+    return nullptr;
+  cfg.weight = *w;
+  cfg.bf16 = wants_bf16(n);
+  if (init.inputs.size() > 2 && init.inputs[2]) {
+    if (init.constants[2]) cfg.bias_const = *init.constants[2];
+    else cfg.bias_input = 2;
+  }
+  auto k = std::make_unique<ConvKernel>(std::move(cfg), reference_fallback(init));
+  if (shape_known(init.inputs[0]) && !init.outputs.empty() && init.outputs[0].has_shape) {
+    bool known = true;
+    for (int64_t d : init.outputs[0].shape) known &= d >= 0;
+    if (known && shape_numel(init.inputs[0]->shape) > 0) k->prepare(init.inputs[0]->shape, init.outputs[0].shape);
+  }
+  return k;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv(const KernelInit& init) { return make_conv_common(init, false); }
+std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init) { return make_conv_common(init, true); }
+
+}  // namespace segmux::cpu

@@ -1,0 +1,170 @@
+// Reference kernels of the segmux fused ops (semantics in src/ir/schemas/segmux_ops.cpp): plain loops,
+// statistics and GELU in double, the ground truth the optimized kernels are tested against.
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace segmux::ref {
+namespace {
+
+double gelu_exact(double x) { return 0.5 * x * std::erfc(-x * 0.70710678118654752440); }
+
+// Offset into a tensor of shape `s` broadcast (numpy rules) to `out`, for the output index `idx`.
+int64_t broadcast_offset(const Shape& s, const Shape& out, const std::vector<int64_t>& idx) {
+  int64_t off = 0, stride = 1;
+  const int shift = int(out.size()) - int(s.size());
+  for (int d = int(s.size()) - 1; d >= 0; --d) {
+    if (s[size_t(d)] != 1) off += idx[size_t(d + shift)] * stride;
+    stride *= s[size_t(d)];
+  }
+  return off;
+}
+
+void next_index(std::vector<int64_t>& idx, const Shape& shape) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (++idx[d] < shape[d]) return;
+    idx[d] = 0;
+  }
+}
+
+void linear(KernelContext& ctx) {
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& w = *ctx.inputs[1];
+  const Tensor* bias = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  const Tensor* res = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  Tensor& y = *ctx.outputs[0];
+  const int64_t K = w.dim(0), N = w.dim(1);
+  SEGMUX_CHECK(a.dim(-1) == K, ctx.node.describe(), ": input ", shape_str(a.shape()), " does not end in K=", K);
+  const int64_t M = K == 0 ? y.numel() / std::max<int64_t>(N, 1) : a.numel() / K;
+  const bool gelu = ctx.node.attr_string("activation", "") == "gelu";
+  const float* pa = a.data<float>();
+  const float* pw = w.data<float>();
+  float* py = y.data<float>();
+  std::vector<float> row(static_cast<size_t>(N));
+  for (int64_t m = 0; m < M; ++m) {
+    std::fill(row.begin(), row.end(), 0.f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float av = pa[m * K + k];
+      const float* wr = pw + k * N;
+      for (int64_t n = 0; n < N; ++n) row[size_t(n)] += av * wr[n];
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      float v = row[size_t(n)];
+      if (bias) v += bias->data<float>()[n];
+      if (gelu) v = float(gelu_exact(v));
+      py[m * N + n] = v;
+    }
+  }
+  if (res) {
+    std::vector<int64_t> idx(y.shape().size(), 0);
+    const float* pr = res->data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i, next_index(idx, y.shape()))
+      py[i] += pr[broadcast_offset(res->shape(), y.shape(), idx)];
+  }
+}
+
+void gelu(KernelContext& ctx) {
+  const float* x = ctx.inputs[0]->data<float>();
+  float* y = ctx.outputs[0]->data<float>();
+  for (int64_t i = 0; i < ctx.inputs[0]->numel(); ++i) y[i] = float(gelu_exact(x[i]));
+}
+
+void group_norm(KernelContext& ctx) {
+  const Tensor& x = *ctx.inputs[0];
+  const int64_t groups = ctx.node.attr_int("num_groups", 1);
+  const double eps = ctx.node.attr_float("epsilon", 1e-5f);
+  SEGMUX_CHECK(x.rank() >= 2 && groups >= 1 && x.dim(1) % groups == 0, ctx.node.describe(), ": input ",
+               shape_str(x.shape()), " does not split into ", groups, " channel groups");
+  const int64_t N = x.dim(0), C = x.dim(1), cg = C / groups;
+  const int64_t spatial = C == 0 ? 0 : x.numel() / (N * C);
+  const float* px = x.data<float>();
+  const float* scale = ctx.inputs[1]->data<float>();
+  const float* bias = ctx.inputs[2]->data<float>();
+  float* py = ctx.outputs[0]->data<float>();
+  const int64_t n = cg * spatial;
+  for (int64_t g = 0; g < N * groups; ++g) {
+    const float* xg = px + g * n;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += xg[i];
+    mean /= double(std::max<int64_t>(n, 1));
+    for (int64_t i = 0; i < n; ++i) var += (xg[i] - mean) * (xg[i] - mean);
+    var /= double(std::max<int64_t>(n, 1));
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = (g % groups) * cg + i / std::max<int64_t>(spatial, 1);
+      py[g * n + i] = float((xg[i] - mean) * rstd * scale[c] + bias[c]);
+    }
+  }
+}
+
+void attention(KernelContext& ctx) {
+  const Tensor& q = *ctx.inputs[0];
+  const Tensor& k = *ctx.inputs[1];
+  const Tensor& v = *ctx.inputs[2];
+  const Tensor* mask = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  Tensor& out = *ctx.outputs[0];
+  const int r = q.rank();
+  const int64_t Lq = q.dim(-2), D = q.dim(-1), Lk = k.dim(-2), Dv = v.dim(-1);
+  const int64_t BH = Lq * D == 0 ? out.numel() / std::max<int64_t>(Lq * Dv, 1) : q.numel() / (Lq * D);
+  const double scale = ctx.node.has_attr("scale") ? double(ctx.node.attr_float("scale", 1.f)) : 1.0 / std::sqrt(double(D));
+  Shape scores_shape = q.shape();
+  scores_shape[size_t(r - 1)] = Lk;
+  std::vector<double> s(static_cast<size_t>(Lk));
+  std::vector<int64_t> idx(size_t(r), 0);
+  const float* pq = q.data<float>();
+  const float* pk = k.data<float>();
+  const float* pv = v.data<float>();
+  float* po = out.data<float>();
+  for (int64_t bh = 0; bh < BH; ++bh) {
+    for (int64_t i = 0; i < Lq; ++i) {
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < Lk; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += double(pq[(bh * Lq + i) * D + d]) * pk[(bh * Lk + j) * D + d];
+        double val = dot * scale;
+        if (mask) {
+          // Scores index (batch dims of bh, i, j).
+          int64_t rem = bh;
+          for (int d = r - 3; d >= 0; --d) {
+            idx[size_t(d)] = rem % q.dim(d);
+            rem /= q.dim(d);
+          }
+          idx[size_t(r - 2)] = i;
+          idx[size_t(r - 1)] = j;
+          const int64_t off = broadcast_offset(mask->shape(), scores_shape, idx);
+          if (mask->dtype() == DType::boolean) {
+            if (!mask->data<bool>()[off]) val = -INFINITY;
+          } else {
+            val += mask->data<float>()[off];
+          }
+        }
+        s[size_t(j)] = val;
+        mx = std::max(mx, val);
+      }
+      float* o = po + (bh * Lq + i) * Dv;
+      if (mx == -INFINITY) {  // every key masked
+        std::fill(o, o + Dv, 0.f);
+        continue;
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < Lk; ++j) sum += (s[size_t(j)] = std::exp(s[size_t(j)] - mx));
+      for (int64_t d = 0; d < Dv; ++d) {
+        double acc = 0;
+        for (int64_t j = 0; j < Lk; ++j) acc += s[size_t(j)] * pv[(bh * Lk + j) * Dv + d];
+        o[d] = float(acc / sum);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_segmux_reference() {
+  register_reference_kernel_fn("segmux", "Linear", linear);
+  register_reference_kernel_fn("segmux", "Gelu", gelu);
+  register_reference_kernel_fn("segmux", "GroupNorm", group_norm);
+  register_reference_kernel_fn("segmux", "Attention", attention);
+}
+
+}  // namespace segmux::ref
