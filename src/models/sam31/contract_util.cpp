@@ -1,0 +1,88 @@
+#include "models/sam31/contract_util.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace segmux::sam31::contract {
+
+Tensor take(const Tensor& t, int axis, int64_t start, int64_t count) {
+  SEGMUX_CHECK(axis >= 0 && axis < t.rank(), "take: axis ", axis, " out of range for ", shape_str(t.shape()));
+  SEGMUX_CHECK(start >= 0 && count >= 0 && start + count <= t.dim(axis), "take: entries ", start, "..",
+               start + count, " out of range for axis ", axis, " of ", shape_str(t.shape()));
+  Shape s = t.shape();
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= s[size_t(i)];
+  for (int i = axis + 1; i < t.rank(); ++i) inner *= s[size_t(i)];
+  const size_t es = dtype_size(t.dtype());
+  const int64_t n = s[size_t(axis)];
+  s[size_t(axis)] = count;
+  Tensor r(t.dtype(), s);
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(r.raw());
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(dst + size_t(o * count * inner) * es, src + size_t((o * n + start) * inner) * es,
+                size_t(count * inner) * es);
+  return r;
+}
+
+Tensor permute(const Tensor& t, const std::vector<int>& perm) {
+  const int r = t.rank();
+  SEGMUX_CHECK(int(perm.size()) == r, "permute: ", perm.size(), " axes for a rank-", r, " tensor");
+  Shape out(static_cast<size_t>(r), 0);
+  for (int i = 0; i < r; ++i) out[size_t(i)] = t.dim(perm[size_t(i)]);
+  std::vector<int64_t> in_stride(size_t(r), 1);
+  for (int i = r - 2; i >= 0; --i) in_stride[size_t(i)] = in_stride[size_t(i + 1)] * t.dim(i + 1);
+  Tensor o(t.dtype(), out);
+  const size_t es = dtype_size(t.dtype());
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(o.raw());
+  std::vector<int64_t> idx(size_t(r), 0);
+  for (int64_t k = 0; k < o.numel(); ++k) {
+    int64_t off = 0;
+    for (int i = 0; i < r; ++i) off += idx[size_t(i)] * in_stride[size_t(perm[size_t(i)])];
+    std::memcpy(dst + size_t(k) * es, src + size_t(off) * es, es);
+    for (int i = r - 1; i >= 0; --i) {
+      if (++idx[size_t(i)] < out[size_t(i)]) break;
+      idx[size_t(i)] = 0;
+    }
+  }
+  return o;
+}
+
+static std::string dims(const std::vector<int64_t>& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+void Table::input(const std::string& name, const std::vector<int64_t>& shape, const std::string& dtype,
+                  const std::string& meaning, const std::string& producer) {
+  inputs_.push_back({name, dims(shape), dtype, meaning, producer});
+}
+
+void Table::output(const std::string& name, const std::vector<int64_t>& shape, const std::string& dtype,
+                   const std::string& meaning, const std::string& consumer) {
+  outputs_.push_back({name, dims(shape), dtype, meaning, consumer});
+}
+
+std::string Table::markdown() const {
+  std::ostringstream os;
+  os << "# Candidate `" << name_ << "`\n\n" << summary_ << "\n\n";
+  os << "Shapes are for the configuration the contract was generated from; every size comes from "
+        "`sam31::ModelConfig`.\n\n";
+  os << "## Inputs\n\n| name | shape | dtype | meaning | producer |\n|---|---|---|---|---|\n";
+  for (auto& r : inputs_)
+    os << "| `" << r.name << "` | " << r.shape << " | " << r.dtype << " | " << r.meaning << " | " << r.who << " |\n";
+  os << "\n## Outputs\n\n| name | shape | dtype | meaning | consumer |\n|---|---|---|---|---|\n";
+  for (auto& r : outputs_)
+    os << "| `" << r.name << "` | " << r.shape << " | " << r.dtype << " | " << r.meaning << " | " << r.who << " |\n";
+  if (!notes_.empty()) {
+    os << "\n## Notes\n\n";
+    for (auto& n : notes_) os << "- " << n << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace segmux::sam31::contract
