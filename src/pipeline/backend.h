@@ -1,0 +1,115 @@
+// The boundary between the SAM 3.1 video control plane (decisions, bookkeeping) and the tensor work
+// (compiled models or recorded outputs). One method per kind of model call the official predictor
+// makes. Tensors are plain segmux::Tensor in the official layouts; sizes come from the model config.
+//
+// Ownership: the backend keeps the tensors (text features, per-frame backbone features, the per-state,
+// per-bucket memory bank). The control plane owns every decision: which objects exist, which tracker
+// state / bucket slot holds them, which frames of a state are conditioning frames and which objects
+// received mask inputs there. Choosing the memory frames for a propagation among
+// TrackerStateView::memory_frames (num_maskmem, max_cond_frames_in_attn, object pointers) is the
+// backend's (tracker glue's) job.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace segmux::pipeline {
+
+// An RGB frame, u8, row-major height x width x 3, at the video's original size.
+struct RgbFrame {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> pixels;
+};
+
+struct BackendGeometry {
+  int image_size = 0;         // model input (1008 official)
+  int low_res_mask_size = 0;  // detector / tracker mask logits (288 official)
+  int input_mask_size = 0;    // tracker mask inputs and memory-encoder masks (1152 official)
+};
+
+// Detector output for one frame, all queries, before NMS (official forward_grounding output).
+struct DetectorOutput {
+  Tensor pred_logits;     // f32 [Q]: class logit with the presence logit already folded in
+  Tensor boxes_xyxy;      // f32 [Q, 4]: normalised to [0, 1]
+  Tensor mask_logits;     // f32 [Q, Hm, Wm], Hm = Wm = low_res_mask_size
+};
+
+// Tracker propagation result of one state on one frame (data space, the state's object order).
+struct TrackerOutput {
+  Tensor low_res_masks;        // f32 [N, Hm, Wm] (the best multimask choice, official propagate_in_video)
+  Tensor object_score_logits;  // f32 [N]
+};
+
+// One frame of a state's memory bank as the control plane sees it.
+struct MemoryFrame {
+  int frame_index = 0;
+  bool conditioning = false;            // conditioning frame (mask input on an untracked frame)
+  std::vector<int64_t> input_obj_ids;   // objects that received a mask input on this frame
+};
+
+// Everything a backend needs to know about one tracker state for a call.
+struct TrackerStateView {
+  int state_id = 0;                           // stable while the state exists
+  std::vector<int64_t> obj_ids;               // object index i of the state -> object id
+  std::vector<std::vector<int>> buckets;      // bucket -> slots (object index, -1 padding, -1116 removed)
+  std::vector<int> bucket_ids;                // stable id per bucket (memory of a deleted bucket can go)
+  std::vector<MemoryFrame> memory_frames;     // frames with encoded memory, ascending frame index
+};
+
+enum class MaskInputKind {
+  NewObjects,     // new objects from detections (official add_new_masks(add_mask_to_memory=True))
+  Recondition,    // existing objects re-anchored to detector masks (add_new_masks(reconditioning=True))
+};
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+
+  virtual BackendGeometry geometry() const = 0;
+
+  // Text encoder on the prompt batch (official find_text_batch: [prompt, "visual", "geometric"]);
+  // the backend caches the result for the following detect() calls.
+  virtual void encode_text(const std::vector<std::string>& text_batch) = 0;
+
+  // Vision backbone (+ detector and tracker necks) of one frame; cached under frame_index until
+  // release_frame(frame_index).
+  virtual void run_backbone(int frame_index, const RgbFrame& frame) = 0;
+  virtual void release_frame(int frame_index) = 0;
+
+  // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text.
+  virtual DetectorOutput detect(int frame_index) = 0;
+
+  // Tracker propagation of one state onto a cached frame: memory attention over the frames the glue
+  // selects from state.memory_frames, multiplex mask decoder per bucket, demux to data space.
+  // No memory is encoded here.
+  virtual TrackerOutput propagate(const TrackerStateView& state, int frame_index, bool reverse) = 0;
+
+  // Memory encoder for all objects of a state on a frame, storing the result in the state's bank
+  // (replacing an earlier encoding of that frame). masks: f32 [N, Hi, Wi] mask logits at
+  // input_mask_size (after the control plane's suppression rules); object_score_logits: f32 [N]
+  // (+10 / -10 from mask presence). Object order = state.obj_ids.
+  virtual void encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
+                             const Tensor& object_score_logits) = 0;
+
+  // Mask inputs for some objects of a state on a cached frame: masks bool/u8 [K, Hi, Wi] at
+  // input_mask_size, for obj_ids (a subset of state.obj_ids, already placed in state.buckets). The
+  // backend runs the tracker's mask-as-output path and re-encodes the memory of the objects' state on
+  // this frame (official add_new_masks + propagate_in_video_preflight). `conditioning` says whether the
+  // frame becomes a conditioning frame for these objects.
+  virtual void add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
+                         const Tensor& masks, MaskInputKind kind, bool conditioning) = 0;
+
+  // Objects were removed from a state (state shows the buckets after removal; removed_obj_ids were
+  // in it before) or the whole state was dropped (drop_state).
+  virtual void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) = 0;
+  virtual void drop_state(int state_id) = 0;
+
+  // Session reset: forget text, frames and all states.
+  virtual void reset() = 0;
+};
+
+}  // namespace segmux::pipeline
