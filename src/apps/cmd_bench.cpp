@@ -1,0 +1,137 @@
+// segmux bench MODEL [--warmup N --iters N --threads N] [--peer ort]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "apps/cmd_util.h"
+#include "apps/commands.h"
+#include "runtime/ort_peer.h"
+
+namespace segmux::apps {
+
+namespace {
+
+struct Latency {
+  double min_ms = 0, median_ms = 0, p99_ms = 0, mean_ms = 0, throughput = 0;
+};
+
+template <typename Fn>
+Latency measure(int warmup, int iters, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  Latency l;
+  l.min_ms = ms.front();
+  l.median_ms = ms[ms.size() / 2];
+  l.p99_ms = ms[std::min(ms.size() - 1, size_t(double(ms.size()) * 0.99))];
+  double sum = 0;
+  for (double m : ms) sum += m;
+  l.mean_ms = sum / double(ms.size());
+  l.throughput = l.mean_ms > 0 ? 1000.0 / l.mean_ms : 0;
+  return l;
+}
+
+nlohmann::json latency_json(const Latency& l) {
+  return {{"min_ms", l.min_ms}, {"median_ms", l.median_ms}, {"p99_ms", l.p99_ms}, {"mean_ms", l.mean_ms},
+          {"throughput_per_s", l.throughput}};
+}
+
+int bench_main(int argc, char** argv) {
+  CLI::App app{"Benchmark a model: latency min/median/p99, throughput (runs/s at batch 1), peak RSS. With "
+               "--peer ort, ONNX Runtime runs the same ONNX model in the same process and the report gives "
+               "ratios (ours / ORT; below 1 = we are faster).",
+               "segmux bench"};
+  std::string model, engine = "compiled", peer, peer_model, precision = "fp32";
+  std::vector<std::string> shapes;
+  int warmup = 2, iters = 10, threads = 2;
+  bool as_json = false;
+  uint64_t seed = 0;
+  app.add_option("model", model, "ONNX model or compiled .smx file")->required();
+  app.add_option("--warmup", warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
+  app.add_option("--iters", iters, "timed runs (default 10)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "threads for us and the peer (default 2)")->check(CLI::PositiveNumber);
+  app.add_option("--engine", engine, "for ONNX models: compiled (default, in memory) or session")
+      ->check(CLI::IsMember({"session", "compiled"}));
+  app.add_option("--precision", precision, "for ONNX models compiled in memory: fp32 or bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)");
+  app.add_option("--peer", peer, "also run a peer on the same model: ort")->check(CLI::IsMember({"ort"}));
+  app.add_option("--peer-model", peer_model, "ONNX file for the peer (needed when MODEL is a .smx file)");
+  app.add_option("--seed", seed, "seed of the random inputs");
+  app.add_flag("--json", as_json, "print the report as JSON");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  OpenOptions oo;
+  oo.engine = parse_engine(engine);
+  oo.threads = threads;
+  oo.precision = precision;
+  oo.input_shapes = parse_input_shapes(shapes);
+  auto t0 = std::chrono::steady_clock::now();
+  auto runner = open_model(model, oo);
+  double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto inputs = random_inputs(runner->graph(), seed);
+  Latency ours = measure(warmup, iters, [&] { runner->run(inputs); });
+  size_t rss = peak_rss_bytes();
+  nlohmann::json j;
+  j["model"] = model;
+  j["engine"] = runner->engine_name();
+  j["threads"] = threads;
+  j["warmup"] = warmup;
+  j["iters"] = iters;
+  j["load_seconds"] = load_s;
+  j["segmux"] = latency_json(ours);
+  j["peak_rss_bytes"] = rss;
+  if (runner->executor()) j["arena_bytes"] = runner->executor()->plan().arena_bytes;
+  Latency theirs;
+  if (!peer.empty()) {
+    std::string onnx = peer_model.empty() ? model : peer_model;
+    SEGMUX_CHECK(!is_smx_file(onnx), "--peer ort needs the ONNX model: give it with --peer-model FILE.onnx");
+    std::string why;
+    SEGMUX_CHECK(ort_available(&why), "ONNX Runtime is not available: ", why);
+    OrtPeerOptions po;
+    po.num_threads = threads;
+    OrtPeer ort(onnx, po);
+    theirs = measure(warmup, iters, [&] { ort.run(inputs); });
+    j["ort"] = latency_json(theirs);
+    j["ratio_median"] = ours.median_ms / theirs.median_ms;
+    j["ratio_min"] = ours.min_ms / theirs.min_ms;
+    j["peak_rss_bytes_with_peer"] = peak_rss_bytes();
+  }
+  if (as_json) {
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("%s (%s, %d threads), load %.3f s, %d warmup + %d timed runs\n", model.c_str(),
+              runner->engine_name().c_str(), threads, load_s, warmup, iters);
+  auto row = [](const char* who, const Latency& l) {
+    std::printf("  %-8s min %9.3f ms  median %9.3f ms  p99 %9.3f ms  %8.2f runs/s\n", who, l.min_ms, l.median_ms,
+                l.p99_ms, l.throughput);
+  };
+  row("segmux", ours);
+  if (!peer.empty()) {
+    row("ort", theirs);
+    std::printf("  ratio segmux/ort: median %.3f, min %.3f\n", ours.median_ms / theirs.median_ms,
+                ours.min_ms / theirs.min_ms);
+  }
+  std::printf("  peak RSS %s", human_bytes(double(rss)).c_str());
+  if (runner->executor()) std::printf(", arena %s", human_bytes(double(runner->executor()->plan().arena_bytes)).c_str());
+  std::printf("\n");
+  return 0;
+}
+
+CommandRegistration reg("bench", "benchmark a model (latency, throughput, RSS), optionally against ONNX Runtime",
+                        bench_main);
+
+}  // namespace
+
+}  // namespace segmux::apps

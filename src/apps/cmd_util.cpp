@@ -1,0 +1,148 @@
+#include "apps/cmd_util.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <random>
+
+#include "io/npy.h"
+#include "io/safetensors.h"
+#include "onnx/onnx_io.h"
+
+namespace segmux::apps {
+
+Engine parse_engine(const std::string& name) {
+  if (name == "auto") return Engine::automatic;
+  if (name == "session") return Engine::session;
+  if (name == "compiled") return Engine::compiled;
+  fail("unknown engine '", name, "' (auto, session, compiled)");
+}
+
+const ir::Graph& ModelRunner::graph() const {
+  if (executor_) return executor_->graph();
+  return session_->graph();
+}
+
+std::map<std::string, Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs) {
+  return executor_ ? executor_->run(inputs) : session_->run(inputs);
+}
+
+std::string ModelRunner::engine_name() const { return engine_; }
+
+bool is_smx_file(const std::string& path) { return compiler::is_offline_model_file(path); }
+
+ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes,
+                             bool infer_shapes) {
+  onnx_io::ImportOptions io;
+  io.input_shapes = input_shapes;
+  io.infer_shapes = infer_shapes;
+  return onnx_io::import_onnx_file(path, io);
+}
+
+std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt) {
+  auto r = std::make_unique<ModelRunner>();
+  ExecutorOptions eo{opt.threads, !opt.reference_kernels};
+  if (is_smx_file(path)) {
+    SEGMUX_CHECK(opt.engine != Engine::session, "'", path, "' is a compiled model; it runs only with the compiled engine");
+    SEGMUX_CHECK(opt.input_shapes.empty(), "'", path, "' is a compiled model with fixed input shapes; "
+                 "--input-shape applies to ONNX models only");
+    r->offline_ = std::make_unique<compiler::OfflineModel>(compiler::load_offline_model_file(path));
+    r->executor_ = std::make_unique<Executor>(r->offline_->graph, r->offline_->plan, eo);
+    r->engine_ = "compiled (.smx)";
+    return r;
+  }
+  ir::Graph g = import_model_graph(path, opt.input_shapes);
+  if (opt.engine == Engine::compiled) {
+    compiler::CompileOptions co;
+    co.precision = opt.precision;
+    auto c = compiler::compile_graph(std::move(g), co);
+    r->executor_ = std::make_unique<Executor>(std::move(c.graph), std::move(c.plan), eo);
+    r->engine_ = "compiled (in memory)";
+  } else {
+    r->session_ = std::make_unique<Session>(std::move(g), SessionOptions{opt.threads, !opt.reference_kernels});
+    r->engine_ = "session";
+  }
+  return r;
+}
+
+std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& specs) {
+  std::map<std::string, Shape> out;
+  for (const std::string& s : specs) {
+    size_t colon = s.rfind(':');
+    SEGMUX_CHECK(colon != std::string::npos && colon > 0, "--input-shape '", s, "': expected name:d0,d1,...");
+    Shape shape;
+    std::string dims = s.substr(colon + 1);
+    size_t p = 0;
+    while (p < dims.size()) {
+      size_t q = dims.find(',', p);
+      if (q == std::string::npos) q = dims.size();
+      std::string d = dims.substr(p, q - p);
+      SEGMUX_CHECK(!d.empty() && d.find_first_not_of("0123456789") == std::string::npos && d.size() < 13,
+                   "--input-shape '", s, "': '", d, "' is not a dimension");
+      shape.push_back(std::stoll(d));
+      p = q + 1;
+    }
+    out[s.substr(0, colon)] = shape;
+  }
+  return out;
+}
+
+std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::map<std::string, Tensor> out;
+  for (int v : g.inputs) {
+    const ir::Value& val = g.value(v);
+    bool known = val.has_shape;
+    for (int64_t d : val.shape) known = known && d >= 0;
+    SEGMUX_CHECK(known, "input '", val.name, "' has no fixed shape; give one with --input-shape");
+    Tensor t(val.dtype, val.shape);
+    std::uniform_real_distribution<double> uf(-1.0, 1.0);
+    std::uniform_int_distribution<int> ui(0, 9);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (dtype_is_float(val.dtype)) t.set_from_double(i, uf(rng));
+      else if (val.dtype == DType::boolean) t.set_from_double(i, ui(rng) & 1);
+      else t.set_from_double(i, ui(rng));
+    }
+    out[val.name] = std::move(t);
+  }
+  return out;
+}
+
+std::pair<std::string, Tensor> read_input_arg(const std::string& spec) {
+  size_t eq = spec.find('=');
+  SEGMUX_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), "--input '", spec,
+               "': expected NAME=FILE (.npy or .safetensors)");
+  std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+  auto ends_with = [&](const std::string& suffix) {
+    return file.size() >= suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".npy")) return {name, read_npy(file)};
+  if (ends_with(".safetensors")) {
+    TensorFile tf = read_safetensors(file);
+    if (tf.has(name)) return {name, tf.at(name)};
+    SEGMUX_CHECK(tf.names.size() == 1, "--input ", spec, ": '", file, "' has no tensor named '", name, "' and holds ",
+                 tf.names.size(), " tensors");
+    return {name, tf.at(tf.names[0])};
+  }
+  fail("--input '", spec, "': unknown file type (expected .npy or .safetensors)");
+}
+
+size_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return size_t(ru.ru_maxrss) * 1024;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u ? "%.2f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace segmux::apps

@@ -1,0 +1,57 @@
+// Helpers shared by the model commands (inspect, check, compile, run, verify, bench).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "ir/graph.h"
+#include "runtime/executor.h"
+#include "runtime/session.h"
+
+namespace segmux::apps {
+
+// How a model file runs: a .smx file always through the Executor; an ONNX file through the Session
+// (interpreter) or compiled in memory (passes + plan + Executor, as `segmux compile` would).
+enum class Engine { automatic, session, compiled };
+Engine parse_engine(const std::string& name);  // auto | session | compiled
+
+class ModelRunner {
+ public:
+  const ir::Graph& graph() const;  // the graph that runs (signature: inputs, outputs)
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+  std::string engine_name() const;
+  const Executor* executor() const { return executor_.get(); }
+  const compiler::OfflineModel* offline() const { return offline_.get(); }
+
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<compiler::OfflineModel> offline_;
+  std::string engine_;
+};
+
+struct OpenOptions {
+  Engine engine = Engine::automatic;
+  int threads = 2;
+  bool reference_kernels = false;
+  std::map<std::string, Shape> input_shapes;
+  std::string precision = "fp32";
+};
+bool is_smx_file(const std::string& path);
+std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt);
+ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
+                             bool infer_shapes = true);
+
+// "name:d0,d1,..." -> shapes.
+std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& specs);
+// Random inputs for every graph input (floats uniform in [-1, 1], integers in [0, 10), bools 50/50).
+std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed);
+// NAME=FILE with FILE a .npy or .safetensors (the tensor called NAME, else the file's only tensor).
+std::pair<std::string, Tensor> read_input_arg(const std::string& spec);
+
+// Peak resident set size of this process so far, bytes.
+size_t peak_rss_bytes();
+std::string human_bytes(double bytes);
+
+}  // namespace segmux::apps
