@@ -652,6 +652,12 @@ void check_spec(const TorchTensorSpec& s) {
 
 }  // namespace
 
+void write_stored_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries) {
+  ZipWriter zip(path);
+  for (auto& [name, data] : entries) zip.add(name, data.data(), data.size());
+  zip.finish();
+}
+
 void write_pytorch_checkpoint_streaming(const std::string& path, const std::vector<TorchTensorSpec>& specs,
                                         const std::function<Tensor(size_t index)>& produce,
                                         const std::string& archive_name) {

@@ -51,6 +51,10 @@ class ZipReader {
 
 bool looks_like_zip(const Storage& bytes);  // starts with a local-file-header signature "PK\3\4"
 
+// Writes a zip of stored (uncompressed) entries, data 64-byte aligned, atomically. The checkpoint
+// writer uses the same code; tests use it to build hostile archives.
+void write_stored_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries);
+
 // ---- PyTorch checkpoint ----
 
 struct TorchTensor {
