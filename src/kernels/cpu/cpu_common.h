@@ -84,73 +84,80 @@ inline __m512 exp_ps(__m512 x, __m512 lo = _mm512_setzero_ps()) {
   return _mm512_scalef_ps(p, n);
 }
 
-// erfc(z) for z >= 0 given also zz_hi + zz_lo == z*z (exactly, from an fma split): the Chebyshev
-// fit erfc(z) = t * exp(-z^2 + P(t)), t = 1/(1 + z/2) (fractional error < 1.2e-7 for all z >= 0),
-// with -z^2 + P(t) carried in two parts so the large exponent does not lose precision.
-inline __m512 erfc_pos_ps(__m512 z, __m512 zz_hi, __m512 zz_lo) {
-  const __m512 one = _mm512_set1_ps(1.f);
-  __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
-  __m512 p = _mm512_set1_ps(0.17087277f);
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
-  // s + e == p - zz_hi exactly (TwoSum), then the small parts join the reduced argument.
-  __m512 s = _mm512_sub_ps(p, zz_hi);
-  __m512 bb = _mm512_sub_ps(s, p);
-  __m512 e = _mm512_add_ps(_mm512_sub_ps(p, _mm512_sub_ps(s, bb)), _mm512_sub_ps(_mm512_setzero_ps(),
-                                                                                   _mm512_add_ps(zz_hi, bb)));
-  e = _mm512_sub_ps(e, zz_lo);
-  return _mm512_mul_ps(t, exp_ps(s, e));
+// The erf family is evaluated in double precision on two 8-lane halves and rounded to float once,
+// so the result carries the approximation error only (no float cancellation in the polynomials):
+// erfc by the Chebyshev fit erfc(z) = t exp(-z^2 + P(t)), t = 1/(1 + z/2) (fractional error
+// < 1.2e-7 for all z >= 0, about 1 ulp of f32), erf for |z| < 0.5 by its Taylor series.
+
+inline __m512d exp_pd(__m512d x) {  // |error| ~ 1e-10 relative: plenty for a float result
+  x = _mm512_max_pd(_mm512_set1_pd(-745.0), _mm512_min_pd(_mm512_set1_pd(709.0), x));
+  __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0.6931471805599453), x);
+  __m512d p = _mm512_set1_pd(1.0 / 362880.0);
+  for (double c : {1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0})
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  return _mm512_scalef_pd(p, n);
 }
 
-// erf(z) for |z| < 0.5 by its Taylor series (8 terms; truncation < 1e-10 relative).
-inline __m512 erf_small_ps(__m512 z) {
-  __m512 z2 = _mm512_mul_ps(z, z);
-  // 2/sqrt(pi) * sum (-1)^n z^(2n+1) / (n! (2n+1))
-  __m512 p = _mm512_set1_ps(float(-1.0 / (5040.0 * 15.0)));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(float(1.0 / (720.0 * 13.0))));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(float(-1.0 / (120.0 * 11.0))));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(float(1.0 / (24.0 * 9.0))));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(float(-1.0 / (6.0 * 7.0))));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(float(1.0 / (2.0 * 5.0))));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(float(-1.0 / 3.0)));
-  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(1.f));
-  return _mm512_mul_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(1.12837916709551257f));
+// erfc(a) for a >= 0.
+inline __m512d erfc_pos_pd(__m512d a) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  __m512d t = _mm512_div_pd(one, _mm512_fmadd_pd(_mm512_set1_pd(0.5), a, one));
+  __m512d p = _mm512_set1_pd(0.17087277);
+  for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+                   1.00002368, -1.26551223})
+    p = _mm512_fmadd_pd(p, t, _mm512_set1_pd(c));
+  return _mm512_mul_pd(t, exp_pd(_mm512_fnmadd_pd(a, a, p)));
+}
+
+// erf(z) for |z| < 0.5 (Taylor, 8 terms; truncation < 1e-10 relative).
+inline __m512d erf_small_pd(__m512d z) {
+  __m512d z2 = _mm512_mul_pd(z, z);
+  __m512d p = _mm512_set1_pd(-1.0 / (5040.0 * 15.0));
+  for (double c : {1.0 / (720.0 * 13.0), -1.0 / (120.0 * 11.0), 1.0 / (24.0 * 9.0), -1.0 / (6.0 * 7.0),
+                   1.0 / (2.0 * 5.0), -1.0 / 3.0, 1.0})
+    p = _mm512_fmadd_pd(p, z2, _mm512_set1_pd(c));
+  return _mm512_mul_pd(_mm512_mul_pd(p, z), _mm512_set1_pd(1.1283791670955126));
+}
+
+// 1 + erf(z), without cancellation for negative z (it is erfc(|z|) there).
+inline __m512d one_plus_erf_pd(__m512d z) {
+  __m512d a = _mm512_abs_pd(z);
+  __m512d c = erfc_pos_pd(a);
+  __mmask8 neg = _mm512_cmp_pd_mask(z, _mm512_setzero_pd(), _CMP_LT_OQ);
+  __m512d big = _mm512_mask_blend_pd(neg, _mm512_sub_pd(_mm512_set1_pd(2.0), c), c);
+  __mmask8 small = _mm512_cmp_pd_mask(a, _mm512_set1_pd(0.5), _CMP_LT_OQ);
+  return _mm512_mask_blend_pd(small, big, _mm512_add_pd(_mm512_set1_pd(1.0), erf_small_pd(z)));
+}
+
+// Applies f (double -> double, 8 lanes) to 16 floats.
+template <typename F>
+inline __m512 via_double(__m512 x, F f) {
+  __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+  __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  __m256 rl = _mm512_cvtpd_ps(f(lo)), rh = _mm512_cvtpd_ps(f(hi));
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(rl)), _mm256_castps_pd(rh), 1));
 }
 
 // erf(x), any x (NaN propagates).
 inline __m512 erf_ps(__m512 x) {
-  __m512 a = _mm512_abs_ps(x);
-  __m512 zz = _mm512_mul_ps(a, a);
-  __m512 zz_lo = _mm512_fmsub_ps(a, a, zz);
-  __m512 big = _mm512_sub_ps(_mm512_set1_ps(1.f), erfc_pos_ps(a, zz, zz_lo));
-  big = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(big),
-                                            _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(int(0x80000000u)))));
-  __mmask16 small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_LT_OQ);
-  return _mm512_mask_blend_ps(small, big, erf_small_ps(x));
+  return via_double(x, [](__m512d z) {
+    __m512d a = _mm512_abs_pd(z);
+    __m512d big = _mm512_sub_pd(_mm512_set1_pd(1.0), erfc_pos_pd(a));
+    big = _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(big),
+                                              _mm512_and_si512(_mm512_castpd_si512(z), _mm512_set1_epi64(INT64_MIN))));
+    __mmask8 small = _mm512_cmp_pd_mask(a, _mm512_set1_pd(0.5), _CMP_LT_OQ);
+    return _mm512_mask_blend_pd(small, big, erf_small_pd(z));
+  });
 }
 
-// GELU with exact erf: 0.5 x (1 + erf(x / sqrt 2)). For x < 0 the factor is erfc(|x|/sqrt 2), computed
-// directly (no cancellation), with z^2 = x^2/2 split exactly.
+// GELU with exact erf: 0.5 x (1 + erf(x / sqrt 2)).
 inline __m512 gelu_ps(__m512 x) {
-  const __m512 half = _mm512_set1_ps(0.5f);
-  __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
-  __m512 a = _mm512_abs_ps(z);
-  __m512 xx = _mm512_mul_ps(x, x);
-  __m512 xx_lo = _mm512_fmsub_ps(x, x, xx);
-  __m512 erfc_a = erfc_pos_ps(a, _mm512_mul_ps(xx, half), _mm512_mul_ps(xx_lo, half));
-  __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-  // 1 + erf(z): 2 - erfc(|z|) for z >= 0, erfc(|z|) for z < 0.
-  __m512 one_plus = _mm512_mask_blend_ps(neg, _mm512_sub_ps(_mm512_set1_ps(2.f), erfc_a), erfc_a);
-  __mmask16 small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_LT_OQ);
-  one_plus = _mm512_mask_blend_ps(small, one_plus, _mm512_add_ps(_mm512_set1_ps(1.f), erf_small_ps(z)));
-  return _mm512_mul_ps(_mm512_mul_ps(half, x), one_plus);
+  return via_double(x, [](__m512d xd) {
+    __m512d z = _mm512_mul_pd(xd, _mm512_set1_pd(0.70710678118654752440));
+    return _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(0.5), xd), one_plus_erf_pd(z));
+  });
 }
 
 // A buffer that is allocated once and reused (first touch of fresh memory is slow on our VMs).

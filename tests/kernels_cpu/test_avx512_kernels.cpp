@@ -1,0 +1,168 @@
+// Our AVX-512 kernels vs their reference kernels over edge shapes (odd sizes, tails that are not a
+// multiple of 16, broadcasts, size-1 and empty dims, every axis).
+// Tolerances: element-wise binary ops and Transpose are exact; Softmax / LayerNorm / GroupNorm agree to
+// 2e-6 relative + 1e-6 absolute (different summation order, f32 statistics vs the reference's double);
+// GELU to 4 ulp-ish (3e-7 relative) on the reference's double-precision erfc.
+#include <cstring>
+
+#include "harness.h"
+
+namespace segmux::testing_cpu {
+namespace {
+
+TEST(CpuBinary, BroadcastShapesMatchReferenceExactly) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{1}, {1}},         {{17}, {17}},          {{63}, {}},          {{}, {65}},           {{3, 129}, {129}},
+      {{5, 127}, {5, 1}}, {{1, 4, 1}, {3, 1, 5}}, {{2, 3, 17}, {3, 1}}, {{0, 3}, {3}},       {{4, 0}, {1}},
+      {{2, 1, 33}, {1, 7, 33}}, {{64, 64}, {64, 64}}, {{1, 1}, {300, 300}}, {{7, 1, 1}, {7, 9, 16}}};
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+    uint32_t seed = 1;
+    for (auto& [sa, sb] : cases) {
+      Tensor a = random_tensor(sa, seed++), b = random_tensor(sb, seed++, 0.5f, 2.f);
+      expect_matches_reference(make_node(op), {{a}, {b}}, 0, 0,
+                               std::string(op) + " " + shape_str(sa) + " " + shape_str(sb));
+    }
+  }
+}
+
+TEST(CpuBinary, IntegerInputsFallBackToReference) {
+  Tensor a = Tensor::from_vector<int64_t>({2}, {1, 2});
+  bool handled = true;
+  run_node(cpu_provider(), make_node("Add"), {{a}, {a}}, 2, &handled);
+  EXPECT_FALSE(handled);
+}
+
+TEST(CpuGelu, MatchesDoublePrecisionReference) {
+  // A dense sweep of the interesting range plus extremes.
+  std::vector<float> xs;
+  for (float x = -12.f; x <= 12.f; x += 0.0007f) xs.push_back(x);
+  for (float x : {0.f, -0.f, 1e-30f, -1e-30f, 1e-6f, -1e-6f, 0.49999f, 0.5f, -0.5f, 0.70710677f, 30.f, -30.f, 1e30f,
+                  -1e30f, INFINITY, -INFINITY, NAN})
+    xs.push_back(x);
+  Tensor x = Tensor::from_vector<float>({int64_t(xs.size())}, xs);
+  ir::Node n = make_node("Gelu", {}, "segmux");
+  auto got = run_node(cpu_provider(), n, {{x}});
+  auto want = run_node(reference_provider(), n, {{x}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(close(got[0], want[0], 1e-37, 3e-7));
+}
+
+TEST(CpuGelu, OddSizes) {
+  for (int64_t n : {1, 3, 15, 16, 17, 63, 65, 129, 40000}) {
+    Tensor x = random_tensor({n}, uint32_t(n), -6.f, 6.f);
+    expect_matches_reference(make_node("Gelu", {}, "segmux"), {{x}}, 1e-37, 3e-7, "gelu n=" + std::to_string(n));
+  }
+}
+
+TEST(CpuSoftmax, EveryAxisAndOddSizes) {
+  const std::vector<Shape> shapes = {{1}, {17}, {3, 17}, {5, 129}, {2, 3, 4, 5}, {4, 65, 3}, {1, 1, 1}, {0, 4}, {2, 1000}};
+  uint32_t seed = 7;
+  for (auto& s : shapes) {
+    for (int64_t axis = -1; axis < int64_t(s.size()); ++axis) {
+      Tensor x = random_tensor(s, seed++, -20.f, 20.f);
+      expect_matches_reference(make_node("Softmax", {{"axis", axis}}), {{x}}, 1e-6, 2e-6,
+                               "softmax " + shape_str(s) + " axis " + std::to_string(axis));
+    }
+  }
+}
+
+TEST(CpuSoftmax, MinusInfinityEntries) {
+  Tensor x = random_tensor({3, 37}, 3);
+  for (int j = 0; j < 37; j += 2) x.data<float>()[37 + j] = -INFINITY;
+  expect_matches_reference(make_node("Softmax", {{"axis", int64_t(-1)}}), {{x}}, 1e-6, 2e-6, "softmax -inf");
+}
+
+TEST(CpuLayerNorm, AxesBiasAndStatsOutputs) {
+  struct Case {
+    Shape x;
+    int64_t axis;
+    bool bias;
+  };
+  const std::vector<Case> cases = {{{1, 1}, -1, true},     {{3, 17}, -1, true},   {{7, 1024}, -1, false},
+                                   {{2, 3, 65}, -2, true}, {{2, 5, 129}, 1, true}, {{4, 16}, 0, true}};
+  uint32_t seed = 11;
+  for (auto& c : cases) {
+    Shape ns(c.x.begin() + (c.axis < 0 ? int64_t(c.x.size()) + c.axis : c.axis), c.x.end());
+    Tensor x = random_tensor(c.x, seed++, -3.f, 5.f), s = random_tensor(ns, seed++), b = random_tensor(ns, seed++);
+    std::vector<Input> in = {{x}, {s, true}};
+    if (c.bias) in.push_back({b, true});
+    const std::string label = "layernorm " + shape_str(c.x) + " axis " + std::to_string(c.axis);
+    expect_matches_reference(make_node("LayerNormalization", {{"axis", c.axis}, {"epsilon", 1e-5f}}), in, 1e-5, 2e-6, label);
+    expect_matches_reference(make_node("LayerNormalization", {{"axis", c.axis}, {"epsilon", 1e-5f}}, "", 3), in, 1e-5,
+                             2e-6, label + " with Mean/InvStdDev");
+  }
+}
+
+TEST(CpuGroupNorm, GroupsAndSpatialSizes) {
+  struct Case {
+    Shape x;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {{{1, 4, 3, 3}, 2}, {{2, 32, 17, 17}, 8}, {{1, 6, 1}, 3}, {{1, 8, 65}, 8},
+                                   {{1, 4, 2, 2, 3}, 1}};
+  uint32_t seed = 21;
+  for (auto& c : cases) {
+    Tensor x = random_tensor(c.x, seed++, -2.f, 4.f);
+    Tensor s = random_tensor({c.x[1]}, seed++), b = random_tensor({c.x[1]}, seed++);
+    expect_matches_reference(make_node("GroupNorm", {{"num_groups", c.groups}, {"epsilon", 1e-5f}}, "segmux"),
+                             {{x}, {s, true}, {b, true}}, 1e-5, 2e-6, "groupnorm " + shape_str(c.x));
+  }
+}
+
+TEST(CpuTranspose, PermutationsAndElementSizes) {
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
+      {{17, 33}, {1, 0}},         {{3, 1, 5}, {2, 0, 1}},          {{2, 3, 4, 5}, {0, 2, 1, 3}},
+      {{2, 3, 4, 5}, {3, 2, 1, 0}}, {{1, 65, 129}, {0, 2, 1}},       {{4, 9, 9, 16}, {0, 2, 1, 3}},
+      {{2, 16, 24, 24, 8}, {0, 2, 3, 1, 4}}, {{0, 3}, {1, 0}},       {{7}, {0}}};
+  uint32_t seed = 31;
+  for (auto& [s, perm] : cases) {
+    Tensor x = random_tensor(s, seed++);
+    const std::string label = "transpose " + shape_str(s);
+    expect_matches_reference(make_node("Transpose", {{"perm", perm}}), {{x}}, 0, 0, label + " f32");
+    expect_matches_reference(make_node("Transpose", {{"perm", perm}}), {{x.cast(DType::i64)}}, 0, 0, label + " i64");
+    expect_matches_reference(make_node("Transpose", {{"perm", perm}}), {{x.cast(DType::f16)}}, 0, 0, label + " f16");
+    Tensor u8 = x.cast(DType::i32);
+    expect_matches_reference(make_node("Transpose", {{"perm", perm}}), {{u8}}, 0, 0, label + " i32");
+  }
+  // Default perm (reverse).
+  expect_matches_reference(make_node("Transpose"), {{random_tensor({3, 5, 7}, 3)}}, 0, 0, "transpose default perm");
+}
+
+TEST(CpuAttention, LengthsHeadSizesAndMasks) {
+  struct Case {
+    Shape lead;
+    int64_t lq, lk, d, dv;
+  };
+  const std::vector<Case> cases = {{{1, 1}, 1, 1, 16, 16},  {{2, 3}, 17, 63, 64, 64}, {{1, 2}, 65, 129, 64, 32},
+                                   {{3}, 127, 200, 80, 80}, {{1, 1}, 130, 3, 8, 5},   {{2}, 64, 128, 64, 64},
+                                   {{1, 2, 2}, 33, 257, 16, 48}};
+  uint32_t seed = 41;
+  for (auto& c : cases) {
+    Shape qs = c.lead, ks = c.lead, vs = c.lead;
+    qs.insert(qs.end(), {c.lq, c.d});
+    ks.insert(ks.end(), {c.lk, c.d});
+    vs.insert(vs.end(), {c.lk, c.dv});
+    Tensor q = random_tensor(qs, seed++, -2.f, 2.f), k = random_tensor(ks, seed++, -2.f, 2.f), v = random_tensor(vs, seed++);
+    const std::string label = "attention q" + shape_str(qs) + " k" + shape_str(ks) + " v" + shape_str(vs);
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}}, 2e-6, 1e-5, label);
+    expect_matches_reference(make_node("Attention", {{"scale", 0.3f}}, "segmux"), {{q}, {k}, {v}}, 2e-6, 1e-5, label + " scale");
+    // Additive mask broadcast over heads, with some -inf (one query row fully masked).
+    Shape ms(c.lead.size(), 1);
+    ms.insert(ms.end(), {c.lq, c.lk});
+    Tensor m = random_tensor(ms, seed++, -1.f, 1.f);
+    for (int64_t j = 0; j < c.lk; j += 3) m.data<float>()[j] = -INFINITY;
+    if (c.lq > 1)
+      for (int64_t j = 0; j < c.lk; ++j) m.data<float>()[c.lk + j] = -INFINITY;
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}}, 2e-6, 1e-5, label + " f32 mask");
+    // Bool key-padding mask [lead0, 1.., 1, Lk]: true = attend.
+    Shape bs(c.lead.size(), 1);
+    bs[0] = c.lead[0];
+    bs.insert(bs.end(), {1, c.lk});
+    Tensor bm(DType::boolean, bs);
+    for (int64_t i = 0; i < bm.numel(); ++i) bm.data<bool>()[i] = (i % 5) != 1;
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {bm}}, 2e-6, 1e-5, label + " bool mask");
+  }
+}
+
+}  // namespace
+}  // namespace segmux::testing_cpu
