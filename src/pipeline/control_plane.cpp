@@ -657,6 +657,7 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
   for (auto& s : states_) d.tracker_states.push_back({s.obj_ids, s.buckets.slots()});
   d.build_outputs_obj_ids = pending.obj_ids;
   d.build_outputs_masks = pending.masks;
+  d.metadata_after = meta_;
   decisions_.push_back(std::move(d));
   return pending;
 }

@@ -44,6 +44,17 @@ struct TrackerStateSnapshot {
   std::vector<std::vector<int>> assignments;
 };
 
+// Position-indexed hot-start / confirmation metadata after a frame (official gpu_metadata).
+struct HotstartMetadata {
+  std::vector<int64_t> obj_first_frame;
+  std::vector<int64_t> consecutive_unmatch_count;
+  std::vector<int64_t> trk_keep_alive;
+  std::vector<int64_t> last_occluded;
+  std::vector<int64_t> overlap_pair_counts;  // N x N row-major
+  std::vector<int> confirmation_status;
+  std::vector<int64_t> consecutive_det_num;
+};
+
 // Everything decided on one processed frame (mirrors trace.json "frames" entries).
 struct FrameDecisions {
   std::string phase;  // "add_prompt" or "propagate"
@@ -70,18 +81,9 @@ struct FrameDecisions {
   std::vector<int64_t> build_outputs_obj_ids;
   std::map<int64_t, RleMask> build_outputs_masks;  // video resolution, before post-processing
   MaskStack memory_update_low_res_masks;           // tracker masks fed to memory encoding (low res)
+  HotstartMetadata metadata_after;                 // hot-start / confirmation metadata after the frame
 };
 
-// Position-indexed hot-start / confirmation metadata after a frame (official gpu_metadata).
-struct HotstartMetadata {
-  std::vector<int64_t> obj_first_frame;
-  std::vector<int64_t> consecutive_unmatch_count;
-  std::vector<int64_t> trk_keep_alive;
-  std::vector<int64_t> last_occluded;
-  std::vector<int64_t> overlap_pair_counts;  // N x N row-major
-  std::vector<int> confirmation_status;
-  std::vector<int64_t> consecutive_det_num;
-};
 
 class VideoControlPlane {
  public:
