@@ -1,0 +1,33 @@
+// Fusion passes: standard ONNX patterns (as src/models/sam31/layers.h emits them, and as torch.onnx
+// exports them) become segmux fused ops that the optimized CPU kernels run in one go.
+// Each pass rewrites the pattern's last node in place (keeping its output value, so graph outputs
+// and later consumers are untouched) and removes the pattern's inner nodes, which must have no other
+// consumers. Semantics of the fused ops: src/ir/schemas/segmux_ops.cpp.
+#pragma once
+#include <vector>
+
+#include "compiler/pass.h"
+
+namespace segmux::compiler {
+
+// x * 0.5 * (1 + Erf(x / sqrt 2)) in any of its usual operand orders (Div by sqrt 2 or Mul by
+// 1/sqrt 2) -> segmux Gelu(x).
+bool fuse_gelu(ir::Graph& g);
+
+// MatMul(q, Transpose(k, last two dims swapped)) -> [Mul|Div by a scalar constant] -> [Add(mask)] ->
+// Softmax(last axis) -> MatMul(., v) -> segmux Attention(q, k, v[, mask], scale).
+bool fuse_attention(ir::Graph& g);
+
+// Reshape(x, [N, G, -1]) -> InstanceNormalization(scale 1, bias 0) -> Reshape(x's shape)
+// [-> Mul(gamma per channel) -> Add(beta per channel)] -> segmux GroupNorm(x, gamma, beta).
+bool fuse_group_norm(ir::Graph& g);
+
+// MatMul(x, W constant 2-D) -> Add(bias constant [N]) -> segmux Linear(x, W, bias); then a Linear
+// followed by segmux Gelu gets activation="gelu", and a Linear followed by Add(residual of the output's
+// shape) takes the residual as its 4th input (oneDNN post-ops).
+bool fuse_linear(ir::Graph& g);
+
+// All of the above in the order they must run (GELU before Linear so fc1 + GELU fuse).
+std::vector<Pass> fusion_passes();
+
+}  // namespace segmux::compiler

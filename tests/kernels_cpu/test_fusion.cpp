@@ -1,0 +1,165 @@
+// Fusion passes: the fused graph computes what the unfused one does (reference kernels on the
+// unfused graph vs optimized and reference kernels on the fused graph), and the pattern count is
+// what the graph holds. Patterns are built with the SAM 3.1 layer helpers (what the model emits).
+// Tolerance: 2e-5 absolute + 2e-5 relative (reordered f32 sums; GELU via erfc vs ONNX Erf).
+#include <map>
+
+#include "compiler/passes/fuse_all.h"
+#include "harness.h"
+#include "models/sam31/layers.h"
+#include "runtime/session.h"
+
+namespace segmux::testing_cpu {
+namespace {
+
+namespace L = sam31::layers;
+using ir::GraphBuilder;
+
+int count_ops(const ir::Graph& g, const std::string& domain, const std::string& op) {
+  int n = 0;
+  for (auto& node : g.nodes) n += node.domain == domain && node.op_type == op;
+  return n;
+}
+
+std::map<std::string, Tensor> run_graph(const ir::Graph& g, const std::map<std::string, Tensor>& in, bool optimized) {
+  SessionOptions o;
+  o.num_threads = 2;
+  o.use_optimized_kernels = optimized;
+  Session s(g, o);
+  return s.run(in);
+}
+
+// Unfused (reference) vs fused (optimized, and reference) on the same inputs.
+void expect_same_outputs(const ir::Graph& unfused, const ir::Graph& fused, const std::map<std::string, Tensor>& in) {
+  auto want = run_graph(unfused, in, false);
+  auto got_opt = run_graph(fused, in, true);
+  auto got_ref = run_graph(fused, in, false);
+  ASSERT_EQ(want.size(), got_opt.size());
+  for (auto& [name, t] : want) {
+    EXPECT_TRUE(close(got_opt.at(name), t, 2e-5, 2e-5)) << name << " (optimized kernels)";
+    EXPECT_TRUE(close(got_ref.at(name), t, 2e-5, 2e-5)) << name << " (reference kernels)";
+  }
+}
+
+TEST(FuseGelu, AllOperandOrders) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {3, 37});
+  // 1: layers' form Mul(Mul(x, 1+erf), 0.5)
+  int y1 = L::gelu_erf(b, x);
+  // 2: Mul(Mul(x, 0.5), 1 + erf(x * 1/sqrt2))
+  int e2 = b.op1("Erf", {L::mul(b, x, L::scalar(b, 0.70710678f))});
+  int y2 = L::mul(b, L::mul(b, x, L::scalar(b, 0.5f)), L::add(b, L::scalar(b, 1.f), e2));
+  // 3: Mul(Mul(1+erf, 0.5), x)
+  int e3 = b.op1("Erf", {L::div(b, x, L::scalar(b, 1.41421356f))});
+  int y3 = L::mul(b, L::mul(b, L::add_scalar(b, e3, 1.f), L::scalar(b, 0.5f)), x);
+  b.output(y1, "y1");
+  b.output(y2, "y2");
+  b.output(y3, "y3");
+  ir::Graph fused = g;
+  EXPECT_TRUE(compiler::fuse_gelu(fused));
+  EXPECT_EQ(count_ops(fused, "segmux", "Gelu"), 3);
+  EXPECT_EQ(count_ops(fused, "", "Erf"), 0);
+  EXPECT_EQ(count_ops(fused, "", "Mul"), 0);
+  EXPECT_FALSE(compiler::fuse_gelu(fused));
+  expect_same_outputs(g, fused, {{"x", random_tensor({3, 37}, 1, -5.f, 5.f)}});
+}
+
+TEST(FuseGelu, InnerValueUsedElsewhereIsNotFused) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {4, 5});
+  int e = b.op1("Erf", {L::div(b, x, L::scalar(b, 1.41421356f))});
+  int y = L::mul_scalar(b, L::mul(b, x, L::add_scalar(b, e, 1.f)), 0.5f);
+  b.output(y, "y");
+  b.output(e, "erf");  // the Erf output is needed on its own
+  ir::Graph fused = g;
+  EXPECT_FALSE(compiler::fuse_gelu(fused));
+  EXPECT_EQ(count_ops(fused, "segmux", "Gelu"), 0);
+}
+
+TEST(FuseLinear, BiasGeluAndResidual) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const int64_t D = 24, H = 40;
+  int x = b.input("x", DType::f32, {2, 9, D});
+  Tensor w1 = random_tensor({H, D}, 2), b1 = random_tensor({H}, 3), w2 = random_tensor({D, H}, 4), b2 = random_tensor({D}, 5);
+  int h = L::linear_t(b, x, w1, b1, "fc1");
+  h = L::gelu_erf(b, h);
+  h = L::linear_t(b, h, w2, b2, "fc2");
+  int y = L::add(b, x, h);  // residual
+  int z = L::linear_t(b, y, w2.reshaped({H, D}).clone(), Tensor(), "no_bias");  // MatMul alone
+  b.output(y, "y");
+  b.output(z, "z");
+  ir::Graph fused = g;
+  for (auto& p : compiler::fusion_passes()) p.run(fused);
+  EXPECT_EQ(count_ops(fused, "segmux", "Linear"), 3);
+  EXPECT_EQ(count_ops(fused, "", "MatMul"), 0);
+  EXPECT_EQ(count_ops(fused, "", "Add"), 0);
+  EXPECT_EQ(count_ops(fused, "segmux", "Gelu"), 0);
+  int with_gelu = 0, with_residual = 0;
+  for (auto& n : fused.nodes) {
+    if (n.op_type != "Linear") continue;
+    with_gelu += n.attr_string("activation", "") == "gelu";
+    with_residual += n.inputs.size() == 4;
+  }
+  EXPECT_EQ(with_gelu, 1);
+  EXPECT_EQ(with_residual, 1);
+  expect_same_outputs(g, fused, {{"x", random_tensor({2, 9, D}, 6)}});
+}
+
+TEST(FuseAttention, ScaledMaskedSdpa) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const Shape qs = {2, 3, 17, 16}, ks = {2, 3, 29, 16};
+  int q = b.input("q", DType::f32, qs);
+  int k = b.input("k", DType::f32, ks);
+  int v = b.input("v", DType::f32, {2, 3, 29, 8});
+  int mask = b.input("mask", DType::f32, {2, 1, 1, 29});
+  b.output(L::sdpa(b, q, k, v, mask), "masked");
+  b.output(L::sdpa(b, q, k, v), "plain");
+  ir::Graph fused = g;
+  EXPECT_TRUE(compiler::fuse_attention(fused));
+  EXPECT_EQ(count_ops(fused, "segmux", "Attention"), 2);
+  EXPECT_EQ(count_ops(fused, "", "Softmax"), 0);
+  EXPECT_EQ(count_ops(fused, "", "MatMul"), 0);
+  Tensor m(DType::f32, {2, 1, 1, 29});
+  for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = i % 4 == 3 ? -INFINITY : 0.f;
+  expect_same_outputs(g, fused,
+                      {{"q", random_tensor(qs, 7)}, {"k", random_tensor(ks, 8)}, {"v", random_tensor({2, 3, 29, 8}, 9)},
+                       {"mask", m}});
+}
+
+TEST(FuseAttention, SoftmaxNeededElsewhereIsNotFused) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int q = b.input("q", DType::f32, {1, 5, 8});
+  int k = b.input("k", DType::f32, {1, 5, 8});
+  int s = b.op1("MatMul", {q, L::transpose(b, k, {0, 2, 1})});
+  int p = b.op1("Softmax", {s}, {{"axis", int64_t(-1)}});
+  b.output(b.op1("MatMul", {p, k}), "y");
+  b.output(p, "probs");
+  ir::Graph fused = g;
+  EXPECT_FALSE(compiler::fuse_attention(fused));
+}
+
+TEST(FuseGroupNorm, TorchExportPattern) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const Shape xs = {2, 12, 7, 5};
+  int x = b.input("x", DType::f32, xs);
+  sam31::Weights w;
+  w.set("gn.weight", random_tensor({12}, 10, 0.5f, 1.5f));
+  w.set("gn.bias", random_tensor({12}, 11));
+  b.output(L::group_norm(b, w, x, "gn", 4, 1e-5f), "y");
+  ir::Graph fused = g;
+  EXPECT_TRUE(compiler::fuse_group_norm(fused));
+  EXPECT_EQ(count_ops(fused, "segmux", "GroupNorm"), 1);
+  EXPECT_EQ(count_ops(fused, "", "InstanceNormalization"), 0);
+  EXPECT_EQ(count_ops(fused, "", "Reshape"), 0);
+  EXPECT_EQ(fused.nodes.size(), 1u);
+  expect_same_outputs(g, fused, {{"x", random_tensor(xs, 12, -2.f, 3.f)}});
+}
+
+}  // namespace
+}  // namespace segmux::testing_cpu
