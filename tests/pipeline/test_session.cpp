@@ -1,0 +1,66 @@
+// The session API on the replayed official run.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "pipeline/replay_backend.h"
+#include "pipeline/session_api.h"
+
+using namespace segmux;
+using namespace segmux::pipeline;
+
+TEST(Session, ReplayedRunThroughTheRequestApi) {
+  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+  if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
+  ReplayBackend backend = ReplayBackend::from_fixture(fixture);
+  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
+  std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
+  EXPECT_THROW(predictor.add_prompt(id, 0, Prompt{}), Error);
+  Prompt boxes = Prompt::from_text("shape");
+  boxes.boxes_xywh.push_back({0.1f, 0.1f, 0.2f, 0.2f});
+  EXPECT_THROW(predictor.add_prompt(id, 0, boxes), Error);
+  FrameOutput first = predictor.add_prompt(id, 0, Prompt::from_text("shape"));
+  EXPECT_EQ(first.obj_ids, (std::vector<int64_t>{0, 1, 2}));
+  std::vector<int> frames;
+  predictor.propagate_in_video(id, {}, [&](const FrameOutput& o) {
+    frames.push_back(o.frame_index);
+    EXPECT_EQ(o.masks.size(), o.obj_ids.size());
+    if (!o.masks.empty()) {
+      EXPECT_EQ(o.masks[0].width, 320);
+      EXPECT_EQ(o.masks[0].height, 240);
+    }
+    return true;
+  });
+  ASSERT_EQ(frames.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(frames[size_t(i)], i);
+  EXPECT_EQ(predictor.decisions(id).size(), 17u);
+  EXPECT_TRUE(predictor.remove_object(id, 0));
+  EXPECT_FALSE(predictor.remove_object(id, 0));
+  predictor.close_session(id);
+  predictor.close_session(id);  // idempotent
+  EXPECT_THROW(predictor.reset_session(id), Error);
+  EXPECT_THROW(predictor.start_session(nullptr), Error);
+}
+
+TEST(ControlConfig, DefaultsAndFixtureValues) {
+  ControlConfig d = default_control_config();
+  EXPECT_FLOAT_EQ(d.score_threshold_detection, 0.4f);
+  EXPECT_FLOAT_EQ(d.new_det_thresh, 0.65f);
+  EXPECT_TRUE(d.det_nms_use_iom);
+  EXPECT_EQ(d.hotstart_delay, 15);
+  EXPECT_EQ(d.max_num_objects, 16);
+  EXPECT_EQ(d.bucket_capacity, 16);
+  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+  if (!std::ifstream(fixture + "/config.json").good()) GTEST_SKIP() << "fixtures not found";
+  ControlConfig a = load_control_config(fixture + "/config.json");
+  ControlConfig b = load_control_config(fixture + "/video/trace.json");
+  EXPECT_EQ(a.max_num_objects, 8);
+  EXPECT_EQ(a.bucket_capacity, 4);
+  EXPECT_EQ(a.multiplex_count, 4);
+  EXPECT_EQ(b.max_num_objects, 8);
+  EXPECT_EQ(a.num_maskmem, 7);
+  EXPECT_THROW(parse_control_config("{}", "empty"), Error);
+  EXPECT_THROW(parse_control_config("{\"control_plane_hyperparameters\": {\"demo_model(x)\": {\"hotstart_delay\": \"x\"}}}",
+                                    "bad"),
+               Error);
+}
