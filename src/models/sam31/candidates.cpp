@@ -3,6 +3,8 @@
 #include "models/sam31/backbone.h"
 #include "models/sam31/candidate.h"
 #include "models/sam31/detector.h"
+#include "models/sam31/memory_encoder.h"
+#include "models/sam31/propagation_decoder.h"
 #include "models/sam31/text_encoder.h"
 
 namespace segmux::sam31 {
@@ -12,7 +14,10 @@ const std::vector<CandidateDef>& all_candidates() {
       {"text_encoder", build_text_encoder_default, text_encoder_parity_cases, text_encoder_contract},
       {"backbone", build_backbone_default, backbone_parity_cases, backbone_contract, build_backbone_variant},
       {"detector", build_detector_default, detector_parity_cases, detector_contract},
-      // The tracker candidates (propagation_decoder, memory_encoder) are added here by their author.
+      {"propagation_decoder", build_propagation_decoder, propagation_decoder_parity_cases,
+       propagation_decoder_contract},
+      {"memory_encoder", build_memory_encoder, memory_encoder_parity_cases, memory_encoder_contract,
+       build_memory_encoder_variant},
   };
   return defs;
 }

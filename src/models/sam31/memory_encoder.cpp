@@ -1,0 +1,297 @@
+// memory_encoder: SAM 3.1 multiplex mask-memory encoder for one bucket, following the official
+// video_tracking_multiplex.py (_encode_new_memory) and memory.py (SimpleMaskEncoder,
+// SimpleMaskDownSampler, CXBlock, SimpleFuser). Only ONNX opset-17 ops.
+#include "models/sam31/memory_encoder.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "io/safetensors.h"
+#include "ir/builder.h"
+#include "models/sam31/contract_util.h"
+#include "models/sam31/tracker_io.h"
+
+namespace segmux::sam31 {
+
+namespace {
+
+using ir::GraphBuilder;
+using ir::Scope;
+
+const std::string kPrefix = "tracker.model.";
+
+Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
+const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
+
+int reshape(GraphBuilder& b, int x, const std::vector<int64_t>& dims) { return b.op1("Reshape", {x, b.ints(dims)}); }
+int transpose(GraphBuilder& b, int x, const std::vector<int64_t>& perm) {
+  return b.op1("Transpose", {x}, {{"perm", perm}});
+}
+int add(GraphBuilder& b, int x, int y) { return b.op1("Add", {x, y}); }
+int mul(GraphBuilder& b, int x, int y) { return b.op1("Mul", {x, y}); }
+
+Tensor transpose2d(const Tensor& m) {
+  Tensor src = f32(m);
+  SEGMUX_CHECK(src.rank() == 2, "expected a 2-D weight, got ", shape_str(src.shape()));
+  const int64_t r = src.dim(0), c = src.dim(1);
+  Tensor out(DType::f32, {c, r});
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) out.data<float>()[j * r + i] = src.data<float>()[i * c + j];
+  return out;
+}
+
+int linear(GraphBuilder& b, const Weights& w, const std::string& name, int x) {
+  Scope s(b, name);
+  int y = b.op1("MatMul", {x, b.constant(transpose2d(W(w, name + ".weight")), "weight_t")});
+  return add(b, y, b.constant(f32(W(w, name + ".bias")).clone(), "bias"));
+}
+
+int conv2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, int64_t stride, int64_t pad,
+           int64_t groups = 1) {
+  Scope s(b, name);
+  Tensor wt = f32(W(w, name + ".weight")).clone();
+  return b.op1("Conv", {x, b.constant(wt, "weight"), b.constant(f32(W(w, name + ".bias")).clone(), "bias")},
+               {{"kernel_shape", std::vector<int64_t>{wt.dim(2), wt.dim(3)}},
+                {"strides", std::vector<int64_t>{stride, stride}},
+                {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                {"group", groups}});
+}
+
+// LayerNorm2d (model_misc.py / sam/common.py) written out exactly: mean and biased variance over C.
+int layer_norm_2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, float eps) {
+  Scope s(b, name);
+  int u = b.op1("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
+  int xc = b.op1("Sub", {x, u});
+  int var = b.op1("ReduceMean", {mul(b, xc, xc)}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
+  int y = b.op1("Div", {xc, b.op1("Sqrt", {add(b, var, b.scalar_f32(eps))})});
+  const Tensor& wt = W(w, name + ".weight");
+  Tensor wr = f32(wt).reshaped({1, wt.numel(), 1, 1}).clone();
+  Tensor br = f32(W(w, name + ".bias")).reshaped({1, wt.numel(), 1, 1}).clone();
+  return add(b, mul(b, b.constant(wr, "weight"), y), b.constant(br, "bias"));
+}
+
+int gelu(GraphBuilder& b, int x) {
+  int e = b.op1("Erf", {mul(b, x, b.scalar_f32(float(M_SQRT1_2)))});
+  return mul(b, mul(b, x, b.scalar_f32(0.5f)), add(b, e, b.scalar_f32(1.0f)));
+}
+
+// out = sum_k w_k * x[idx_k] along `axis` (taps zero-padded to the widest output).
+int resize_axis(GraphBuilder& b, int x, int64_t axis, const ResizeTaps& taps) {
+  size_t width = 0;
+  for (auto& t : taps.index) width = std::max(width, t.size());
+  const int64_t out_n = int64_t(taps.index.size());
+  Shape wshape(4, 1);
+  wshape[size_t(axis)] = out_n;
+  int acc = -1;
+  for (size_t k = 0; k < width; ++k) {
+    std::vector<int64_t> idx(static_cast<size_t>(out_n));
+    Tensor wk(DType::f32, wshape);
+    for (int64_t i = 0; i < out_n; ++i) {
+      const auto& ti = taps.index[size_t(i)];
+      idx[size_t(i)] = k < ti.size() ? ti[k] : ti[0];
+      wk.data<float>()[i] = k < ti.size() ? taps.weight[size_t(i)][k] : 0.0f;
+    }
+    int gathered = b.op1("Gather", {x, b.ints(idx)}, {{"axis", axis}});
+    int term = mul(b, gathered, b.constant(wk, "resize_w"));
+    acc = acc < 0 ? term : add(b, acc, term);
+  }
+  return acc;
+}
+
+}  // namespace
+
+ResizeTaps antialias_bilinear_taps(int64_t input_size, int64_t output_size) {
+  SEGMUX_CHECK(input_size > 0 && output_size > 0, "resize sizes must be positive");
+  // PyTorch _upsample_bilinear2d_aa (align_corners=False): triangle filter widened by the scale when
+  // downsampling, weights normalized per output; computed in fp32 like the CPU kernel for fp32 input.
+  const float scale = float(input_size) / float(output_size);
+  const float support = scale >= 1.0f ? 1.0f * scale : 1.0f;
+  const float invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
+  ResizeTaps taps;
+  for (int64_t i = 0; i < output_size; ++i) {
+    const float center = scale * (float(i) + 0.5f);
+    const int64_t xmin = std::max(int64_t(center - support + 0.5f), int64_t(0));
+    const int64_t xsize = std::min(int64_t(center + support + 0.5f), input_size) - xmin;
+    std::vector<int64_t> idx;
+    std::vector<float> wts;
+    float total = 0.0f;
+    for (int64_t j = 0; j < xsize; ++j) {
+      float x = std::fabs((float(j + xmin) - center + 0.5f) * invscale);
+      float wv = x < 1.0f ? 1.0f - x : 0.0f;
+      idx.push_back(j + xmin);
+      wts.push_back(wv);
+      total += wv;
+    }
+    if (total != 0.0f)
+      for (auto& v : wts) v /= total;
+    SEGMUX_CHECK(!idx.empty(), "resize ", input_size, " -> ", output_size, ": output ", i, " has no source");
+    taps.index.push_back(std::move(idx));
+    taps.weight.push_back(std::move(wts));
+  }
+  return taps;
+}
+
+ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weights& w, int mask_size) {
+  ir::Graph graph;
+  graph.name = "memory_encoder";
+  GraphBuilder b(graph);
+  const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count;
+  const int64_t S = cfg.input_mask_size(), Hm = mask_size;
+  SEGMUX_CHECK(Hm > 0, "memory-encoder mask size must be positive");
+
+  int pix_feat = b.input("pix_feat", DType::f32, {1, D, g, g});
+  int mask_logits = b.input("mask_logits", DType::f32, {1, M, Hm, Hm});
+  int slot_valid = b.input("slot_valid", DType::f32, {1, M});
+  int slot_cond = b.input("slot_conditioning", DType::f32, {1, M});
+  int slot_score = b.input("slot_object_score", DType::f32, {1, M});
+
+  // Mask input: sigmoid(logit) * 2 - 1 (sigmoid_scale 2, bias -1), zero in empty/removed slots, then
+  // the conditioning channels (condition_as_mask_input: fg 1, bg 0): (1, 2M, Hm, Hm).
+  int x;
+  {
+    Scope s(b, "mask_input");
+    int valid4 = reshape(b, slot_valid, {1, M, 1, 1});
+    int m = add(b, mul(b, b.op1("Sigmoid", {mask_logits}), b.scalar_f32(2.0f)), b.scalar_f32(-1.0f));
+    m = mul(b, m, valid4);
+    int cond = b.op1("Expand", {reshape(b, mul(b, slot_cond, slot_valid), {1, M, 1, 1}), b.ints({1, M, Hm, Hm})});
+    x = b.op1("Concat", {m, cond}, {{"axis", int64_t(1)}});
+    if (Hm != S) {
+      ResizeTaps taps = antialias_bilinear_taps(Hm, S);
+      x = resize_axis(b, x, 2, taps);
+      x = resize_axis(b, x, 3, taps);
+    }
+  }
+  // SimpleMaskDownSampler: stages of [Conv k s2 -> LayerNorm2d -> GELU], then a 1x1 conv.
+  {
+    Scope s(b, "mask_downsampler");
+    const std::string p = "maskmem_backbone.mask_downsampler.encoder.";
+    const int stages = cfg.maskmem_downsample_stages;
+    const int64_t pad = cfg.maskmem_downsample_kernel / 2;
+    for (int i = 0; i < stages; ++i) {
+      x = conv2d(b, w, p + std::to_string(3 * i), x, 2, pad);
+      x = gelu(b, layer_norm_2d(b, w, p + std::to_string(3 * i + 1), x, 1e-6f));
+    }
+    x = conv2d(b, w, p + std::to_string(3 * stages), x, 1, 0);
+    SEGMUX_CHECK(b.shape(x) == Shape({1, D, g, g}), "mask downsampler output ", shape_str(b.shape(x)),
+                 " does not match the feature grid");
+  }
+  x = add(b, conv2d(b, w, "maskmem_backbone.pix_feat_proj", pix_feat, 1, 0), x);
+  // SimpleFuser: CXBlocks (depth-wise conv, LayerNorm2d, pointwise MLP with GELU, layer scale).
+  for (int l = 0; l < cfg.memory_fuser_layers; ++l) {
+    const std::string p = "maskmem_backbone.fuser.layers." + std::to_string(l);
+    Scope s(b, "fuser" + std::to_string(l));
+    int y = conv2d(b, w, p + ".dwconv", x, 1, cfg.memory_fuser_kernel / 2, D);
+    y = layer_norm_2d(b, w, p + ".norm", y, 1e-6f);
+    y = transpose(b, y, {0, 2, 3, 1});
+    y = linear(b, w, p + ".pwconv2", gelu(b, linear(b, w, p + ".pwconv1", y)));
+    y = mul(b, y, b.constant(f32(W(w, p + ".gamma")).clone(), "gamma"));
+    x = add(b, x, transpose(b, y, {0, 3, 1, 2}));
+  }
+  if (w.has(kPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, "maskmem_backbone.out_proj", x, 1, 0);
+  // no_obj_embed_spatial for every slot whose object is absent (logit <= 0); empty slots count as
+  // absent (the official muxes a 0 logit there).
+  {
+    Scope s(b, "no_obj");
+    int appearing = b.op1("Cast", {b.op1("Greater", {slot_score, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
+    appearing = mul(b, appearing, slot_valid);
+    int absent = b.op1("Sub", {b.scalar_f32(1.0f), appearing});  // (1, M)
+    Tensor emb = f32(W(w, "no_obj_embed_spatial")).clone();     // (M, D)
+    int embed = b.op1("MatMul", {absent, b.constant(emb, "no_obj_embed_spatial")});  // (1, D)
+    x = add(b, x, reshape(b, embed, {1, D, 1, 1}));
+  }
+  b.output(x, "maskmem_features");
+  int stored = b.op1("Cast", {x}, {{"to", int64_t(16)}});  // TensorProto BFLOAT16
+  b.output(stored, "maskmem_features_bf16");
+  graph.metadata["contract"] = "docs/contracts/memory_encoder.md";
+  return graph;
+}
+
+ir::Graph build_memory_encoder(const ModelConfig& cfg, const Weights& w) {
+  return build_memory_encoder_for_mask_size(cfg, w, cfg.input_mask_size());
+}
+
+ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant) {
+  SEGMUX_CHECK(variant == kMemoryEncoderImageSizeVariant, "memory_encoder has no variant '", variant, "'");
+  return build_memory_encoder_for_mask_size(cfg, w, cfg.image_size);
+}
+
+namespace {
+
+const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
+  if (f.has(name)) return f.at(name);
+  auto it = f.metadata.find("alias:" + name);
+  SEGMUX_CHECK(it != f.metadata.end(), "fixture lacks tensor '", name, "'");
+  return f.at(it->second);
+}
+
+const std::string& fixture_meta(const TensorFile& f, const std::string& key, const std::string& what) {
+  auto it = f.metadata.find(key);
+  SEGMUX_CHECK(it != f.metadata.end(), what, ": metadata '", key, "' is missing");
+  return it->second;
+}
+
+ParityCase memory_encoder_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
+  TensorFile f = read_safetensors(path);
+  MultiplexAssignment assignment = parse_multiplex_state(fixture_meta(f, "multiplex_state", label));
+  std::set<int> cond;
+  for (auto& v : nlohmann::json::parse(fixture_meta(f, "conditioning_objects", label))) cond.insert(v.get<int>());
+  const Tensor& masks = fixture_tensor(f, "in.pred_masks_high_res");
+  ParityCase c;
+  c.label = label;
+  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, 0, fixture_tensor(f, "in.maskmem_backbone.pix_feat"),
+                                            masks, fixture_tensor(f, "in.object_score_logits"), cond);
+  if (masks.dim(2) != cfg.input_mask_size()) {
+    SEGMUX_CHECK(masks.dim(2) == cfg.image_size, label, ": masks of size ", masks.dim(2),
+                 " are neither input_mask_size nor image_size");
+    c.variant = kMemoryEncoderImageSizeVariant;
+  }
+  c.expected["maskmem_features"] = fixture_tensor(f, "out.maskmem_features");
+  c.expected["maskmem_features_bf16"] = fixture_tensor(f, "out.run_memory_encoder.0");
+  for (auto& [name, t] : c.expected) {
+    Tolerance tol;
+    tol.min_cosine = 0.9999;
+    tol.max_abs_over_scale = 2e-2;
+    tol.scale_is_max_ref = false;
+    c.tolerance[name] = tol;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  std::vector<ParityCase> cases;
+  for (const char* label :
+       {"memory_encoder_add_prompt_f000", "memory_encoder_propagate_f001", "memory_encoder_propagate_f010"})
+    cases.push_back(memory_encoder_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
+  return cases;
+}
+
+std::string memory_encoder_contract(const ModelConfig& cfg) {
+  const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count, S = cfg.input_mask_size();
+  contract::Table t("memory_encoder",
+                    "SAM 3.1 multiplex mask-memory encoder (_encode_new_memory + SimpleMaskEncoder) for ONE bucket: "
+                    "mask logits of the bucket's object slots -> memory features kept in the memory bank.");
+  const std::string glue = "tracker_io::assemble_memory_encoder_inputs";
+  t.input("pix_feat", {1, D, g, g}, "f32",
+          "propagation level-2 features of the frame (bf16-rounded values where the official keeps them as bf16)",
+          "backbone / memory bank");
+  t.input("mask_logits", {1, M, S, S}, "f32",
+          "mux-space mask logits at input_mask_size (variant image_size_masks: image_size)", glue);
+  t.input("slot_valid", {1, M}, "f32", "1 = slot holds an object (empty/removed slots are zeroed)", glue);
+  t.input("slot_conditioning", {1, M}, "f32", "1 = the object's mask is a conditioning input on this frame", glue);
+  t.input("slot_object_score", {1, M}, "f32", "mux-space object-score logits (absent if <= 0)", glue);
+  t.output("maskmem_features", {1, D, g, g}, "f32", "memory features after no_obj_embed_spatial (fp32)", "tests");
+  t.output("maskmem_features_bf16", {1, D, g, g}, "bf16", "the stored copy (official .to(bfloat16))",
+           "memory bank (StoredFrame::maskmem_features, stacked over buckets)");
+  t.note("Mask input: sigmoid(logit) * 2 - 1 per slot (0 in unused slots), then M conditioning channels (1.0 / 0.0), "
+         "(1, 2M, H, W). Variant image_size_masks resizes to input_mask_size with PyTorch's antialiased bilinear "
+         "weights (align_corners=False) as Gather/Mul/Add along each axis (exact, standard ONNX).");
+  t.note("no_obj_embed_spatial[s] is added for every slot whose object is absent (logit <= 0) or that is empty: the "
+         "official muxes a 0 logit into empty slots. The sine position encoding of the SimpleMaskEncoder is not "
+         "an output: it is constant and the propagation never reads it.");
+  return t.markdown();
+}
+
+}  // namespace segmux::sam31

@@ -1,0 +1,525 @@
+// propagation_decoder: memory attention + multiplex mask decoder + object pointers, one bucket.
+// Numerics follow the official SAM 3.1 code (commit 9f22cb9): decoder.py
+// (DecoupledTransformerDecoderLayerv2, TransformerEncoderDecoupledCrossAttention, SimpleRoPEAttention),
+// sam/transformer.py (TwoWayTransformer), multiplex_mask_decoder.py, video_tracking_multiplex.py
+// (_prepare_memory_conditioned_features, _forward_sam_heads). Only ONNX opset-17 ops.
+#include "models/sam31/propagation_decoder.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "ir/builder.h"
+#include "io/safetensors.h"
+#include "models/sam31/contract_util.h"
+#include "models/sam31/layers.h"
+#include "models/sam31/tracker_io.h"
+
+namespace segmux::sam31 {
+
+namespace {
+
+using ir::GraphBuilder;
+using ir::Scope;
+
+const std::string kPrefix = "tracker.model.";
+// Additive key bias for padded memory slots: exp(-1e30 - max) is exactly 0 in fp32, and unlike -inf
+// it never turns an all-padded row into NaN (that row is replaced by the no-memory fallback anyway).
+constexpr float kMaskedKey = -1e30f;
+
+Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
+
+const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
+
+
+int reshape(GraphBuilder& b, int x, const std::vector<int64_t>& dims) {
+  return b.op1("Reshape", {x, b.ints(dims)});
+}
+int transpose(GraphBuilder& b, int x, const std::vector<int64_t>& perm) {
+  return b.op1("Transpose", {x}, {{"perm", perm}});
+}
+int slice(GraphBuilder& b, int x, int64_t axis, int64_t start, int64_t end) {
+  return b.op1("Slice", {x, b.ints({start}), b.ints({end}), b.ints({axis})});
+}
+int add(GraphBuilder& b, int x, int y) { return b.op1("Add", {x, y}); }
+int mul(GraphBuilder& b, int x, int y) { return b.op1("Mul", {x, y}); }
+
+// Thin wrappers over layers.h (the shared patterns the fusion passes know) with the tracker prefix.
+int linear(GraphBuilder& b, const Weights& w, const std::string& name, int x) {
+  return layers::linear(b, w, x, kPrefix + name);
+}
+int layer_norm(GraphBuilder& b, const Weights& w, const std::string& name, int x, float eps) {
+  return layers::layer_norm(b, w, x, kPrefix + name, eps);
+}
+int gelu(GraphBuilder& b, int x) { return layers::gelu_erf(b, x); }
+int mlp(GraphBuilder& b, const Weights& w, const std::string& name, int x, int num_layers) {
+  return layers::mlp(b, w, x, kPrefix + name, num_layers);
+}
+
+// LayerNorm2d (sam/common.py): normalizes NCHW over C, written out exactly as the official module.
+int layer_norm_2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, float eps) {
+  Scope s(b, name);
+  int u = b.op1("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
+  int xc = b.op1("Sub", {x, u});
+  int var = b.op1("ReduceMean", {mul(b, xc, xc)}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
+  int y = b.op1("Div", {xc, b.op1("Sqrt", {add(b, var, b.scalar_f32(eps))})});
+  Tensor wt = f32(W(w, name + ".weight")).reshaped({1, W(w, name + ".weight").numel(), 1, 1});
+  Tensor bt = f32(W(w, name + ".bias")).reshaped({1, W(w, name + ".bias").numel(), 1, 1});
+  return add(b, mul(b, b.constant(wt.clone(), "weight"), y), b.constant(bt.clone(), "bias"));
+}
+
+// (1, N, C) -> (1, heads, N, C/heads) and back.
+int split_heads(GraphBuilder& b, int x, int heads) { return layers::split_heads(b, x, heads, false); }
+int merge_heads(GraphBuilder& b, int x) { return layers::merge_heads(b, x, false); }
+
+struct Sizes {
+  int64_t D, g, L, S, P, M, K, heads, hd;
+};
+
+// One DecoupledTransformerDecoderLayerv2 (pre-norm; self-attn with RoPE, decoupled cross-attn with
+// RoPE on the spatial memory keys only, GELU FFN).
+int memory_attention_layer(GraphBuilder& b, const Weights& w, const std::string& p, const Sizes& z, int tgt,
+                           int image_tok, int mem_image, int mem, int mem_image_pos, int key_bias,
+                           const layers::RopeTables& rope) {
+  // Self-attention (no positional add; pos_enc_at_attn=False).
+  {
+    Scope s(b, "self_attn");
+    int t2 = layer_norm(b, w, p + ".norm1", tgt, 1e-5f);
+    int q = split_heads(b, linear(b, w, p + ".self_attn_q_proj", t2), int(z.heads));
+    int k = split_heads(b, linear(b, w, p + ".self_attn_k_proj", t2), int(z.heads));
+    int v = split_heads(b, linear(b, w, p + ".self_attn_v_proj", t2), int(z.heads));
+    q = layers::apply_rope(b, q, rope, "rope_q");
+    k = layers::apply_rope(b, k, rope, "rope_k");
+    int o = merge_heads(b, layers::sdpa(b, q, k, v));
+    tgt = add(b, tgt, linear(b, w, p + ".self_attn_out_proj", o));
+  }
+  // Cross-attention to the memory.
+  {
+    Scope s(b, "cross_attn");
+    int t2 = layer_norm(b, w, p + ".norm2", tgt, 1e-5f);
+    int q = add(b, linear(b, w, p + ".image_cross_attn_q_proj", image_tok), linear(b, w, p + ".cross_attn_q_proj", t2));
+    int k = add(b, linear(b, w, p + ".image_cross_attn_k_proj", mem_image), linear(b, w, p + ".cross_attn_k_proj", mem));
+    k = add(b, k, mem_image_pos);
+    int v = linear(b, w, p + ".cross_attn_v_proj", mem);
+    q = layers::apply_rope(b, split_heads(b, q, int(z.heads)), rope, "rope_q");
+    // Keys: RoPE on the spatial part, repeated per memory frame; none on pointer tokens.
+    int k_sp = slice(b, k, 1, 0, z.S * z.L);
+    int k_ptr = slice(b, k, 1, z.S * z.L, z.S * z.L + z.K);
+    k_sp = reshape(b, k_sp, {1, z.S, z.L, z.heads, z.hd});
+    k_sp = transpose(b, k_sp, {0, 3, 1, 2, 4});  // (1, heads, S, L, hd)
+    k_sp = layers::apply_rope(b, k_sp, rope, "rope_k");
+    k_sp = reshape(b, k_sp, {1, z.heads, z.S * z.L, z.hd});
+    int kh = b.op1("Concat", {k_sp, split_heads(b, k_ptr, int(z.heads))}, {{"axis", int64_t(2)}});
+    int vh = split_heads(b, v, int(z.heads));
+    int o = merge_heads(b, layers::sdpa(b, q, kh, vh, key_bias));
+    tgt = add(b, tgt, linear(b, w, p + ".cross_attn_out_proj", o));
+  }
+  {
+    Scope s(b, "ffn");
+    int t2 = layer_norm(b, w, p + ".norm3", tgt, 1e-5f);
+    t2 = linear(b, w, p + ".linear2", gelu(b, linear(b, w, p + ".linear1", t2)));
+    tgt = add(b, tgt, t2);
+  }
+  return tgt;
+}
+
+// SAM Attention (sam/transformer.py): projections to internal dim, heads, out projection.
+int sam_attention(GraphBuilder& b, const Weights& w, const std::string& p, int q, int k, int v, int heads) {
+  Scope s(b, p.substr(p.rfind('.') + 1));
+  int qh = split_heads(b, linear(b, w, p + ".q_proj", q), heads);
+  int kh = split_heads(b, linear(b, w, p + ".k_proj", k), heads);
+  int vh = split_heads(b, linear(b, w, p + ".v_proj", v), heads);
+  int o = merge_heads(b, layers::sdpa(b, qh, kh, vh));
+  return linear(b, w, p + ".out_proj", o);
+}
+
+// ConvTranspose2d(kernel 2, stride 2) on channels-last tokens (1, h*w, Cin) -> NCHW (1, Cout, 2h, 2w),
+// as a MatMul (the 2x2 outputs of one input pixel do not overlap).
+int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& name, int tokens, int64_t h, int64_t wd) {
+  Scope s(b, name);
+  Tensor wt = f32(W(w, name + ".weight"));  // (Cin, Cout, 2, 2)
+  SEGMUX_CHECK(wt.rank() == 4 && wt.dim(2) == 2 && wt.dim(3) == 2, name, ": expected a 2x2 transposed conv");
+  const int64_t cin = wt.dim(0), cout = wt.dim(1);
+  Tensor wm = wt.reshaped({cin, cout * 4});  // [in, o*4 + a*2 + c] is already the memory order
+  int y = b.op1("MatMul", {tokens, b.constant(wm.clone(), "weight")});
+  y = reshape(b, y, {1, h, wd, cout, 2, 2});
+  y = transpose(b, y, {0, 3, 1, 4, 2, 5});
+  y = reshape(b, y, {1, cout, 2 * h, 2 * wd});
+  Tensor bias = f32(W(w, name + ".bias")).reshaped({1, cout, 1, 1});
+  return add(b, y, b.constant(bias.clone(), "bias"));
+}
+
+// NCHW (1, C, h, w) -> tokens (1, h*w, C)
+int nchw_to_tokens(GraphBuilder& b, int x, int64_t c, int64_t hw) {
+  return transpose(b, reshape(b, x, {1, c, hw}), {0, 2, 1});
+}
+
+}  // namespace
+
+int propagation_memory_slots(const ModelConfig& cfg) { return cfg.max_cond_frames_in_attn + cfg.num_maskmem - 1; }
+int propagation_pointer_slots(const ModelConfig& cfg) {
+  return cfg.max_cond_frames_in_attn + cfg.max_obj_ptrs_in_encoder - 1;
+}
+
+Tensor propagation_dense_pe(const ModelConfig& cfg, const Weights& w) {
+  const Tensor gm = f32(W(w, "image_pe_layer.positional_encoding_gaussian_matrix"));  // (2, D/2)
+  const int64_t half = gm.dim(1), g = cfg.token_grid();
+  SEGMUX_CHECK(gm.dim(0) == 2 && 2 * half == cfg.d_model, "image_pe_layer matrix has shape ", shape_str(gm.shape()));
+  const float* G = gm.data<float>();
+  Tensor pe(DType::f32, {1, 2 * half, g, g});
+  float* out = pe.data<float>();
+  const float two_pi = float(2.0 * M_PI);
+  for (int64_t i = 0; i < g; ++i) {
+    for (int64_t j = 0; j < g; ++j) {
+      float y = (float(i + 1) - 0.5f) / float(g), x = (float(j + 1) - 0.5f) / float(g);
+      x = 2.0f * x - 1.0f;
+      y = 2.0f * y - 1.0f;
+      for (int64_t c = 0; c < half; ++c) {
+        float v = two_pi * (x * G[c] + y * G[half + c]);
+        out[(c * g + i) * g + j] = float(std::sin(double(v)));
+        out[((half + c) * g + i) * g + j] = float(std::cos(double(v)));
+      }
+    }
+  }
+  return pe;
+}
+
+ir::Graph build_propagation_decoder(const ModelConfig& cfg, const Weights& w) {
+  ir::Graph graph;
+  graph.name = "propagation_decoder";
+  GraphBuilder b(graph);
+  Sizes z{};
+  z.D = cfg.d_model;
+  z.g = cfg.token_grid();
+  z.L = z.g * z.g;
+  z.S = propagation_memory_slots(cfg);
+  z.P = propagation_pointer_slots(cfg);
+  z.M = cfg.multiplex_count;
+  z.K = z.P * z.M;
+  z.heads = cfg.attn_heads;
+  z.hd = z.D / z.heads;
+  const int64_t nmask = cfg.num_multimask_outputs;
+  const auto hr = cfg.tracker_high_res_channels();
+  SEGMUX_CHECK(z.D % z.heads == 0, "d_model ", z.D, " is not divisible by attn_heads ", z.heads);
+
+  // ---- inputs ----
+  int image = b.input("image", DType::f32, {1, z.D, z.g, z.g});
+  int image_pos = b.input("image_pos", DType::f32, {1, z.D, z.g, z.g});
+  int high_res_s0 = b.input("high_res_s0", DType::f32, {1, hr[0], 4 * z.g, 4 * z.g});
+  int high_res_s1 = b.input("high_res_s1", DType::f32, {1, hr[1], 2 * z.g, 2 * z.g});
+  int mem_maskmem = b.input("memory_maskmem", DType::bf16, {z.S, z.D, z.g, z.g});
+  int mem_image_in = b.input("memory_image", DType::f32, {z.S, z.D, z.g, z.g});
+  int mem_tpos_index = b.input("memory_tpos_index", DType::i64, {z.S});
+  int mem_valid = b.input("memory_valid", DType::f32, {z.S});
+  int ptrs = b.input("obj_ptrs", DType::f32, {z.P, z.M, z.D});
+  int ptr_tpos = b.input("obj_ptr_tpos", DType::f32, {z.P});
+  int ptr_valid = b.input("obj_ptr_valid", DType::f32, {z.P});
+  int slot_valid = b.input("slot_valid", DType::f32, {1, z.M});
+
+  // ---- memory attention ----
+  int pix_feat_with_mem;
+  {
+    Scope s(b, "memory_attention");
+    int image_tok = nchw_to_tokens(b, image, z.D, z.L);    // (1, L, D)
+    int pos_tok = nchw_to_tokens(b, image_pos, z.D, z.L);  // (1, L, D)
+    // Spatial memory tokens, slot-major: (S, D, g, g) -> (1, S*L, D).
+    auto slots_to_tokens = [&](int x) {
+      return reshape(b, transpose(b, reshape(b, x, {z.S, z.D, z.L}), {0, 2, 1}), {1, z.S * z.L, z.D});
+    };
+    int maskmem_tok = slots_to_tokens(b.op1("Cast", {mem_maskmem}, {{"to", int64_t(1)}}));
+    int mem_image_tok = slots_to_tokens(mem_image_in);
+    int ptr_tok = reshape(b, ptrs, {1, z.K, z.D});
+    int memory = b.op1("Concat", {maskmem_tok, ptr_tok}, {{"axis", int64_t(1)}});
+    // Pointer tokens have zero image features (the official pads memory_image with zero rows).
+    int zeros = b.constant(Tensor(DType::f32, {1, z.K, z.D}), "ptr_image_zeros");
+    int memory_image = b.op1("Concat", {mem_image_tok, zeros}, {{"axis", int64_t(1)}});
+
+    // Temporal encodings: maskmem_tpos_enc[index] on every spatial token of a slot.
+    Tensor tpos_table = f32(W(w, "maskmem_tpos_enc")).reshaped({cfg.num_maskmem, z.D});
+    int tpos = b.op1("Gather", {b.constant(tpos_table.clone(), "maskmem_tpos_enc"), mem_tpos_index}, {{"axis", int64_t(0)}});
+    int sp_pos = add(b, pos_tok, reshape(b, tpos, {z.S, 1, z.D}));  // (S, L, D)
+    sp_pos = reshape(b, sp_pos, {1, z.S * z.L, z.D});
+    // Pointer tokens: 1-D sine PE of the normalized temporal offset (get_1d_sine_pe), then
+    // obj_ptr_tpos_proj, repeated for the multiplex_count pointers of a frame.
+    const int64_t pe_half = z.D / 2;
+    Tensor dim_t(DType::f32, {1, pe_half});
+    for (int64_t i = 0; i < pe_half; ++i) {
+      float e = (2.0f * float(i / 2)) / float(pe_half);
+      dim_t.data<float>()[i] = std::pow(10000.0f, e);
+    }
+    int pe_arg = b.op1("Div", {reshape(b, ptr_tpos, {z.P, 1}), b.constant(dim_t, "dim_t")});
+    int ptr_pe = b.op1("Concat", {b.op1("Sin", {pe_arg}), b.op1("Cos", {pe_arg})}, {{"axis", int64_t(1)}});
+    ptr_pe = linear(b, w, "obj_ptr_tpos_proj", ptr_pe);  // (P, D)
+    ptr_pe = b.op1("Expand", {reshape(b, ptr_pe, {z.P, 1, z.D}), b.ints({z.P, z.M, z.D})});
+    ptr_pe = reshape(b, ptr_pe, {1, z.K, z.D});
+    int memory_image_pos = b.op1("Concat", {sp_pos, ptr_pe}, {{"axis", int64_t(1)}});
+
+    // Key validity: -1e30 on padded slots (memory frames repeated over L tokens, pointer frames over M).
+    auto key_bias_of = [&](int valid, int64_t n, int64_t rep) {
+      int v = b.op1("Expand", {reshape(b, valid, {n, 1}), b.ints({n, rep})});
+      int bias = mul(b, b.op1("Sub", {v, b.scalar_f32(1.0f)}), b.scalar_f32(-kMaskedKey));
+      return reshape(b, bias, {1, n * rep});
+    };
+    int key_bias = b.op1("Concat", {key_bias_of(mem_valid, z.S, z.L), key_bias_of(ptr_valid, z.P, z.M)},
+                         {{"axis", int64_t(1)}});
+    key_bias = reshape(b, key_bias, {1, 1, 1, z.S * z.L + z.K});
+
+    const layers::RopeTables rope = layers::axial_rope_tables(int(z.hd), int(z.g), int(z.g), float(cfg.rope_theta));
+
+    int tgt = add(b, image_tok, mul(b, pos_tok, b.scalar_f32(0.1f)));
+    for (int l = 0; l < cfg.mem_attn_layers; ++l) {
+      Scope sl(b, "layer" + std::to_string(l));
+      tgt = memory_attention_layer(b, w, "transformer.encoder.layers." + std::to_string(l), z, tgt, image_tok,
+                                   memory_image, memory, memory_image_pos, key_bias, rope);
+    }
+    tgt = layer_norm(b, w, "transformer.encoder.norm", tgt, 1e-5f);
+    // No spatial memory at all: the official skips the fusion and uses the raw image features.
+    int has_memory = b.op1("Greater", {b.op1("ReduceMax", {mem_valid}, {{"axes", std::vector<int64_t>{0}},
+                                                                        {"keepdims", int64_t(0)}}),
+                                       b.scalar_f32(0.0f)});
+    int fused = b.op1("Where", {has_memory, tgt, image_tok});
+    pix_feat_with_mem = reshape(b, transpose(b, fused, {0, 2, 1}), {1, z.D, z.g, z.g});
+  }
+  b.output(pix_feat_with_mem, "pix_feat_with_mem");
+
+  // ---- multiplex mask decoder ----
+  const std::string md = "sam_mask_decoder";
+  int masks, iou_pred, obj_scores, sam_tokens;
+  {
+    Scope s(b, "mask_decoder");
+    int extra;
+    {
+      int v = reshape(b, slot_valid, {1, z.M, 1});
+      int valid_e = b.constant(f32(W(w, "output_valid_embed")).reshaped({1, z.M, z.D}).clone(), "valid_embed");
+      int invalid_e = b.constant(f32(W(w, "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
+      extra = add(b, mul(b, v, valid_e), mul(b, b.op1("Sub", {b.scalar_f32(1.0f), v}), invalid_e));
+    }
+    Tensor mt = f32(W(w, md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
+    int mask_tokens = add(b, b.constant(mt.clone(), "mask_tokens"), reshape(b, extra, {1, z.M, 1, z.D}));
+    mask_tokens = reshape(b, mask_tokens, {1, z.M * nmask, z.D});
+    Tensor ot = f32(W(w, md + ".obj_score_token.weight")).reshaped({1, z.M, z.D});
+    Tensor it = f32(W(w, md + ".iou_token.weight")).reshaped({1, z.M, z.D});
+    int tokens = b.op1("Concat", {b.constant(ot.clone(), "obj_score_token"), b.constant(it.clone(), "iou_token"), mask_tokens},
+                       {{"axis", int64_t(1)}});
+    const int64_t ntok = z.M * (2 + nmask);
+
+    Tensor pe = propagation_dense_pe(cfg, w);
+    int key_pe = nchw_to_tokens(b, b.constant(pe, "image_pe"), z.D, z.L);
+    int keys = nchw_to_tokens(b, pix_feat_with_mem, z.D, z.L);
+    int queries = tokens;
+    const std::string tw = md + ".transformer";
+    for (int l = 0; l < cfg.twoway_depth; ++l) {
+      Scope sl(b, "twoway" + std::to_string(l));
+      const std::string p = tw + ".layers." + std::to_string(l);
+      if (l == 0) {
+        queries = sam_attention(b, w, p + ".self_attn", queries, queries, queries, int(z.heads));
+      } else {
+        int q = add(b, queries, tokens);
+        queries = add(b, queries, sam_attention(b, w, p + ".self_attn", q, q, queries, int(z.heads)));
+      }
+      queries = layer_norm(b, w, p + ".norm1", queries, 1e-5f);
+      int q = add(b, queries, tokens), k = add(b, keys, key_pe);
+      queries = add(b, queries, sam_attention(b, w, p + ".cross_attn_token_to_image", q, k, keys, int(z.heads)));
+      queries = layer_norm(b, w, p + ".norm2", queries, 1e-5f);
+      int m = linear(b, w, p + ".mlp.lin2", b.op1("Relu", {linear(b, w, p + ".mlp.lin1", queries)}));
+      queries = layer_norm(b, w, p + ".norm3", add(b, queries, m), 1e-5f);
+      q = add(b, queries, tokens);
+      k = add(b, keys, key_pe);
+      keys = add(b, keys, sam_attention(b, w, p + ".cross_attn_image_to_token", k, q, queries, int(z.heads)));
+      keys = layer_norm(b, w, p + ".norm4", keys, 1e-5f);
+    }
+    {
+      int q = add(b, queries, tokens), k = add(b, keys, key_pe);
+      queries = add(b, queries, sam_attention(b, w, tw + ".final_attn_token_to_image", q, k, keys, int(z.heads)));
+      queries = layer_norm(b, w, tw + ".norm_final_attn", queries, 1e-5f);
+    }
+    (void)ntok;
+    int obj_out = slice(b, queries, 1, 0, z.M);
+    int iou_out = slice(b, queries, 1, z.M, 2 * z.M);
+    int mask_out = reshape(b, slice(b, queries, 1, 2 * z.M, 2 * z.M + z.M * nmask), {1, z.M, nmask, z.D});
+
+    // Upscaling with the high-res skip features.
+    int up = conv_transpose_2x2(b, w, md + ".output_upscaling.0", keys, z.g, z.g);
+    up = gelu(b, layer_norm_2d(b, w, md + ".output_upscaling.1", add(b, up, high_res_s1), 1e-6f));
+    int up_tok = reshape(b, transpose(b, up, {0, 2, 3, 1}), {1, 4 * z.L, hr[1]});
+    up = conv_transpose_2x2(b, w, md + ".output_upscaling.3", up_tok, 2 * z.g, 2 * z.g);
+    up = gelu(b, add(b, up, high_res_s0));  // (1, D/8, 4g, 4g)
+    const int64_t up_c = b.shape(up)[1];
+
+    std::vector<int> hyper;
+    for (int64_t i = 0; i < nmask; ++i) {
+      int t = slice(b, mask_out, 2, i, i + 1);
+      hyper.push_back(mlp(b, w, md + ".output_hypernetworks_mlps." + std::to_string(i), t, cfg.mlp_head_layers));
+    }
+    int hyper_in = b.op1("Concat", hyper, {{"axis", int64_t(2)}});  // (1, M, 3, D/8)
+    masks = b.op1("MatMul", {reshape(b, hyper_in, {1, z.M * nmask, up_c}), reshape(b, up, {1, up_c, 16 * z.L})});
+    masks = reshape(b, masks, {1, z.M, nmask, 4 * z.g, 4 * z.g});
+    iou_pred = mlp(b, w, md + ".iou_prediction_head", iou_out, cfg.mlp_head_layers);        // (1, M, 3)
+    obj_scores = mlp(b, w, md + ".pred_obj_score_head", obj_out, cfg.mlp_head_layers);      // (1, M, 1)
+    sam_tokens = mask_out;                                                                   // (1, M, 3, D)
+  }
+  b.output(masks, "masks");
+  b.output(iou_pred, "iou_pred");
+  b.output(obj_scores, "object_score_logits");
+  b.output(sam_tokens, "sam_tokens");
+
+  // ---- best mask and object pointers (per slot; demux is a gather of slots) ----
+  {
+    Scope s(b, "obj_ptr");
+    int best = b.op1("ArgMax", {iou_pred}, {{"axis", int64_t(2)}, {"keepdims", int64_t(1)}});  // (1, M, 1)
+    int idx = b.op1("Expand", {reshape(b, best, {1, z.M, 1, 1}), b.ints({1, z.M, 1, z.D})});
+    int token = reshape(b, b.op1("GatherElements", {sam_tokens, idx}, {{"axis", int64_t(2)}}), {1, z.M, z.D});
+    int ptr = mlp(b, w, "obj_ptr_proj", token, cfg.obj_ptr_proj_layers);
+    int no_obj = linear(b, w, "no_obj_ptr_linear", ptr);
+    int appearing = b.op1("Greater", {obj_scores, b.scalar_f32(0.0f)});  // (1, M, 1)
+    ptr = b.op1("Where", {appearing, ptr, no_obj});
+    // Stored pointers are mux(data-space pointers): zero in empty and removed slots.
+    ptr = mul(b, ptr, reshape(b, slot_valid, {1, z.M, 1}));
+    b.output(ptr, "obj_ptr");
+    b.output(reshape(b, best, {1, z.M}), "best_mask_index");
+  }
+  graph.metadata["contract"] = "docs/contracts/propagation_decoder.md";
+  return graph;
+}
+
+
+// ---- parity cases and contract -------------------------------------------------------------------
+
+namespace {
+
+// A fixture tensor by name, following the "alias:<name>" metadata of tensors stored once.
+const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
+  if (f.has(name)) return f.at(name);
+  auto it = f.metadata.find("alias:" + name);
+  SEGMUX_CHECK(it != f.metadata.end(), "fixture lacks tensor '", name, "'");
+  return f.at(it->second);
+}
+
+const std::string& fixture_meta(const TensorFile& f, const std::string& key, const std::string& what) {
+  auto it = f.metadata.find(key);
+  SEGMUX_CHECK(it != f.metadata.end(), what, ": metadata '", key, "' is missing");
+  return it->second;
+}
+
+Tolerance tracker_tolerance(bool is_mask) {
+  Tolerance t;
+  t.min_cosine = 0.9999;
+  t.max_abs_over_scale = 2e-2;
+  t.scale_is_max_ref = false;  // 2e-2 * max(1, max|ref|)
+  t.check_mask_iou = is_mask;
+  t.min_mask_iou = 0.99;
+  return t;
+}
+
+ParityCase propagation_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
+  TensorFile f = read_safetensors(path);
+  const int64_t g = cfg.token_grid(), M = cfg.multiplex_count, D = cfg.d_model;
+  const int frame_idx = std::stoi(fixture_meta(f, "frame_idx", label));
+  const int num_frames = std::stoi(fixture_meta(f, "num_frames", label));
+  MultiplexAssignment assignment = parse_multiplex_state(fixture_meta(f, "multiplex_state", label));
+
+  MemoryBank bank;
+  auto frames = nlohmann::json::parse(fixture_meta(f, "memory_bank_frames", label));
+  for (auto& [kind, list] : frames.items()) {
+    SEGMUX_CHECK(kind == "cond_frame_outputs" || kind == "non_cond_frame_outputs", label, ": unknown bank kind ", kind);
+    for (auto& t : list) {
+      const int fi = t.get<int>();
+      char tag[16];
+      std::snprintf(tag, sizeof(tag), "f%03d", fi);
+      const std::string p = "in.memory_bank." + kind + "." + tag + ".";
+      StoredFrame sf;
+      sf.maskmem_features = fixture_tensor(f, p + "maskmem_features");
+      sf.image_features = seq_first_to_nchw(fixture_tensor(f, p + "image_features"), g);
+      sf.obj_ptr = fixture_tensor(f, p + "obj_ptr");
+      (kind == "cond_frame_outputs" ? bank.cond_frames : bank.non_cond_frames)[fi] = sf;
+    }
+  }
+  CurrentFrameFeatures feats;
+  feats.image = seq_first_to_nchw(fixture_tensor(f, "in.current_vision_feats.0"), g);
+  feats.image_pos = seq_first_to_nchw(fixture_tensor(f, "in.current_vision_pos_embeds.0"), g);
+  feats.high_res_s0 = fixture_tensor(f, "in.sam_heads.propagation_high_res_features.0");
+  feats.high_res_s1 = fixture_tensor(f, "in.sam_heads.propagation_high_res_features.1");
+  PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, 0, frame_idx, num_frames, feats);
+  // The fixture records how many pointer tokens the official code used: check the selection.
+  const int ptr_tokens = std::stoi(fixture_meta(f, "memory_attention.num_obj_ptr_tokens", label));
+  SEGMUX_CHECK(int64_t(in.selection.pointers.size()) * M == ptr_tokens, label, ": selected ",
+               in.selection.pointers.size(), " pointer frames, the official code used ", ptr_tokens, " tokens");
+  const int64_t mem_tokens = fixture_tensor(f, "in.memory_attention.memory_image").dim(0);
+  SEGMUX_CHECK(int64_t(in.selection.spatial.size()) * g * g == mem_tokens, label, ": selected ",
+               in.selection.spatial.size(), " memory frames, the official code used ", mem_tokens, " tokens");
+
+  ParityCase c;
+  c.label = label;
+  c.inputs = in.tensors;
+  c.expected["pix_feat_with_mem"] = fixture_tensor(f, "out.pix_feat_with_mem");
+  c.expected["masks"] = fixture_tensor(f, "out.mask_decoder.masks");
+  c.expected["iou_pred"] = fixture_tensor(f, "out.mask_decoder.iou_pred");
+  c.expected["object_score_logits"] = fixture_tensor(f, "out.mask_decoder.object_score_logits");
+  c.expected["sam_tokens"] = fixture_tensor(f, "out.mask_decoder.sam_tokens_out");
+  // obj_ptr output = mux(data-space pointers), zero in unused slots.
+  const Tensor& ptr_data = fixture_tensor(f, "out.sam_heads.obj_ptr");
+  Tensor ptr_mux(DType::f32, {1, M, D});
+  for (int64_t s = 0; s < M; ++s) {
+    const int obj = assignment.buckets[0][size_t(s)];
+    if (obj < 0) continue;
+    for (int64_t d = 0; d < D; ++d) ptr_mux.data<float>()[s * D + d] = float(ptr_data.get_as_double(obj * D + d));
+  }
+  c.expected["obj_ptr"] = ptr_mux;
+  for (auto& [name, t] : c.expected) c.tolerance[name] = tracker_tolerance(name == "masks");
+  return c;
+}
+
+}  // namespace
+
+std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  std::vector<ParityCase> cases;
+  for (const char* label : {"propagation_f001", "propagation_f010"})
+    cases.push_back(propagation_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
+  return cases;
+}
+
+std::string propagation_decoder_contract(const ModelConfig& cfg) {
+  const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count;
+  const int64_t S = propagation_memory_slots(cfg), P = propagation_pointer_slots(cfg);
+  const int64_t nm = cfg.num_multimask_outputs;
+  const auto hr = cfg.tracker_high_res_channels();
+  contract::Table t("propagation_decoder",
+                    "One multiplexed propagation step of the SAM 3.1 tracker for ONE bucket of multiplex_count "
+                    "object slots: memory attention over padded memory/pointer slots, the multiplex mask decoder, "
+                    "best-mask selection and object pointers. Buckets are processed by calling it once per bucket.");
+  const std::string bb = "backbone (propagation head)", glue = "tracker_io::assemble_propagation_inputs";
+  t.input("image", {1, D, g, g}, "f32", "current frame, propagation-head level-2 features (NCHW)", bb);
+  t.input("image_pos", {1, D, g, g}, "f32", "its sine position encoding (also the stored frames' image pos enc)", bb);
+  t.input("high_res_s0", {1, hr[0], 4 * g, 4 * g}, "f32", "sam_mask_decoder.conv_s0(propagation level 0)", bb);
+  t.input("high_res_s1", {1, hr[1], 2 * g, 2 * g}, "f32", "sam_mask_decoder.conv_s1(propagation level 1)", bb);
+  t.input("memory_maskmem", {S, D, g, g}, "bf16", "stored mask memories of the selected frames, this bucket", glue);
+  t.input("memory_image", {S, D, g, g}, "f32", "stored image features of the selected frames", glue);
+  t.input("memory_tpos_index", {S}, "i64", "row of maskmem_tpos_enc per slot (use_maskmem_tpos_v2)", glue);
+  t.input("memory_valid", {S}, "f32", "1 = slot holds a memory frame, 0 = padding", glue);
+  t.input("obj_ptrs", {P, M, D}, "f32", "stored object pointers (mux space) of the selected pointer frames", glue);
+  t.input("obj_ptr_tpos", {P}, "f32", "temporal offset / (min(num_frames, max_obj_ptrs) - 1)", glue);
+  t.input("obj_ptr_valid", {P}, "f32", "1 = slot holds a pointer frame, 0 = padding", glue);
+  t.input("slot_valid", {1, M}, "f32", "1 = slot holds an object (output_valid_embed), else output_invalid_embed", glue);
+  const std::string out = "tracker_io::demux_propagation_outputs";
+  t.output("pix_feat_with_mem", {1, D, g, g}, "f32", "memory-conditioned features (image features if no memory)", out);
+  t.output("masks", {1, M, nm, 4 * g, 4 * g}, "f32", "mux-space mask logits of the decoder", out);
+  t.output("iou_pred", {1, M, nm}, "f32", "mux-space IoU predictions", out);
+  t.output("object_score_logits", {1, M, 1}, "f32", "mux-space object-score logits", out);
+  t.output("sam_tokens", {1, M, nm, D}, "f32", "mux-space mask output tokens", out);
+  t.output("obj_ptr", {1, M, D}, "f32",
+           "obj_ptr_proj(best token), no_obj_ptr_linear mix when logit <= 0; zero in unused slots (= stored value)",
+           out + ", memory bank");
+  t.output("best_mask_index", {1, M}, "i64", "argmax of iou_pred (first on ties)", out);
+  t.note("Slots: S = max_cond_frames_in_attn + num_maskmem - 1 memory frames, P = max_cond_frames_in_attn + "
+         "max_obj_ptrs_in_encoder - 1 pointer frames (M tokens each). Padded slots get an additive -1e30 on their "
+         "keys: their softmax weight is exactly 0, so results equal the official unpadded computation. With no "
+         "valid memory frame the official skips the memory attention; the graph then outputs the image features.");
+  t.note("Keys: image_k_proj(memory_image) + k_proj(memory) + memory_image_pos, where memory_image_pos = image_pos + "
+         "maskmem_tpos_enc[index] for spatial tokens and obj_ptr_tpos_proj(sine(obj_ptr_tpos)) for pointer tokens "
+         "(whose image features are zero). The stored maskmem_pos_enc does not enter the computation. RoPE on "
+         "queries and spatial keys (repeated per frame), none on pointer tokens.");
+  t.note("Masks forced to -1024 for absent objects and the best mask are applied by the demux (exact selections).");
+  return t.markdown();
+}
+
+}  // namespace segmux::sam31
