@@ -58,7 +58,7 @@ void write_offline_model(const std::string& path, const ir::Graph& g, const Memo
                          const WriteOptions& opt);
 
 struct LoadOptions {
-  bool verify_checksums = true;  // all sections, the weights included
+  bool verify_checksums = true;  // header, section table and every section, the weights included
   bool check_isa = true;         // refuse a model whose target ISA this machine lacks
 };
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ir/op_schema.h"
+
 #if __has_include("compiler/passes/fuse_all.h")
 #include "compiler/passes/fuse_all.h"
 #define SEGMUX_HAVE_FUSION 1
@@ -60,6 +62,15 @@ PassReport run_passes(ir::Graph& g, const std::vector<Pass>& passes, const PassM
       if (changed) {
         st.changes++;
         any = true;
+        // Folding can make shapes static downstream (a Reshape whose target became constant): re-infer
+        // so the next passes see them.
+        if (opt.reinfer_shapes) {
+          try {
+            ir::infer_shapes(g);
+          } catch (const Error& e) {
+            fail("after pass '", passes[i].name, "': shape inference failed: ", e.what());
+          }
+        }
         if (opt.verify_each) {
           try {
             ir::verify_structure(g);

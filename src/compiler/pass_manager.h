@@ -24,6 +24,7 @@ struct PassManagerOptions {
   int max_rounds = 10;
   std::set<std::string> skip;  // pass names not to run
   bool verify_each = false;     // structural verification after every pass (tests, debugging)
+  bool reinfer_shapes = true;   // shape inference after every pass that changed the graph
 };
 
 struct PassReport {

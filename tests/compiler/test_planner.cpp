@@ -1,0 +1,188 @@
+// The memory planner: no two tensors that are alive at the same time share bytes (checked on random
+// DAGs), views share their input's bytes, and reuse makes the arena smaller than the sum of tensors.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/memory_planner.h"
+
+using namespace segmux;
+
+namespace {
+
+// A random DAG of "T" nodes (the planner needs no schemas): each node reads 1-3 earlier values.
+ir::Graph random_dag(std::mt19937& rng, int nodes, bool with_views) {
+  ir::Graph g;
+  std::uniform_int_distribution<int> dim(1, 64);
+  g.inputs.push_back(g.add_value("in", DType::f32, Shape{dim(rng), dim(rng)}));
+  g.initializers[g.add_value("w", DType::f32, Shape{4})] = Tensor(DType::f32, {4});
+  for (int n = 0; n < nodes; ++n) {
+    ir::Node node;
+    node.name = "n" + std::to_string(n);
+    int nv = int(g.values.size());
+    std::uniform_int_distribution<int> pick(0, nv - 1);
+    int fan_in = 1 + int(rng() % 3);
+    for (int k = 0; k < fan_in; ++k) node.inputs.push_back(pick(rng));
+    bool view = with_views && rng() % 4 == 0;
+    if (view) {
+      int src = node.inputs[0];
+      node.inputs.resize(1);
+      node.op_type = "Reshape";
+      const ir::Value& sv = g.value(src);
+      node.outputs.push_back(g.add_value(node.name + ".out", sv.dtype, Shape{shape_numel(sv.shape)}));
+    } else {
+      node.op_type = "T";
+      int outs = 1 + int(rng() % 2);
+      for (int k = 0; k < outs; ++k) {
+        DType dt = rng() % 3 == 0 ? DType::i64 : DType::f32;
+        node.outputs.push_back(g.add_value(node.name + ".o" + std::to_string(k), dt, Shape{dim(rng), dim(rng)}));
+      }
+    }
+    for (int o : node.outputs) g.value(o).producer = int(g.nodes.size());
+    g.nodes.push_back(std::move(node));
+  }
+  // A few outputs: the last value and some random ones.
+  g.outputs.push_back(int(g.values.size()) - 1);
+  for (int k = 0; k < 3; ++k) {
+    int v = 2 + int(rng() % (g.values.size() - 2));
+    if (std::find(g.outputs.begin(), g.outputs.end(), v) == g.outputs.end()) g.outputs.push_back(v);
+  }
+  return g;
+}
+
+// Values connected through planned views share bytes legitimately.
+std::vector<int> alias_roots(const ir::Graph& g, const MemoryPlan& plan) {
+  std::vector<int> root(g.values.size());
+  for (size_t v = 0; v < root.size(); ++v) root[v] = int(v);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (plan.view_nodes[n]) root[size_t(g.nodes[n].outputs[0])] = root[size_t(g.nodes[n].inputs[0])];
+  return root;
+}
+
+void check_no_live_overlap(const ir::Graph& g, const MemoryPlan& plan) {
+  auto life = compiler::value_lifetimes(g);
+  auto root = alias_roots(g, plan);
+  // Extend each alias group's lifetime over all its members (the bytes live as long as any view).
+  std::vector<compiler::Lifetime> group(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    if (plan.offsets[v] < 0) continue;
+    auto& gl = group[size_t(root[v])];
+    if (gl.first < 0) gl = life[v];
+    gl.first = std::min(gl.first, life[v].first);
+    gl.last = std::max(gl.last, life[v].last);
+  }
+  for (size_t a = 0; a < g.values.size(); ++a) {
+    if (plan.offsets[a] < 0) continue;
+    size_t abytes = size_t(shape_numel(g.values[a].shape)) * dtype_size(g.values[a].dtype);
+    ASSERT_LE(size_t(plan.offsets[a]) + abytes, plan.arena_bytes);
+    for (size_t b = a + 1; b < g.values.size(); ++b) {
+      if (plan.offsets[b] < 0 || root[a] == root[b]) continue;
+      const auto& la = group[size_t(root[a])];
+      const auto& lb = group[size_t(root[b])];
+      bool live_together = la.first <= lb.last && lb.first <= la.last;
+      if (!live_together) continue;
+      size_t bbytes = size_t(shape_numel(g.values[b].shape)) * dtype_size(g.values[b].dtype);
+      size_t a0 = size_t(plan.offsets[a]), b0 = size_t(plan.offsets[b]);
+      bool disjoint = a0 + abytes <= b0 || b0 + bbytes <= a0 || abytes == 0 || bbytes == 0;
+      ASSERT_TRUE(disjoint) << g.values[a].name << " [" << a0 << "+" << abytes << "] and " << g.values[b].name << " ["
+                            << b0 << "+" << bbytes << "] are alive together and overlap";
+    }
+  }
+}
+
+}  // namespace
+
+TEST(MemoryPlanner, RandomDagsNeverOverlapLiveTensors) {
+  std::mt19937 rng(1234);
+  size_t arena = 0, sum = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    ir::Graph g = random_dag(rng, 5 + trial, trial % 2 == 1);
+    MemoryPlan plan = compiler::plan_memory(g);
+    ASSERT_NO_THROW(validate_plan(g, plan));
+    check_no_live_overlap(g, plan);
+    EXPECT_LE(plan.arena_bytes, plan.sum_tensor_bytes);
+    for (int v : g.inputs) EXPECT_EQ(plan.offsets[size_t(v)], MemoryPlan::kNotPlanned);
+    for (auto& [id, t] : g.initializers) EXPECT_EQ(plan.offsets[size_t(id)], MemoryPlan::kNotPlanned);
+    for (auto off : plan.offsets)
+      if (off >= 0) {
+        EXPECT_EQ(off % 64, 0);
+      }
+    arena += plan.arena_bytes;
+    sum += plan.sum_tensor_bytes;
+  }
+  EXPECT_LT(arena, sum);  // reuse happens on chains
+}
+
+TEST(MemoryPlanner, ChainReusesMemory) {
+  // in -> a -> b -> c -> d: only two buffers need to be alive at a time.
+  ir::Graph g;
+  int prev = g.add_value("in", DType::f32, Shape{256});
+  g.inputs.push_back(prev);
+  for (int i = 0; i < 4; ++i) {
+    ir::Node n;
+    n.op_type = "T";
+    n.name = "t" + std::to_string(i);
+    n.inputs = {prev};
+    prev = g.add_value("v" + std::to_string(i), DType::f32, Shape{256});
+    n.outputs = {prev};
+    g.nodes.push_back(n);
+  }
+  g.outputs.push_back(prev);
+  MemoryPlan plan = compiler::plan_memory(g);
+  EXPECT_EQ(plan.sum_tensor_bytes, 4u * 1024u);
+  EXPECT_EQ(plan.arena_bytes, 2u * 1024u);
+  check_no_live_overlap(g, plan);
+}
+
+TEST(MemoryPlanner, ViewsShareTheirInputBytes) {
+  ir::Graph g;
+  int x = g.add_value("x", DType::f32, Shape{2, 8});
+  g.inputs.push_back(x);
+  int a = g.add_value("a", DType::f32, Shape{2, 8});
+  int r = g.add_value("r", DType::f32, Shape{16});
+  int y = g.add_value("y", DType::f32, Shape{16});
+  ir::Node n1{"T", "", "t", {x}, {a}, {}};
+  ir::Node n2{"Reshape", "", "view", {a}, {r}, {}};
+  ir::Node n3{"T", "", "t2", {r}, {y}, {}};
+  g.nodes = {n1, n2, n3};
+  g.outputs = {y};
+  MemoryPlan plan = compiler::plan_memory(g);
+  EXPECT_TRUE(plan.view_nodes[1]);
+  EXPECT_EQ(plan.offsets[size_t(a)], plan.offsets[size_t(r)]);
+  EXPECT_NE(plan.offsets[size_t(r)], plan.offsets[size_t(y)]);
+  check_no_live_overlap(g, plan);
+  compiler::PlannerOptions no_views;
+  no_views.allow_views = false;
+  MemoryPlan plain = compiler::plan_memory(g, no_views);
+  EXPECT_FALSE(plain.view_nodes[1]);
+}
+
+TEST(MemoryPlanner, DynamicShapesAreLeftToTheExecutor) {
+  ir::Graph g;
+  int x = g.add_value("x", DType::f32, Shape{4});
+  g.inputs.push_back(x);
+  int d = g.add_value("d", DType::i64, Shape{-1, 1});
+  ir::Node n{"NonZero", "", "nz", {x}, {d}, {}};
+  g.nodes = {n};
+  g.outputs = {d};
+  MemoryPlan plan = compiler::plan_memory(g);
+  EXPECT_EQ(plan.offsets[size_t(d)], MemoryPlan::kNotPlanned);
+}
+
+TEST(MemoryPlanner, ValidatePlanRejectsOverruns) {
+  ir::Graph g;
+  int x = g.add_value("x", DType::f32, Shape{4});
+  g.inputs.push_back(x);
+  int y = g.add_value("y", DType::f32, Shape{4});
+  g.nodes = {ir::Node{"T", "", "t", {x}, {y}, {}}};
+  g.outputs = {y};
+  MemoryPlan plan = compiler::plan_memory(g);
+  plan.offsets[size_t(y)] = int64_t(plan.arena_bytes);
+  EXPECT_THROW(validate_plan(g, plan), Error);
+  plan = compiler::plan_memory(g);
+  plan.offsets[size_t(x)] = 0;  // inputs never live in the arena
+  EXPECT_THROW(validate_plan(g, plan), Error);
+  plan = compiler::plan_memory(g);
+  plan.view_nodes[0] = 1;  // "T" is not a view op
+  EXPECT_THROW(validate_plan(g, plan), Error);
+}
