@@ -1,0 +1,42 @@
+// Candidate `interactive_decoder`: the SAM 3.1 tracker's mask-as-output path for ONE object
+// (official _use_mask_as_output on a frame where a mask is given: new objects from detections,
+// reconditioning). The mask itself becomes the output (mask * 20 - 10); the interactive SAM heads run
+// only to produce the object pointer the memory bank stores for that frame:
+//   pix = interactive level-2 features + interactivity_no_mem_embed
+//   dense = prompt-encoder mask_downscaling(interactive_mask_downsample(mask))
+//   tokens = [obj_score, iou, 4 mask tokens, 2 x not_a_point] -> TwoWayTransformer(pix + dense, PE)
+//   ptr = interactive_obj_ptr_proj(mask token 0), mixed with no_obj_ptr_linear twice: by the SAM
+//   object score, then by whether the mask is non-empty (as the official code does).
+// Mask upscaling and IoU heads are not computed: nothing downstream consumes them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "models/sam31/candidate.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
+
+namespace segmux::sam31 {
+
+ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w);
+std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+std::string interactive_decoder_contract(const ModelConfig& cfg);
+
+// SAM's PositionEmbeddingRandom over a g x g grid, (1, 2F, g, g), from a (2, F) gaussian matrix,
+// computed in fp32 as the official code does.
+Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t grid);
+
+// SAM's TwoWayTransformer (sam/transformer.py): tokens (1, T, D) attend to image keys (1, L, D) with
+// key positional encoding key_pe (1, L, D); returns the final queries (1, T, D) and keys (1, L, D).
+struct TwoWayResult {
+  int queries;
+  int keys;
+};
+TwoWayResult two_way_transformer(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int tokens,
+                                 int keys, int key_pe, int depth, int heads);
+// SAM's Attention (q/k/v projections to an internal dim, heads, out projection).
+int sam_attention(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int q, int k, int v, int heads);
+
+}  // namespace segmux::sam31
