@@ -58,6 +58,7 @@ struct TrackerStateView {
   std::vector<std::vector<int>> buckets;      // bucket -> slots (object index, -1 padding, -1116 removed)
   std::vector<int> bucket_ids;                // stable id per bucket (memory of a deleted bucket can go)
   std::vector<MemoryFrame> memory_frames;     // frames with encoded memory, ascending frame index
+  int num_frames = 0;                         // frames in the video (temporal position encodings)
 };
 
 enum class MaskInputKind {
@@ -85,13 +86,20 @@ class ModelBackend {
 
   // Tracker propagation of one state onto a cached frame: memory attention over the frames the glue
   // selects from state.memory_frames, multiplex mask decoder per bucket, demux to data space.
-  // No memory is encoded here.
+  // No memory is encoded here. A frame whose state.memory_frames entry has mask inputs
+  // (input_obj_ids not empty: the official "consolidated" frames) is not re-run: the backend returns
+  // the outputs it stored for that frame (add_masks' mask-as-output results, as officially).
   virtual TrackerOutput propagate(const TrackerStateView& state, int frame_index, bool reverse) = 0;
 
   // Memory encoder for all objects of a state on a frame, storing the result in the state's bank
   // (replacing an earlier encoding of that frame). masks: f32 [N, Hi, Wi] mask logits at
   // input_mask_size (after the control plane's suppression rules); object_score_logits: f32 [N]
-  // (+10 / -10 from mask presence). Object order = state.obj_ids.
+  // (+10 / -10 from mask presence). Object order = state.obj_ids. The memory encoder's
+  // "conditioning objects" (sam31::assemble_memory_encoder_inputs) are the objects listed in
+  // input_obj_ids of this frame's entry in state.memory_frames (empty on ordinary frames). The frame is
+  // stored as a conditioning frame iff that entry says so; a frame's flag can change between calls
+  // (removals downgrade it, the lost-conditioning fix promotes one), so a backend keeps its
+  // cond / non-cond maps in sync with state.memory_frames on every call.
   virtual void encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
                              const Tensor& object_score_logits) = 0;
 

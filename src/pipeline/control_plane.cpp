@@ -69,6 +69,7 @@ TrackerStateView VideoControlPlane::view(const TrackerState& s) const {
   v.buckets = s.buckets.slots();
   v.bucket_ids = s.buckets.bucket_ids();
   for (const auto& [f, m] : s.memory) v.memory_frames.push_back(m);
+  v.num_frames = frames_.num_frames();
   return v;
 }
 

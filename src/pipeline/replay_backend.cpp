@@ -112,10 +112,32 @@ TrackerOutput ReplayBackend::propagate(const TrackerStateView& state, int frame_
                 plane * sizeof(float));
     out.object_score_logits.data<float>()[i] = scores.data<float>()[row];
   }
-  log_.push_back("propagate f=" + std::to_string(frame_index) + " state=" + std::to_string(state.state_id) +
+  bool stored = false;  // frames with mask inputs return their stored outputs (no decoder run)
+  for (const auto& m : state.memory_frames) stored = stored || (m.frame_index == frame_index && !m.input_obj_ids.empty());
+  log_.push_back(std::string(stored ? "stored_output" : "propagate") + " f=" + std::to_string(frame_index) +
+                 " state=" + std::to_string(state.state_id) +
                  " n=" + std::to_string(n) + (reverse ? " reverse" : ""));
   return out;
 }
+
+namespace {
+// Data-space indices of the objects with a mask input on this frame (the memory encoder's
+// conditioning channel), e.g. "[0,2]".
+std::string conditioning_objects(const TrackerStateView& state, int frame_index) {
+  std::string out = "[";
+  for (const auto& m : state.memory_frames) {
+    if (m.frame_index != frame_index) continue;
+    bool first = true;
+    for (size_t i = 0; i < state.obj_ids.size(); ++i)
+      for (int64_t id : m.input_obj_ids)
+        if (id == state.obj_ids[i]) {
+          out += (first ? "" : ",") + std::to_string(i);
+          first = false;
+        }
+  }
+  return out + "]";
+}
+}  // namespace
 
 void ReplayBackend::encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
                                   const Tensor& object_score_logits) {
@@ -124,7 +146,7 @@ void ReplayBackend::encode_memory(const TrackerStateView& state, int frame_index
                "encode_memory: masks ", shape_str(masks.shape()), " / scores ", shape_str(object_score_logits.shape()),
                " for a state of ", state.obj_ids.size(), " objects");
   log_.push_back("encode_memory f=" + std::to_string(frame_index) + " state=" + std::to_string(state.state_id) +
-                 " n=" + std::to_string(masks.dim(0)));
+                 " n=" + std::to_string(masks.dim(0)) + " cond=" + conditioning_objects(state, frame_index));
 }
 
 void ReplayBackend::add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
@@ -135,7 +157,7 @@ void ReplayBackend::add_masks(const TrackerStateView& state, int frame_index, co
   for (int64_t id : obj_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
   log_.push_back(std::string(kind == MaskInputKind::NewObjects ? "add_new" : "recondition") +
                  " f=" + std::to_string(frame_index) + " state=" + std::to_string(state.state_id) + " ids=" + ids +
-                 (conditioning ? " cond" : " noncond"));
+                 (conditioning ? " cond" : " noncond") + " encode cond=" + conditioning_objects(state, frame_index));
 }
 
 void ReplayBackend::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {

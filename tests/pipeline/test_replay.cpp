@@ -195,6 +195,32 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
   check_new_decisions();
   EXPECT_EQ(backend.records_consumed(), int(trace["frames"].size()));
 
+  // Tracker calls per processed frame: one propagation per state and the memory encodings with their
+  // conditioning objects, in the official order (tracker_steps of trace.json).
+  std::vector<std::vector<std::string>> calls_per_frame;
+  for (const std::string& line : backend.call_log()) {
+    if (line.rfind("detect ", 0) == 0) calls_per_frame.emplace_back();
+    if (calls_per_frame.empty()) continue;
+    if (line.rfind("propagate ", 0) == 0) calls_per_frame.back().push_back("propagation");
+    auto enc = line.find("cond=[");
+    if (enc != std::string::npos) calls_per_frame.back().push_back("encode " + line.substr(enc + 5));
+  }
+  ASSERT_EQ(calls_per_frame.size(), trace["frames"].size());
+  for (size_t k = 0; k < calls_per_frame.size(); ++k) {
+    std::vector<std::string> expected;
+    for (const auto& step : trace["frames"][k]["tracker_steps"]) {
+      std::string kind = step["kind"].get<std::string>();
+      if (kind == "propagation") expected.push_back("propagation");
+      if (kind == "encode_new_memory") {
+        std::string c = "[";
+        for (size_t i = 0; i < step["conditioning_objects"].size(); ++i)
+          c += (i ? "," : "") + std::to_string(step["conditioning_objects"][i].get<int>());
+        expected.push_back("encode " + c + "]");
+      }
+    }
+    EXPECT_EQ(calls_per_frame[k], expected) << "tracker calls of processed frame #" << k;
+  }
+
   auto yield_order = trace["propagate_yield_order"].get<std::vector<int>>();
   ASSERT_EQ(outputs.size(), yield_order.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
