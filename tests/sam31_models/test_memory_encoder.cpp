@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "compiler/compile.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
 #include "models/sam31/parity.h"
@@ -135,4 +136,11 @@ TEST(MemoryEncoder, ContractNamesEveryInput) {
   for (int v : g.inputs) EXPECT_NE(md.find(g.value(v).name), std::string::npos) << g.value(v).name;
   for (int v : g.outputs) EXPECT_NE(md.find(g.value(v).name), std::string::npos) << g.value(v).name;
   for (auto& n : g.nodes) EXPECT_EQ(n.domain, "") << n.describe();
+}
+
+TEST(MemoryEncoder, ParityAfterCompilation) {
+  for (auto& c : model().cases) {
+    Session s(compiler::compile_graph(graph_for(c)).graph);
+    expect_case_passes(c, s.run(c.inputs), "compiled");
+  }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "compiler/compile.h"
 #include "io/safetensors.h"
 #include "ir/op_schema.h"
 #include "models/sam31/config.h"
@@ -149,4 +150,16 @@ TEST(PropagationDecoder, ContractNamesEveryInput) {
   std::string md = propagation_decoder_contract(m.cfg);
   for (int v : m.session->graph().inputs) EXPECT_NE(md.find(m.session->graph().value(v).name), std::string::npos);
   for (int v : m.session->graph().outputs) EXPECT_NE(md.find(m.session->graph().value(v).name), std::string::npos);
+}
+
+// The production route: compiler passes (folding, fusion, ...) on the graph, then our runtime.
+TEST(PropagationDecoder, ParityAfterCompilation) {
+  Model& m = model();
+  compiler::CompileResult r = compiler::compile_graph(build_propagation_decoder(m.cfg, m.w));
+  int attention = 0;
+  for (auto& n : r.graph.nodes) attention += n.domain == "segmux" && n.op_type == "Attention";
+  // memory attention: self + cross per layer; two-way transformer: 3 per layer + the final one.
+  EXPECT_EQ(attention, 2 * m.cfg.mem_attn_layers + 3 * m.cfg.twoway_depth + 1);
+  Session s(std::move(r.graph));
+  for (auto& c : m.cases) expect_case_passes(c, s.run(c.inputs), "compiled");
 }
