@@ -34,6 +34,49 @@ inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ld
     for (int j = 0; j < NV; ++j) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, m[j], c[i][j]);
 }
 
+// The full-width case (64 columns, no masks) with every accumulator a named variable: GCC keeps an
+// array of __m512 accumulators in memory and stores it back on every k step, which made the generic
+// kernel store-bound. R <= 6 rows: 24 accumulators + 4 B vectors + 1 broadcast fit the 32 registers.
+#define SMX_ROW_DECL(i)                                                                  \
+  __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0, c##i##3 = c##i##0; \
+  if (R > i && accumulate) {                                                             \
+    c##i##0 = _mm512_loadu_ps(C + i * ldc);                                              \
+    c##i##1 = _mm512_loadu_ps(C + i * ldc + 16);                                         \
+    c##i##2 = _mm512_loadu_ps(C + i * ldc + 32);                                         \
+    c##i##3 = _mm512_loadu_ps(C + i * ldc + 48);                                         \
+  }
+#define SMX_ROW_FMA(i)                                   \
+  if constexpr (R > i) {                                 \
+    const __m512 a = _mm512_set1_ps(A[i * lda + k]);     \
+    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);           \
+    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);           \
+    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);           \
+    c##i##3 = _mm512_fmadd_ps(a, b3, c##i##3);           \
+  }
+#define SMX_ROW_STORE(i)                           \
+  if constexpr (R > i) {                           \
+    _mm512_storeu_ps(C + i * ldc, c##i##0);        \
+    _mm512_storeu_ps(C + i * ldc + 16, c##i##1);   \
+    _mm512_storeu_ps(C + i * ldc + 32, c##i##2);   \
+    _mm512_storeu_ps(C + i * ldc + 48, c##i##3);   \
+  }
+
+template <int R>
+inline void micro_full(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
+                       bool accumulate) {
+  SMX_ROW_DECL(0) SMX_ROW_DECL(1) SMX_ROW_DECL(2) SMX_ROW_DECL(3) SMX_ROW_DECL(4) SMX_ROW_DECL(5)
+  for (int64_t k = 0; k < K; ++k) {
+    const float* b = B + k * ldb;
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),
+                 b3 = _mm512_loadu_ps(b + 48);
+    SMX_ROW_FMA(0) SMX_ROW_FMA(1) SMX_ROW_FMA(2) SMX_ROW_FMA(3) SMX_ROW_FMA(4) SMX_ROW_FMA(5)
+  }
+  SMX_ROW_STORE(0) SMX_ROW_STORE(1) SMX_ROW_STORE(2) SMX_ROW_STORE(3) SMX_ROW_STORE(4) SMX_ROW_STORE(5)
+}
+#undef SMX_ROW_DECL
+#undef SMX_ROW_FMA
+#undef SMX_ROW_STORE
+
 template <int R>
 inline void micro_rows(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
                        int64_t ncols, bool acc) {
@@ -51,6 +94,18 @@ void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float*
   for (int64_t j = 0; j < N; j += 64) {
     const int64_t nc = std::min<int64_t>(64, N - j);
     int64_t i = 0;
+    if (nc == 64) {
+      for (; i + 6 <= M; i += 6) micro_full<6>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc);
+      switch (M - i) {
+        case 5: micro_full<5>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
+        case 4: micro_full<4>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
+        case 3: micro_full<3>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
+        case 2: micro_full<2>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
+        case 1: micro_full<1>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
+        default: break;
+      }
+      continue;
+    }
     for (; i + 4 <= M; i += 4) micro_rows<4>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc);
     switch (M - i) {
       case 3: micro_rows<3>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
