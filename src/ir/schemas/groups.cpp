@@ -8,6 +8,7 @@ std::vector<SchemaGroupFn> schema_groups() {
       register_shape_schemas,
       register_reduce_schemas,
       register_nn_schemas,
+      register_misc_schemas,
       register_segmux_schemas,  // segmux_ops.cpp: fused ops (Linear, Gelu, GroupNorm, Attention)
   };
 }

@@ -173,7 +173,8 @@ Window conv_transpose_window(const Node& n, const Shape& x, const std::vector<in
     const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
     if (!out_shape.empty() || same) {
       const int64_t target = out_shape.empty() ? in * s : out_shape[i];
-      const int64_t total = full - target;
+      // Like ORT: a target larger than the natural output pads zeros at the end (no negative pads).
+      const int64_t total = std::max<int64_t>(0, full - target);
       if (auto_pad == "SAME_UPPER") {
         w.pad_begin[i] = total / 2;
         w.pad_end[i] = total - total / 2;
@@ -208,7 +209,7 @@ ResizePlan resize_plan(const Node& n, const Shape& x, const std::vector<double>*
     for (size_t i = 0; i < x.size(); ++i) {
       SEGMUX_CHECK((*sizes)[i] >= 0, n.describe(), ": negative output size");
       p.out[i] = (*sizes)[i];
-      p.scales[i] = x[i] == 0 ? 1.0 : double(float(p.out[i]) / float(x[i]));
+      p.scales[i] = x[i] == 0 ? 1.0 : double(p.out[i]) / double(x[i]);
     }
   } else {
     SEGMUX_CHECK(scales->size() == x.size(), n.describe(), ": scales has ", scales->size(), " values for rank ",

@@ -32,10 +32,9 @@ void gemm_block(const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t b_rs
   }
 }
 
-void matmul_kernel(KernelContext& ctx) {
-  const Tensor& A = in(ctx, 0);
-  const Tensor& B = in(ctx, 1);
-  Tensor& Y = out(ctx, 0);
+}  // namespace
+
+void matmul_forward(const KernelContext& ctx, const Tensor& A, const Tensor& B, Tensor& Y) {
   Shape as = A.shape(), bs = B.shape();
   if (as.empty() || bs.empty()) kfail(ctx, "inputs must have rank >= 1");
   if (as.size() == 1) as.insert(as.begin(), 1);
@@ -56,6 +55,10 @@ void matmul_kernel(KernelContext& ctx) {
     });
   });
 }
+
+namespace {
+
+void matmul_kernel(KernelContext& ctx) { matmul_forward(ctx, in(ctx, 0), in(ctx, 1), out(ctx, 0)); }
 
 void gemm_kernel(KernelContext& ctx) {
   const Tensor& A = in(ctx, 0);
@@ -92,10 +95,9 @@ void gemm_kernel(KernelContext& ctx) {
   });
 }
 
-void conv_kernel(KernelContext& ctx) {
-  const Tensor& X = in(ctx, 0);
-  const Tensor& W = in(ctx, 1);
-  Tensor& Y = out(ctx, 0);
+}  // namespace
+
+void conv_forward(const KernelContext& ctx, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y) {
   if (X.rank() > 5) kfail(ctx, "only 1-D, 2-D and 3-D convolutions are supported");
   const int64_t group = ctx.node.attr_int("group", 1);
   std::vector<int64_t> kernel(W.shape().begin() + 2, W.shape().end());
@@ -104,7 +106,8 @@ void conv_kernel(KernelContext& ctx) {
   const int64_t N = X.dim(0), C = X.dim(1), M = W.dim(0), Cg = C / group, Mg = M / group;
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2], out_plane = g.out[0] * g.out[1] * g.out[2];
   const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
-  std::vector<double> bias = has_in(ctx, 2) ? doubles_of(in(ctx, 2)) : std::vector<double>(size_t(M), 0.0);
+  std::vector<double> bias = B ? doubles_of(*B) : std::vector<double>(size_t(M), 0.0);
+  if (int64_t(bias.size()) != M) kfail(ctx, "B must have ", M, " values");
   dispatch_float(ctx, X.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = X.data<T>();
@@ -139,6 +142,12 @@ void conv_kernel(KernelContext& ctx) {
         for (int64_t i = 0; i < out_plane; ++i) yp[i] = T(acc[size_t(i)]);
       }
   });
+}
+
+namespace {
+
+void conv_kernel(KernelContext& ctx) {
+  conv_forward(ctx, in(ctx, 0), in(ctx, 1), has_in(ctx, 2) ? &in(ctx, 2) : nullptr, out(ctx, 0));
 }
 
 void conv_transpose_kernel(KernelContext& ctx) {

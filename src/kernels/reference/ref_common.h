@@ -209,4 +209,9 @@ inline void valid_range(int64_t off, int64_t s, int64_t in, int64_t out, int64_t
   *hi = std::clamp(b, *lo, out);
 }
 
+// Shared by the integer/quantized variants (linalg.cpp): MatMul with numpy broadcasting, and Conv
+// (attributes read from ctx.node) with an optional bias; Y must be allocated with the output shape.
+void matmul_forward(const KernelContext& ctx, const Tensor& A, const Tensor& B, Tensor& Y);
+void conv_forward(const KernelContext& ctx, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y);
+
 }  // namespace segmux::ref

@@ -11,6 +11,7 @@ void register_reduce_reference();
 void register_linalg_reference();
 void register_pool_reference();
 void register_resize_reference();
+void register_misc_reference();
 void register_segmux_reference();  // segmux_ops.cpp: fused ops
 }  // namespace ref
 
@@ -22,6 +23,7 @@ void register_reference_kernels() {
   ref::register_linalg_reference();
   ref::register_pool_reference();
   ref::register_resize_reference();
+  ref::register_misc_reference();
   ref::register_segmux_reference();
 }
 

@@ -39,13 +39,15 @@ AxisTaps axis_taps(const KernelContext& ctx, int64_t in, int64_t out, double sca
   for (int64_t o = 0; o < out; ++o) {
     double x;
     const double xr = double(o);
+    // The resized length as the ONNX reference defines it: in * scale (not rounded to the output size).
+    const double len = double(in) * scale;
     if (ctm == "half_pixel") x = (xr + 0.5) / scale - 0.5;
-    else if (ctm == "pytorch_half_pixel") x = out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
-    else if (ctm == "align_corners") x = out == 1 ? 0.0 : xr * double(in - 1) / double(out - 1);
+    else if (ctm == "pytorch_half_pixel") x = len > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+    else if (ctm == "align_corners") x = len == 1 ? 0.0 : xr * double(in - 1) / (len - 1);
     else if (ctm == "asymmetric") x = xr / scale;
     else if (ctm == "tf_half_pixel_for_nn") x = (xr + 0.5) / scale;
     else if (ctm == "tf_crop_and_resize")
-      x = out > 1 ? roi_start * double(in - 1) + xr * (roi_end - roi_start) * double(in - 1) / double(out - 1)
+      x = len > 1 ? roi_start * double(in - 1) + xr * (roi_end - roi_start) * double(in - 1) / (len - 1)
                   : 0.5 * (roi_start + roi_end) * double(in - 1);
     else kfail(ctx, "unknown coordinate_transformation_mode '", ctm, "'");
     auto& taps = t.taps[size_t(o)];
