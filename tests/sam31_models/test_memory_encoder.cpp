@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "compiler/compile.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/propagation_decoder.h"
 #include "models/sam31/parity.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
@@ -143,4 +146,32 @@ TEST(MemoryEncoder, ParityAfterCompilation) {
     Session s(compiler::compile_graph(graph_for(c)).graph);
     expect_case_passes(c, s.run(c.inputs), "compiled");
   }
+}
+
+// Nothing is sized for the fixture: the full-size official configuration builds (shape inference only)
+// with zero weights of the official full-size shapes, and the contract shapes come out.
+TEST(MemoryEncoder, FullSizeTrackerGraphsBuild) {
+  std::ifstream f(kFixture + "/official_fullsize_state_dict_shapes.json");
+  ASSERT_TRUE(f.good());
+  nlohmann::json shapes = nlohmann::json::parse(f);
+  Weights w;
+  for (auto& [key, v] : shapes.items()) {
+    if (key.rfind("tracker.model.", 0) != 0 || key.rfind("tracker.model.backbone.", 0) == 0) continue;
+    if (v[1].get<std::string>() != "float32") continue;
+    w.set(key, Tensor(DType::f32, v[0].get<Shape>()));
+  }
+  const ModelConfig cfg = default_config();
+  const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count;
+  auto out_shape = [](const ir::Graph& gr, const std::string& name) {
+    for (int v : gr.outputs)
+      if (gr.value(v).name == name) return gr.value(v).shape;
+    return Shape{};
+  };
+  ir::Graph enc = build_memory_encoder(cfg, w);
+  EXPECT_EQ(out_shape(enc, "maskmem_features_bf16"), (Shape{1, D, g, g}));
+  ir::Graph enc_img = build_memory_encoder_variant(cfg, w, kMemoryEncoderImageSizeVariant);
+  EXPECT_EQ(out_shape(enc_img, "maskmem_features"), (Shape{1, D, g, g}));
+  ir::Graph prop = build_propagation_decoder(cfg, w);
+  EXPECT_EQ(out_shape(prop, "masks"), (Shape{1, M, cfg.num_multimask_outputs, 4 * g, 4 * g}));
+  EXPECT_EQ(out_shape(prop, "obj_ptr"), (Shape{1, M, D}));
 }
