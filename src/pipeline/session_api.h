@@ -52,7 +52,7 @@ struct Prompt {
 enum class PropagationDirection { Forward, Backward, Both };
 
 struct PropagateRequest {
-  PropagationDirection direction = PropagationDirection::Forward;
+  PropagationDirection direction = PropagationDirection::Both;  // the official request default
   std::optional<int> start_frame_index;      // default: the first prompted frame
   std::optional<int> max_frame_num_to_track;  // default: all frames
 };

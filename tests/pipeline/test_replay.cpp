@@ -234,3 +234,24 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
             << " outputs, " << agg.objects << " object outputs; min mask IoU " << agg.min_iou << ", max box error "
             << agg.max_box_px << " px, max prob diff " << agg.max_prob_diff << "\n";
 }
+
+// The replay is sensitive to the control plane's decisions: with a different hot-start threshold
+// object 1 is not removed on frame 8, and the recorded tracker outputs of frame 9 (which no longer
+// hold object 1) expose the divergence.
+TEST(Replay, DivergingDecisionsAreDetected) {
+  std::ifstream probe(kFixture + "/video/trace.json");
+  if (!probe.good()) GTEST_SKIP() << "fixtures not found at " << kFixture;
+  ControlConfig cfg = load_control_config(kFixture + "/video/trace.json");
+  cfg.hotstart_unmatch_thresh = 9;
+  ReplayBackend backend = ReplayBackend::from_fixture(kFixture);
+  auto frames = make_blank_frame_source(16, 320, 240);
+  VideoControlPlane cp(backend, *frames, cfg);
+  cp.add_text_prompt(0, "shape");
+  try {
+    cp.propagate(-1, -1, false, [](FrameOutput) { return true; });
+    FAIL() << "the replay did not notice the diverging decision";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("object 1"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(cp.decisions()[9].obj_ids_newly_removed.empty());  // propagate frame 8
+}
