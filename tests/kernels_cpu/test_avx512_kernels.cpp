@@ -164,5 +164,24 @@ TEST(CpuAttention, LengthsHeadSizesAndMasks) {
   }
 }
 
+TEST(CpuRope, RowsAndHeadSizes) {
+  struct Case {
+    Shape x;
+  };
+  uint32_t seed = 51;
+  for (const Shape& xs : std::vector<Shape>{{1, 2}, {3, 5, 8}, {2, 4, 17, 64}, {9, 7, 40}, {2, 3, 34}}) {
+    const int64_t L = xs[xs.size() - 2], half = xs.back() / 2;
+    Tensor x = random_tensor(xs, seed++, -3.f, 3.f);
+    Tensor c = random_tensor({L, half, 1}, seed++), s = random_tensor({L, half, 1}, seed++);
+    // Same products and sums as the reference: bit-exact.
+    expect_matches_reference(make_node("Rope", {}, "segmux"), {{x}, {c, true}, {s, true}}, 0, 0, "rope " + shape_str(xs));
+  }
+  // Tables computed at run time are left to the reference kernel.
+  bool handled = true;
+  run_node(cpu_provider(), make_node("Rope", {}, "segmux"),
+           {{random_tensor({2, 4}, 1)}, {random_tensor({2, 2}, 2)}, {random_tensor({2, 2}, 3)}}, 2, &handled);
+  EXPECT_FALSE(handled);
+}
+
 }  // namespace
 }  // namespace segmux::testing_cpu

@@ -161,5 +161,24 @@ TEST(FuseGroupNorm, TorchExportPattern) {
   expect_same_outputs(g, fused, {{"x", random_tensor(xs, 12, -2.f, 3.f)}});
 }
 
+TEST(FuseRope, AxialRopeOnQueriesAndKeys) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const Shape xs = {2, 3, 24, 16};  // [B, heads, L = 4 x 6 grid, head_dim]
+  int q = b.input("q", DType::f32, xs);
+  int k = b.input("k", DType::f32, xs);
+  const L::RopeTables rope = L::axial_rope_tables(16, 4, 6, 10000.0f, 1.0f);
+  b.output(L::apply_rope(b, q, rope, "rope_q"), "q_rot");
+  b.output(L::apply_rope(b, k, rope, "rope_k"), "k_rot");
+  ir::Graph fused = g;
+  EXPECT_TRUE(compiler::fuse_rope(fused));
+  EXPECT_EQ(count_ops(fused, "segmux", "Rope"), 2);
+  EXPECT_EQ(fused.nodes.size(), 2u);
+  std::map<std::string, Tensor> in = {{"q", random_tensor(xs, 13)}, {"k", random_tensor(xs, 14)}};
+  auto want = run_graph(g, in, false);
+  auto got = run_graph(fused, in, true);
+  for (auto& [name, t] : want) EXPECT_TRUE(close(got.at(name), t, 0, 0)) << name << " (bit-exact expected)";
+}
+
 }  // namespace
 }  // namespace segmux::testing_cpu

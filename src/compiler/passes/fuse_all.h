@@ -27,6 +27,10 @@ bool fuse_group_norm(ir::Graph& g);
 // shape) takes the residual as its 4th input (oneDNN post-ops).
 bool fuse_linear(ir::Graph& g);
 
+// Reshape(x, [..., L, D/2, 2]) -> Split -> (a cos - b sin, a sin + b cos) -> Concat -> Reshape back
+// (interleaved-pair RoPE with constant [L, D/2, 1] tables) -> segmux Rope(x, cos, sin).
+bool fuse_rope(ir::Graph& g);
+
 // All of the above in the order they must run (GELU before Linear so fc1 + GELU fuse).
 std::vector<Pass> fusion_passes();
 

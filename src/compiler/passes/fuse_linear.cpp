@@ -82,7 +82,7 @@ bool fuse_linear(ir::Graph& g) {
 }
 
 std::vector<Pass> fusion_passes() {
-  return {Pass{"fuse-gelu", fuse_gelu}, Pass{"fuse-group-norm", fuse_group_norm},
+  return {Pass{"fuse-gelu", fuse_gelu}, Pass{"fuse-group-norm", fuse_group_norm}, Pass{"fuse-rope", fuse_rope},
           Pass{"fuse-attention", fuse_attention}, Pass{"fuse-linear", fuse_linear}};
 }
 

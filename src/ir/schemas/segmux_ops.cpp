@@ -11,6 +11,9 @@
 //       share their leading (batch, head) dims; mask broadcasts to [..., Lq, Lk] and is f32 (added)
 //       or bool (true = attend). Rows whose keys are all masked give zeros. Windowed attention is
 //       expressed by reshaping windows into the leading dims.
+//   Rope(X [..., L, D], cos [L, D/2], sin [L, D/2]) -> X's shape: rotary embedding on interleaved
+//       pairs: y[2i] = x[2i] cos_i - x[2i+1] sin_i, y[2i+1] = x[2i] sin_i + x[2i+1] cos_i (per row l);
+//       cos/sin may carry extra size-1 dims (e.g. [L, D/2, 1]).
 #include "ir/schemas/schema_util.h"
 #include "ir/schemas/schemas.h"
 
@@ -84,9 +87,22 @@ void infer_attention(InferContext& ctx) {
   su::set_out(ctx, 0, t, out);
 }
 
+void infer_rope(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) su::require_float(ctx, i);
+  if (!su::shapes_known(ctx, {0})) return su::set_out_unknown(ctx, 0, ctx.in(0).dtype);
+  const Shape& x = ctx.in(0).shape;
+  if (x.size() < 2 || x.back() % 2 != 0) ctx.error("input must be [..., L, D] with even D, got " + shape_str(x));
+  const int64_t want = x[x.size() - 2] * (x.back() / 2);
+  for (size_t i : {size_t(1), size_t(2)})
+    if (ctx.in(i).has_shape && shape_numel(ctx.in(i).shape) != want)
+      ctx.error("cos/sin must hold L x D/2 = " + std::to_string(want) + " values, got " + shape_str(ctx.in(i).shape));
+  su::set_out(ctx, 0, ctx.in(0).dtype, x);
+}
+
 }  // namespace
 
 void register_segmux_schemas() {
+  register_schema({"Rope", "segmux", 3, 3, 1, 1, infer_rope});
   register_schema({"Linear", "segmux", 2, 4, 1, 1, infer_linear});
   register_schema({"Gelu", "segmux", 1, 1, 1, 1, infer_gelu});
   register_schema({"GroupNorm", "segmux", 3, 3, 1, 1, infer_group_norm});

@@ -22,6 +22,7 @@ std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);  // ONNX LayerN
 std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);  // segmux GroupNorm
 std::unique_ptr<Kernel> make_transpose(const KernelInit& init);   // ONNX Transpose
 std::unique_ptr<Kernel> make_attention(const KernelInit& init);   // segmux Attention
+std::unique_ptr<Kernel> make_rope(const KernelInit& init);        // segmux Rope
 
 // True when the node asks for bf16 compute (attribute segmux_precision = "bf16").
 bool wants_bf16(const ir::Node& node);

@@ -26,6 +26,7 @@ const std::map<std::string, Factory>& cpu_table() {
       {"segmux::Gelu", cpu::make_gelu},
       {"segmux::GroupNorm", cpu::make_group_norm},
       {"segmux::Attention", cpu::make_attention},
+      {"segmux::Rope", cpu::make_rope},
   };
   return t;
 }

@@ -158,9 +158,33 @@ void attention(KernelContext& ctx) {
   }
 }
 
+void rope(KernelContext& ctx) {
+  const Tensor& x = *ctx.inputs[0];
+  const int64_t L = x.dim(-2), D = x.dim(-1), half = D / 2;
+  SEGMUX_CHECK(ctx.inputs[1]->numel() == L * half && ctx.inputs[2]->numel() == L * half, ctx.node.describe(),
+               ": cos/sin do not hold L x D/2 values");
+  const float* px = x.data<float>();
+  const float* c = ctx.inputs[1]->data<float>();
+  const float* s = ctx.inputs[2]->data<float>();
+  float* py = ctx.outputs[0]->data<float>();
+  const int64_t rows = L * D == 0 ? 0 : x.numel() / D;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t l = r % L;
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = px[r * D + 2 * i], b = px[r * D + 2 * i + 1];
+      const float ci = c[l * half + i], si = s[l * half + i];
+      // Each product rounded on its own, as the unfused Mul/Sub/Add graph does (no FMA contraction).
+      volatile float ac = a * ci, bs = b * si, as = a * si, bc = b * ci;
+      py[r * D + 2 * i] = ac - bs;
+      py[r * D + 2 * i + 1] = as + bc;
+    }
+  }
+}
+
 }  // namespace
 
 void register_segmux_reference() {
+  register_reference_kernel_fn("segmux", "Rope", rope);
   register_reference_kernel_fn("segmux", "Linear", linear);
   register_reference_kernel_fn("segmux", "Gelu", gelu);
   register_reference_kernel_fn("segmux", "GroupNorm", group_norm);

@@ -1,0 +1,77 @@
+// segmux Rope: rotary embedding on interleaved pairs in one pass. With constant tables, cos and the
+// signed sin are expanded once at kernel creation to full rows [L, D] (pair-duplicated), so a row is
+// y = x * cos2 + swap_pairs(x) * sin2 — the same products and sums as the unfused graph (bit-exact).
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace segmux::cpu {
+namespace {
+
+class RopeKernel : public Kernel {
+ public:
+  RopeKernel(const Tensor& cos, const Tensor& sin, int64_t L, int64_t D) : L_(L), D_(D) {
+    const int64_t half = D / 2;
+    cos2_.resize(size_t(L * D));
+    sin2_.resize(size_t(L * D));
+    const float* c = cos.data<float>();
+    const float* s = sin.data<float>();
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t i = 0; i < half; ++i) {
+        cos2_[size_t(l * D + 2 * i)] = cos2_[size_t(l * D + 2 * i + 1)] = c[l * half + i];
+        sin2_[size_t(l * D + 2 * i)] = -s[l * half + i];
+        sin2_[size_t(l * D + 2 * i + 1)] = s[l * half + i];
+      }
+  }
+
+  void run(KernelContext& ctx) override {
+    const Tensor& x = *ctx.inputs[0];
+    SEGMUX_CHECK(x.rank() >= 2 && x.dim(-2) == L_ && x.dim(-1) == D_, ctx.node.describe(), ": input ",
+                 shape_str(x.shape()), " does not match the tables [", L_, ", ", D_ / 2, "]");
+    const float* px = x.data<float>();
+    float* py = ctx.outputs[0]->data<float>();
+    const int64_t rows = x.numel() / D_, D = D_, L = L_;
+    const float* c2 = cos2_.data();
+    const float* s2 = sin2_.data();
+    int nt = x.numel() < 32768 ? 1 : ctx.num_threads;
+    parallel_chunks(rows, nt, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const float* xr = px + r * D;
+        const float* cr = c2 + (r % L) * D;
+        const float* sr = s2 + (r % L) * D;
+        float* yr = py + r * D;
+        for (int64_t i = 0; i < D; i += 16) {
+          __mmask16 k = tail_mask(D - i);
+          __m512 v = _mm512_maskz_loadu_ps(k, xr + i);
+          __m512 swapped = _mm512_permute_ps(v, 0xB1);  // (x1, x0, x3, x2, ...)
+          __m512 p = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, cr + i));
+          __m512 q = _mm512_mul_ps(swapped, _mm512_maskz_loadu_ps(k, sr + i));
+          // Keep the products rounded separately (GCC would otherwise contract mul+add into an FMA).
+          asm("" : "+v"(p), "+v"(q));
+          __m512 y = _mm512_add_ps(p, q);
+          _mm512_mask_storeu_ps(yr + i, k, y);
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t L_, D_;
+  std::vector<float> cos2_, sin2_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_rope(const KernelInit& init) {
+  if (init.inputs.size() != 3 || !init.inputs[0] || !init.inputs[0]->has_shape) return nullptr;
+  for (auto* t : init.inputs)
+    if (!t || t->dtype != DType::f32) return nullptr;
+  const Tensor* c = init.constants[1];
+  const Tensor* s = init.constants[2];
+  const Shape& xs = init.inputs[0]->shape;
+  if (!c || !s || xs.size() < 2 || xs.back() % 2 != 0) return nullptr;
+  const int64_t L = xs[xs.size() - 2], D = xs.back();
+  if (c->numel() != L * D / 2 || s->numel() != L * D / 2) return nullptr;
+  return std::make_unique<RopeKernel>(*c, *s, L, D);
+}
+
+}  // namespace segmux::cpu
