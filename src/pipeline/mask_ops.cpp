@@ -130,7 +130,7 @@ std::vector<float> pairwise_overlap(const MaskStack& a, const MaskStack& b, Over
   std::vector<float> out(size_t(a.count) * size_t(b.count), 0.f);
   for (size_t i = 0; i < ba.size(); ++i) {
     for (size_t j = 0; j < bb.size(); ++j) {
-      float inter = float(count_and(ba[i], bb[j]));
+      float inter = (area_a[i] == 0 || area_b[j] == 0) ? 0.f : float(count_and(ba[i], bb[j]));
       float v;
       if (kind == Overlap::IoU) {
         float uni = float(area_a[i]) + float(area_b[j]) - inter;
@@ -165,21 +165,25 @@ std::vector<bool> nms_masks(const std::vector<float>& probs, const MaskStack& ma
                             float overlap_threshold, Overlap kind) {
   const size_t n = probs.size();
   SEGMUX_CHECK(masks.count == int(n), "nms_masks: ", n, " scores but ", masks.count, " masks");
-  auto overlap = self_overlap_for_nms(masks, kind);
+  // Only candidates above the score threshold can keep or suppress anything, so overlaps are computed
+  // among them alone (a few of the detector's queries rather than all of them).
+  std::vector<int> cand;
+  for (size_t i = 0; i < n; ++i)
+    if (probs[i] > prob_threshold) cand.push_back(int(i));
   // Descending score order; torch's argsort is not stable but ties between distinct float scores do not
   // occur in practice, and equal scores fall back to index order here.
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[size_t(a)] > probs[size_t(b)]; });
-  std::vector<bool> keep_sorted(n);
-  for (size_t i = 0; i < n; ++i) keep_sorted[i] = probs[size_t(order[i])] > prob_threshold;
-  for (size_t i = 0; i < n; ++i) {
+  std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return probs[size_t(a)] > probs[size_t(b)]; });
+  MaskStack sub = masks.select(cand);
+  auto overlap = self_overlap_for_nms(sub, kind);
+  const size_t m = cand.size();
+  std::vector<bool> keep_sorted(m, true);
+  for (size_t i = 0; i < m; ++i) {
     if (!keep_sorted[i]) continue;
-    for (size_t j = i + 1; j < n; ++j)
-      if (overlap[size_t(order[i]) * n + size_t(order[j])] > overlap_threshold) keep_sorted[j] = false;
+    for (size_t j = i + 1; j < m; ++j)
+      if (overlap[i * m + j] > overlap_threshold) keep_sorted[j] = false;
   }
-  std::vector<bool> keep(n);
-  for (size_t i = 0; i < n; ++i) keep[size_t(order[i])] = keep_sorted[i];
+  std::vector<bool> keep(n, false);
+  for (size_t i = 0; i < m; ++i) keep[size_t(cand[i])] = keep_sorted[i];
   return keep;
 }
 

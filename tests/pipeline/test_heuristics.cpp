@@ -401,3 +401,67 @@ TEST(ControlPlane, ReconditionEveryNthFrameAndNewStateWhenFull) {
   ASSERT_EQ(d[3].tracker_states.size(), 2u);  // bucket capacity 1: the new object opens a new state
   EXPECT_EQ(d[3].tracker_states[1].assignments, (std::vector<std::vector<int>>{{0, -1, -1, -1}}));
 }
+
+TEST(ControlPlane, ReversePropagationOrderAndHotStartWindow) {
+  ScriptedBackend be;
+  auto src = make_blank_frame_source(10, kVideo, kVideo);
+  for (int f = 0; f < 10; ++f) {
+    ScriptedFrame s;
+    s.det_logits = {3.f};
+    s.det_boxes_px = {{2, 2, 8, 8}};
+    s.trk[0] = {2, 2, 8, 8};
+    be.frames[f] = s;
+  }
+  ControlConfig cfg = small_config();
+  cfg.hotstart_delay = 3;
+  cfg.postprocess_batch_size = 2;
+  VideoControlPlane cp(be, *src, cfg);
+  cp.add_text_prompt(9, "thing");
+  std::vector<int> order;
+  cp.propagate(9, 4, true, [&](FrameOutput o) {
+    order.push_back(o.frame_index);
+    return true;
+  });
+  // Reverse starts one frame before the start frame and covers max_frames frames back.
+  EXPECT_EQ(order, (std::vector<int>{8, 7, 6, 5}));
+  for (const auto& d : cp.decisions()) EXPECT_TRUE(d.obj_ids_newly_removed.empty());
+  EXPECT_EQ(cp.decisions().back().metadata_after.obj_first_frame, (std::vector<int64_t>{9}));
+}
+
+TEST(ControlPlane, SinkCanStopAndBadBackendOutputIsAnError) {
+  ScriptedBackend be;
+  auto src = make_blank_frame_source(6, kVideo, kVideo);
+  for (int f = 0; f < 6; ++f) {
+    ScriptedFrame s;
+    s.det_logits = {3.f};
+    s.det_boxes_px = {{2, 2, 8, 8}};
+    s.trk[0] = {2, 2, 8, 8};
+    be.frames[f] = s;
+  }
+  ControlConfig cfg = small_config();
+  cfg.hotstart_delay = 0;
+  cfg.postprocess_batch_size = 1;
+  VideoControlPlane cp(be, *src, cfg);
+  EXPECT_THROW(cp.propagate(0, -1, false, [](FrameOutput) { return true; }), Error);  // no prompt yet
+  EXPECT_THROW(cp.add_text_prompt(6, "thing"), Error);                              // frame out of range
+  cp.add_text_prompt(0, "thing");
+  int seen = 0;
+  cp.propagate(0, -1, false, [&](FrameOutput) { return ++seen < 2; });
+  EXPECT_EQ(seen, 2);
+  // A detector whose masks do not match the declared low-res size is rejected with a clear error.
+  struct BadBackend : ScriptedBackend {
+    DetectorOutput detect(int f) override {
+      DetectorOutput o = ScriptedBackend::detect(f);
+      o.mask_logits = Tensor(DType::f32, {o.mask_logits.dim(0), kLow + 1, kLow});
+      return o;
+    }
+  } bad;
+  bad.frames = be.frames;
+  VideoControlPlane cp2(bad, *src, cfg);
+  try {
+    cp2.add_text_prompt(0, "thing");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("detector masks"), std::string::npos) << e.what();
+  }
+}
