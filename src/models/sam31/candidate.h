@@ -19,12 +19,20 @@ struct Tolerance {
   double min_mask_iou = 0.99;
 };
 
+// Compare only some entries of an output: it is indexed along `axis` with `indices` first (e.g. the
+// masks of the few queries a fixture stored).
+struct OutputSelection {
+  int axis = 0;
+  std::vector<int64_t> indices;
+};
+
 struct ParityCase {
   std::string label;                       // e.g. "propagation_f010"
   std::map<std::string, Tensor> inputs;    // by candidate input name
   std::map<std::string, Tensor> expected;  // by candidate output name (subset of outputs allowed)
   std::map<std::string, Tolerance> tolerance;  // per output; missing -> default Tolerance
   std::string variant;  // "" = the candidate's build; else built by CandidateDef::build_variant
+  std::map<std::string, OutputSelection> select;  // per output; missing -> the whole output
 };
 
 struct CandidateDef {

@@ -25,6 +25,28 @@ Tensor take(const Tensor& t, int axis, int64_t start, int64_t count) {
   return r;
 }
 
+Tensor take_indices(const Tensor& t, int axis, const std::vector<int64_t>& indices) {
+  SEGMUX_CHECK(axis >= 0 && axis < t.rank(), "take_indices: axis ", axis, " out of range for ", shape_str(t.shape()));
+  Shape s = t.shape();
+  s[size_t(axis)] = int64_t(indices.size());
+  Tensor r(t.dtype(), s);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= t.dim(i);
+  for (int i = axis + 1; i < t.rank(); ++i) inner *= t.dim(i);
+  const size_t es = dtype_size(t.dtype());
+  const int64_t n = t.dim(axis), k = int64_t(indices.size());
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(r.raw());
+  for (int64_t j = 0; j < k; ++j)
+    SEGMUX_CHECK(indices[size_t(j)] >= 0 && indices[size_t(j)] < n, "take_indices: index ", indices[size_t(j)],
+                 " out of range for axis ", axis, " of ", shape_str(t.shape()));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(dst + size_t((o * k + j) * inner) * es, src + size_t((o * n + indices[size_t(j)]) * inner) * es,
+                  size_t(inner) * es);
+  return r;
+}
+
 Tensor permute(const Tensor& t, const std::vector<int>& perm) {
   const int r = t.rank();
   SEGMUX_CHECK(int(perm.size()) == r, "permute: ", perm.size(), " axes for a rank-", r, " tensor");

@@ -10,6 +10,8 @@ namespace segmux::sam31::contract {
 
 // Copy of `count` entries starting at `start` along `axis` (any dtype).
 Tensor take(const Tensor& t, int axis, int64_t start, int64_t count);
+// Entries `indices` along `axis`, in that order (any dtype).
+Tensor take_indices(const Tensor& t, int axis, const std::vector<int64_t>& indices);
 // Copy with axes permuted (any dtype): out.shape[i] = t.shape[perm[i]].
 Tensor permute(const Tensor& t, const std::vector<int>& perm);
 

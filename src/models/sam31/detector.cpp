@@ -312,21 +312,51 @@ const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
 }  // namespace
 
 std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  // Two official groundings are stored:
+  // - frame 0 (add_prompt pass): its image features are modules/backbone.safetensors out.det.*; its
+  //   outputs are the raw per-frame tensors video/raw_frame_000_add_prompt.safetensors (pre-NMS logits,
+  //   presence, boxes, and the mask logits of the candidate queries);
+  // - modules/detector.safetensors: the grounding module's own inputs and outputs. Its level-2
+  //   features are those of frame 1 (its logits equal raw_frame_001's), not of the backbone fixture's
+  //   frame 0; levels 0/1 of that frame are not stored, so the case feeds frame 0's levels 0/1 (they
+  //   reach only the segmentation head) and compares the outputs that do not depend on them.
   TensorFile bb = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
   TensorFile f = read_safetensors(fixture_dir + "/modules/detector.safetensors");
-  ParityCase c;
-  c.label = "grounding frame 0, prompt 0";
-  for (int lvl = 0; lvl < 3; ++lvl)
-    c.inputs["fpn" + std::to_string(lvl)] = bb.at("out.det.fpn" + std::to_string(lvl));
-  c.inputs["pos2"] = bb.at("out.pos2");
-  c.inputs["language_features"] = f.at("in.language_features");
-  c.inputs["language_mask"] = f.at("in.language_mask");
-  c.inputs["text_ids"] = Tensor::from_vector<int64_t>({1}, {0});
-  for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries",
-                           "pred_masks", "semantic_seg"})
-    c.expected[name] = fixture_tensor(f, std::string("out.") + name);
-  (void)cfg;
-  return {c};
+  TensorFile raw = read_safetensors(fixture_dir + "/video/raw_frame_000_add_prompt.safetensors");
+  const int64_t Q = cfg.num_queries, G = cfg.token_grid();
+  std::vector<ParityCase> cases;
+
+  ParityCase a;
+  a.label = "frame 0 (add_prompt)";
+  for (int lvl = 0; lvl < 3; ++lvl) a.inputs["fpn" + std::to_string(lvl)] = bb.at("out.det.fpn" + std::to_string(lvl));
+  a.inputs["pos2"] = bb.at("out.pos2");
+  a.inputs["language_features"] = f.at("in.language_features");
+  a.inputs["language_mask"] = f.at("in.language_mask");
+  a.inputs["text_ids"] = Tensor::from_vector<int64_t>({1}, {0});
+  a.expected["pred_logits"] = raw.at("grounding_pred_logits_preNMS").reshaped({1, Q, 1});
+  a.expected["presence_logit_dec"] = raw.at("grounding_presence_logit").reshaped({1, 1});
+  a.expected["pred_boxes_xyxy"] = raw.at("det_boxes_xyxy").reshaped({1, Q, 4});
+  const Tensor& cq = raw.at("det_candidate_queries");
+  const Tensor& cm = raw.at("det_candidate_mask_logits");
+  OutputSelection sel;
+  sel.axis = 1;
+  for (int64_t i = 0; i < cq.numel(); ++i) sel.indices.push_back(int64_t(cq.get_as_double(i)));
+  a.select["pred_masks"] = sel;
+  a.expected["pred_masks"] = cm.reshaped({1, cm.dim(0), cm.dim(1), cm.dim(2)});
+  cases.push_back(std::move(a));
+
+  ParityCase m;
+  m.label = "detector module (frame 1)";
+  m.inputs = cases[0].inputs;
+  auto to_nchw = [&](const Tensor& seq) {  // (HW,B,D) -> (B,D,g,g)
+    return contract::permute(seq, {1, 2, 0}).reshaped({seq.dim(1), seq.dim(2), G, G});
+  };
+  m.inputs["fpn2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_feats.0"));
+  m.inputs["pos2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
+  for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
+    m.expected[name] = fixture_tensor(f, std::string("out.") + name);
+  cases.push_back(std::move(m));
+  return cases;
 }
 
 std::string detector_contract(const ModelConfig& cfg) {

@@ -1,0 +1,62 @@
+// segmux export-onnx --candidate NAME --weights W [--config C] -o FILE.onnx: one deployment
+// candidate as a standard ONNX model (opset 17, default domain only).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "apps/commands.h"
+#include "models/sam31/candidate.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
+#include "onnx/onnx_io.h"
+
+namespace segmux::apps {
+
+namespace {
+
+int export_onnx_main(int argc, char** argv) {
+  CLI::App app{"Export a SAM 3.1 deployment candidate, built from the weights, as an ONNX model.",
+               "segmux export-onnx"};
+  std::string candidate, weights, config, out, variant;
+  app.add_option("--candidate", candidate, "candidate name (text_encoder, backbone, detector, ...)")->required();
+  app.add_option("--weights", weights, "weights file (.pt or .safetensors)")->required();
+  app.add_option("--config", config, "config file (flat JSON or a fixture config.json; default: full-size)");
+  app.add_option("--variant", variant, "build variant (e.g. fp32_mlp for the backbone)");
+  app.add_option("-o,--output", out, "output .onnx file")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
+  const sam31::CandidateDef* def = nullptr;
+  std::string known;
+  for (auto& c : sam31::all_candidates()) {
+    if (c.name == candidate) def = &c;
+    known += (known.empty() ? "" : ", ") + c.name;
+  }
+  if (!def) {
+    std::fprintf(stderr, "segmux export-onnx: unknown candidate '%s' (known: %s)\n", candidate.c_str(), known.c_str());
+    return 2;
+  }
+  sam31::Weights w = sam31::Weights::load(weights);
+  ir::Graph g;
+  if (variant.empty()) {
+    g = def->build(cfg, w);
+  } else {
+    if (!def->build_variant) {
+      std::fprintf(stderr, "segmux export-onnx: candidate '%s' has no build variants\n", candidate.c_str());
+      return 2;
+    }
+    g = def->build_variant(cfg, w, variant);
+  }
+  onnx_io::export_onnx_file(g, out);
+  std::printf("wrote %s (%zu nodes, %zu inputs, %zu outputs)\n", out.c_str(), g.nodes.size(), g.inputs.size(),
+              g.outputs.size());
+  return 0;
+}
+
+CommandRegistration reg("export-onnx", "export a SAM 3.1 candidate as ONNX", export_onnx_main);
+
+}  // namespace
+
+}  // namespace segmux::apps

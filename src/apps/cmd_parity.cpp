@@ -1,0 +1,43 @@
+// segmux parity FIXTURE_DIR: every deployment candidate against a golden fixture folder (reference
+// kernels, optimized kernels, ONNX Runtime on the exported model); non-zero exit on any miss.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "models/sam31/parity.h"
+
+namespace segmux::apps {
+
+namespace {
+
+int parity_main(int argc, char** argv) {
+  CLI::App app{"Check the SAM 3.1 deployment candidates against a golden fixture folder: build each from the "
+               "folder's config.json and weights, run it on the folder's module inputs through our runtime and "
+               "through ONNX Runtime, compare every output with the official tensors. Exits 1 on any miss.",
+               "segmux parity"};
+  sam31::ParityOptions opt;
+  bool no_ref = false, no_opt = false, no_ort = false;
+  app.add_option("fixture_dir", opt.fixture_dir, "fixture folder (config.json, weights.*, modules/)")->required();
+  app.add_option("--weights", opt.weights_files, "weights file(s) to use (default: every weights.* in the folder)");
+  app.add_option("--candidate", opt.candidates, "only these candidates (default: all)");
+  app.add_option("--threads", opt.num_threads, "threads per run");
+  app.add_flag("--no-reference", no_ref, "skip the reference-kernel runs");
+  app.add_flag("--no-optimized", no_opt, "skip the optimized-kernel runs");
+  app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  opt.reference = !no_ref;
+  opt.optimized = !no_opt;
+  opt.onnxruntime = !no_ort;
+  sam31::ParityReport r = sam31::run_parity(opt, &std::cout);
+  return r.passed() ? 0 : 1;
+}
+
+CommandRegistration reg("parity", "check the SAM 3.1 candidates against a golden fixture folder", parity_main);
+
+}  // namespace
+
+}  // namespace segmux::apps
