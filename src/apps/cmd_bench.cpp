@@ -89,6 +89,8 @@ int bench_main(int argc, char** argv) {
   j["warmup"] = warmup;
   j["iters"] = iters;
   j["load_seconds"] = load_s;
+  j["load_file_seconds"] = runner->load_seconds_;
+  j["prepare_seconds"] = runner->prepare_seconds_;
   j["segmux"] = latency_json(ours);
   j["peak_rss_bytes"] = rss;
   if (runner->executor()) j["arena_bytes"] = runner->executor()->plan().arena_bytes;
@@ -111,8 +113,9 @@ int bench_main(int argc, char** argv) {
     std::printf("%s\n", j.dump(1).c_str());
     return 0;
   }
-  std::printf("%s (%s, %d threads), load %.3f s, %d warmup + %d timed runs\n", model.c_str(),
-              runner->engine_name().c_str(), threads, load_s, warmup, iters);
+  std::printf("%s (%s, %d threads), load %.3f s (file %.3f s, kernels+arena %.3f s), %d warmup + %d timed runs\n",
+              model.c_str(), runner->engine_name().c_str(), threads, load_s, runner->load_seconds_,
+              runner->prepare_seconds_, warmup, iters);
   auto row = [](const char* who, const Latency& l) {
     std::printf("  %-8s min %9.3f ms  median %9.3f ms  p99 %9.3f ms  %8.2f runs/s\n", who, l.min_ms, l.median_ms,
                 l.p99_ms, l.throughput);

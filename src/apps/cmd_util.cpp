@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -42,16 +43,24 @@ ir::Graph import_model_graph(const std::string& path, const std::map<std::string
 std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt) {
   auto r = std::make_unique<ModelRunner>();
   ExecutorOptions eo{opt.threads, !opt.reference_kernels};
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  auto t0 = clock::now();
   if (is_smx_file(path)) {
     SEGMUX_CHECK(opt.engine != Engine::session, "'", path, "' is a compiled model; it runs only with the compiled engine");
     SEGMUX_CHECK(opt.input_shapes.empty(), "'", path, "' is a compiled model with fixed input shapes; "
                  "--input-shape applies to ONNX models only");
     r->offline_ = std::make_unique<compiler::OfflineModel>(compiler::load_offline_model_file(path));
+    r->load_seconds_ = since(t0);
+    t0 = clock::now();
     r->executor_ = std::make_unique<Executor>(r->offline_->graph, r->offline_->plan, eo);
+    r->prepare_seconds_ = since(t0);
     r->engine_ = "compiled (.smx)";
     return r;
   }
   ir::Graph g = import_model_graph(path, opt.input_shapes);
+  r->load_seconds_ = since(t0);
+  t0 = clock::now();
   if (opt.engine == Engine::compiled) {
     compiler::CompileOptions co;
     co.precision = opt.precision;
@@ -62,6 +71,7 @@ std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptio
     r->session_ = std::make_unique<Session>(std::move(g), SessionOptions{opt.threads, !opt.reference_kernels});
     r->engine_ = "session";
   }
+  r->prepare_seconds_ = since(t0);
   return r;
 }
 

@@ -29,6 +29,8 @@ class ModelRunner {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<compiler::OfflineModel> offline_;
   std::string engine_;
+  double load_seconds_ = 0;     // reading the file (.smx: map + checksums + parse; ONNX: import)
+  double prepare_seconds_ = 0;  // compiling (ONNX, compiled engine) + creating kernels + the arena
 };
 
 struct OpenOptions {
