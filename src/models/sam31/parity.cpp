@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <iomanip>
 #include <sstream>
 
 #include "models/sam31/config.h"
 #include "models/sam31/contract_util.h"
+#include "models/sam31/tokenizer.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
 #include "runtime/ort_peer.h"
@@ -106,6 +109,49 @@ void check_case(ParityReport& rep, const std::string& weights_name, const Candid
   }
 }
 
+// The C++ tokenizer against the folder's tokenizer cases (strings -> official ids): one row, exact.
+void check_tokenizer(ParityReport& rep, const std::string& dir, std::ostream* log) {
+  const std::string cases_path = dir + "/tokenizer/tokenizer_cases.json";
+  if (!fs::exists(cases_path)) {
+    rep.notes.push_back("tokenizer skipped: no " + cases_path);
+    return;
+  }
+  std::ifstream in(cases_path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  SEGMUX_CHECK(!j.is_discarded() && j.contains("cases"), "'", cases_path, "' is not a tokenizer cases file");
+  const int ctx = j.value("context_length", 32);
+  Tokenizer tok = Tokenizer::load(dir + "/tokenizer", ctx);
+  int64_t total = 0, wrong = 0;
+  std::string first_wrong;
+  for (auto& c : j["cases"]) {
+    const std::string text = c.at("text").get<std::string>();
+    const std::vector<int64_t> want = c.at("ids").get<std::vector<int64_t>>();
+    ++total;
+    std::vector<int64_t> got;
+    try {
+      got = tok.tokenize_one(text);
+    } catch (const std::exception&) {
+      got.clear();  // an error counts as a mismatch
+    }
+    if (got != want) {
+      ++wrong;
+      if (first_wrong.empty()) first_wrong = "first mismatch: '" + text + "'";
+    }
+  }
+  ParityRow row;
+  row.weights = "-";
+  row.candidate = "tokenizer";
+  row.case_label = std::to_string(total) + " cases";
+  row.backend = "c++";
+  row.output = "token_ids (exact)";
+  row.check.cosine = total ? double(total - wrong) / double(total) : 1.0;
+  row.check.max_abs = double(wrong);
+  row.check.pass = wrong == 0 && total > 0;
+  row.check.problem = first_wrong;
+  rep.rows.push_back(row);
+  if (log) *log << "[tokenizer] " << total - wrong << "/" << total << " cases exact" << std::endl;
+}
+
 std::string fmt(double v, int prec = 3) {
   std::ostringstream os;
   os << std::setprecision(prec) << std::scientific << v;
@@ -126,6 +172,17 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
       if (fs::exists(dir + "/" + f)) weights.push_back(dir + "/" + f);
   }
   SEGMUX_CHECK(!weights.empty(), "no weights file (weights.safetensors / weights.pt) in '", dir, "'");
+
+  const bool want_tokenizer =
+      opt.tokenizer && (opt.candidates.empty() ||
+                        std::find(opt.candidates.begin(), opt.candidates.end(), "tokenizer") != opt.candidates.end());
+  if (want_tokenizer) {
+    try {
+      check_tokenizer(rep, dir, log);
+    } catch (const std::exception& e) {
+      rep.failures.push_back(std::string("tokenizer: ") + e.what());
+    }
+  }
 
   std::string ort_why;
   const bool ort_ok = opt.onnxruntime && ort_available(&ort_why);
