@@ -13,7 +13,8 @@ double tol_k(int64_t k) { return 2e-6 * std::sqrt(double(std::max<int64_t>(k, 1)
 
 TEST(CpuMatMul, ConstantWeightOddShapes) {
   const std::vector<std::tuple<Shape, int64_t>> cases = {
-      {{1, 1}, 1}, {{3, 17}, 63}, {{65, 127}, 129}, {{2, 3, 17, 33}, 16}, {{1, 1024}, 7}, {{129, 1}, 65}, {{0, 5}, 3}};
+      {{1, 1}, 1}, {{3, 17}, 63}, {{65, 127}, 129}, {{2, 3, 17, 33}, 16}, {{1, 1024}, 7}, {{129, 1}, 65}, {{0, 5}, 3},
+      {{3, 0}, 4}};
   uint32_t seed = 100;
   for (auto& [as, n] : cases) {
     const int64_t k = as.back();

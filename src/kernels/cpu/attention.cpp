@@ -4,7 +4,7 @@
 // head) dims; mask (optional) broadcastable to [..., Lq, Lk], f32 (added) or bool (true = attend).
 // A query row whose keys are all masked gives zeros.
 //
-// The small GEMMs inside a tile use one register-blocked AVX-512 micro-kernel (4 rows x 64 columns).
+// The small GEMMs inside a tile use one register-blocked AVX-512 micro-kernel (6 rows x 64 columns).
 // K is transposed once per call into a reused buffer so both tile GEMMs read B row-major.
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -12,79 +12,67 @@
 namespace segmux::cpu {
 namespace {
 
-// C[R x 16*NV] (+)= A[R x K] * B[K x 16*NV]; columns beyond `ncols` are neither read nor written.
+// C[R x ncols] (+)= A[R x K] * B[K x ncols], ncols <= 16*NV, NV <= 4, R <= 6. Every accumulator is a
+// named variable: GCC keeps an array of __m512 accumulators in memory and stores it back on every k
+// step (store-bound, 2.3x slower). 24 accumulators + 4 B vectors + 1 broadcast fit the 32 registers.
+// Columns beyond ncols are neither read nor written (masks).
+#define SMX_DECL(i, j) __m512 c##i##j = _mm512_setzero_ps();
+#define SMX_ROW_DECL(i) SMX_DECL(i, 0) SMX_DECL(i, 1) SMX_DECL(i, 2) SMX_DECL(i, 3)
+#define SMX_LOAD(i, j) \
+  if constexpr (R > i && NV > j) c##i##j = _mm512_maskz_loadu_ps(m##j, C + i * ldc + 16 * j);
+#define SMX_ROW_LOAD(i) SMX_LOAD(i, 0) SMX_LOAD(i, 1) SMX_LOAD(i, 2) SMX_LOAD(i, 3)
+#define SMX_FMA(i, j) \
+  if constexpr (NV > j) c##i##j = _mm512_fmadd_ps(a, b##j, c##i##j);
+#define SMX_ROW_FMA(i)                                 \
+  if constexpr (R > i) {                               \
+    const __m512 a = _mm512_set1_ps(A[i * lda + k]);   \
+    SMX_FMA(i, 0) SMX_FMA(i, 1) SMX_FMA(i, 2) SMX_FMA(i, 3) \
+  }
+#define SMX_STORE(i, j) \
+  if constexpr (R > i && NV > j) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, m##j, c##i##j);
+#define SMX_ROW_STORE(i) SMX_STORE(i, 0) SMX_STORE(i, 1) SMX_STORE(i, 2) SMX_STORE(i, 3)
+
 template <int R, int NV>
 inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
                          int64_t ncols, bool accumulate) {
-  __mmask16 m[NV];
-  for (int j = 0; j < NV; ++j) m[j] = tail_mask(std::max<int64_t>(0, ncols - 16 * j));
-  __m512 c[R][NV];
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < NV; ++j)
-      c[i][j] = accumulate ? _mm512_maskz_loadu_ps(m[j], C + i * ldc + 16 * j) : _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
-    __m512 b[NV];
-    for (int j = 0; j < NV; ++j) b[j] = _mm512_maskz_loadu_ps(m[j], B + k * ldb + 16 * j);
-    for (int i = 0; i < R; ++i) {
-      __m512 a = _mm512_set1_ps(A[i * lda + k]);
-      for (int j = 0; j < NV; ++j) c[i][j] = _mm512_fmadd_ps(a, b[j], c[i][j]);
-    }
-  }
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < NV; ++j) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, m[j], c[i][j]);
-}
-
-// The full-width case (64 columns, no masks) with every accumulator a named variable: GCC keeps an
-// array of __m512 accumulators in memory and stores it back on every k step, which made the generic
-// kernel store-bound. R <= 6 rows: 24 accumulators + 4 B vectors + 1 broadcast fit the 32 registers.
-#define SMX_ROW_DECL(i)                                                                  \
-  __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0, c##i##3 = c##i##0; \
-  if (R > i && accumulate) {                                                             \
-    c##i##0 = _mm512_loadu_ps(C + i * ldc);                                              \
-    c##i##1 = _mm512_loadu_ps(C + i * ldc + 16);                                         \
-    c##i##2 = _mm512_loadu_ps(C + i * ldc + 32);                                         \
-    c##i##3 = _mm512_loadu_ps(C + i * ldc + 48);                                         \
-  }
-#define SMX_ROW_FMA(i)                                   \
-  if constexpr (R > i) {                                 \
-    const __m512 a = _mm512_set1_ps(A[i * lda + k]);     \
-    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);           \
-    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);           \
-    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);           \
-    c##i##3 = _mm512_fmadd_ps(a, b3, c##i##3);           \
-  }
-#define SMX_ROW_STORE(i)                           \
-  if constexpr (R > i) {                           \
-    _mm512_storeu_ps(C + i * ldc, c##i##0);        \
-    _mm512_storeu_ps(C + i * ldc + 16, c##i##1);   \
-    _mm512_storeu_ps(C + i * ldc + 32, c##i##2);   \
-    _mm512_storeu_ps(C + i * ldc + 48, c##i##3);   \
-  }
-
-template <int R>
-inline void micro_full(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
-                       bool accumulate) {
+  const __mmask16 m0 = tail_mask(ncols), m1 = tail_mask(std::max<int64_t>(0, ncols - 16)),
+                  m2 = tail_mask(std::max<int64_t>(0, ncols - 32)), m3 = tail_mask(std::max<int64_t>(0, ncols - 48));
   SMX_ROW_DECL(0) SMX_ROW_DECL(1) SMX_ROW_DECL(2) SMX_ROW_DECL(3) SMX_ROW_DECL(4) SMX_ROW_DECL(5)
+  if (accumulate) {
+    SMX_ROW_LOAD(0) SMX_ROW_LOAD(1) SMX_ROW_LOAD(2) SMX_ROW_LOAD(3) SMX_ROW_LOAD(4) SMX_ROW_LOAD(5)
+  }
+  __m512 b1 = _mm512_setzero_ps(), b2 = b1, b3 = b1;
   for (int64_t k = 0; k < K; ++k) {
     const float* b = B + k * ldb;
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32),
-                 b3 = _mm512_loadu_ps(b + 48);
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+    if constexpr (NV > 1) b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    if constexpr (NV > 2) b2 = _mm512_maskz_loadu_ps(m2, b + 32);
+    if constexpr (NV > 3) b3 = _mm512_maskz_loadu_ps(m3, b + 48);
     SMX_ROW_FMA(0) SMX_ROW_FMA(1) SMX_ROW_FMA(2) SMX_ROW_FMA(3) SMX_ROW_FMA(4) SMX_ROW_FMA(5)
   }
   SMX_ROW_STORE(0) SMX_ROW_STORE(1) SMX_ROW_STORE(2) SMX_ROW_STORE(3) SMX_ROW_STORE(4) SMX_ROW_STORE(5)
 }
+#undef SMX_DECL
 #undef SMX_ROW_DECL
+#undef SMX_LOAD
+#undef SMX_ROW_LOAD
+#undef SMX_FMA
 #undef SMX_ROW_FMA
+#undef SMX_STORE
 #undef SMX_ROW_STORE
 
-template <int R>
-inline void micro_rows(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
-                       int64_t ncols, bool acc) {
-  switch ((ncols + 15) / 16) {
-    case 1: micro_kernel<R, 1>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
-    case 2: micro_kernel<R, 2>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
-    case 3: micro_kernel<R, 3>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
-    default: micro_kernel<R, 4>(A, lda, B, ldb, C, ldc, K, ncols, acc); break;
+template <int NV>
+void gemm_columns(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
+                  int64_t K, int64_t nc, bool acc) {
+  int64_t i = 0;
+  for (; i + 6 <= M; i += 6) micro_kernel<6, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+  switch (M - i) {
+    case 5: micro_kernel<5, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
+    case 4: micro_kernel<4, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
+    case 3: micro_kernel<3, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
+    case 2: micro_kernel<2, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
+    case 1: micro_kernel<1, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
+    default: break;
   }
 }
 
@@ -93,25 +81,11 @@ void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float*
                 int64_t N, int64_t K, bool acc) {
   for (int64_t j = 0; j < N; j += 64) {
     const int64_t nc = std::min<int64_t>(64, N - j);
-    int64_t i = 0;
-    if (nc == 64) {
-      for (; i + 6 <= M; i += 6) micro_full<6>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc);
-      switch (M - i) {
-        case 5: micro_full<5>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
-        case 4: micro_full<4>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
-        case 3: micro_full<3>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
-        case 2: micro_full<2>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
-        case 1: micro_full<1>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, acc); break;
-        default: break;
-      }
-      continue;
-    }
-    for (; i + 4 <= M; i += 4) micro_rows<4>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc);
-    switch (M - i) {
-      case 3: micro_rows<3>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
-      case 2: micro_rows<2>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
-      case 1: micro_rows<1>(A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, K, nc, acc); break;
-      default: break;
+    switch ((nc + 15) / 16) {
+      case 1: gemm_columns<1>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
+      case 2: gemm_columns<2>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
+      case 3: gemm_columns<3>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
+      default: gemm_columns<4>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
     }
   }
 }

@@ -246,6 +246,15 @@ std::unique_ptr<Kernel> make_softmax(const KernelInit& init) {
 
 std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init) {
   if (!float_io(init) || init.inputs.size() < 2 || !init.inputs[1]) return nullptr;
+  // Scale/bias must cover the normalized dims exactly; other broadcasts stay with the reference.
+  const ir::TensorType* x = init.inputs[0];
+  if (!x->has_shape) return nullptr;
+  int64_t axis = init.node.attr_int("axis", -1);
+  if (axis < 0) axis += int64_t(x->shape.size());
+  if (axis < 0 || axis >= int64_t(x->shape.size())) return nullptr;
+  const int64_t n = shape_numel(Shape(x->shape.begin() + axis, x->shape.end()));
+  for (size_t i = 1; i < init.inputs.size(); ++i)
+    if (init.inputs[i] && (!init.inputs[i]->has_shape || shape_numel(init.inputs[i]->shape) != n)) return nullptr;
   return std::make_unique<LayerNormKernel>(init.node.attr_int("axis", -1), init.node.attr_float("epsilon", 1e-5f));
 }
 

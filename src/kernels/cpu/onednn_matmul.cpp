@@ -73,8 +73,8 @@ class WeightMatMul : public Kernel {
                    " does not end in K=", K);
       M = K == 0 ? 0 : a.numel() / K;
     }
+    if (K == 0) return run_fallback(fallback_, ctx);  // output = bias / C only
     if (M == 0 || N == 0) return;
-    if (K == 0) return run_fallback(fallback_, ctx);
     const Tensor* addend = cfg_.addend_input >= 0 && size_t(cfg_.addend_input) < ctx.inputs.size()
                                ? ctx.inputs[size_t(cfg_.addend_input)]
                                : (cfg_.addend_const.defined() ? &cfg_.addend_const : nullptr);
