@@ -107,7 +107,7 @@ std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
     SEGMUX_CHECK(known, "input '", val.name, "' has no fixed shape; give one with --input-shape");
     Tensor t(val.dtype, val.shape);
     std::uniform_real_distribution<double> uf(-1.0, 1.0);
-    std::uniform_int_distribution<int> ui(0, 9);
+    std::uniform_int_distribution<int> ui(0, 1);  // small: integer inputs are often indices
     for (int64_t i = 0; i < t.numel(); ++i) {
       if (dtype_is_float(val.dtype)) t.set_from_double(i, uf(rng));
       else if (val.dtype == DType::boolean) t.set_from_double(i, ui(rng) & 1);

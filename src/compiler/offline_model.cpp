@@ -323,7 +323,38 @@ void emit(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt, c
   SEGMUX_CHECK(written == file_bytes, "offline model writer: wrote ", written, " bytes, planned ", file_bytes);
 }
 
+// Rejects CBOR nested deeper than a graph ever needs before the (recursive) DOM parser sees it: a
+// crafted file could otherwise exhaust the stack. The SAX pass stops at the first array/object past
+// the limit, so its own recursion is bounded too.
+struct DepthLimit : json::json_sax_t {
+  static constexpr int kMaxDepth = 32;
+  int depth = 0;
+  bool too_deep = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool enter() {
+    if (++depth > kMaxDepth) too_deep = true;
+    return !too_deep;
+  }
+};
+
 json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
+  DepthLimit limit;
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
+  bool ok = json::sax_parse(b, b + n, &limit, json::input_format_t::cbor, true);
+  SEGMUX_CHECK(!limit.too_deep, what, " is nested deeper than ", DepthLimit::kMaxDepth, " levels");
+  SEGMUX_CHECK(ok, what, " is not valid CBOR");
   json j = json::from_cbor(reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(p) + n, true, false);
   SEGMUX_CHECK(!j.is_discarded(), what, " is not valid CBOR");
   return j;

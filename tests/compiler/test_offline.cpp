@@ -239,3 +239,68 @@ TEST(OfflineModel, CompileRequiresFixedInputShapes) {
   opt.input_shapes = {{"nope", {1}}};
   EXPECT_THROW(compiler::compile_graph(g, opt), Error);
 }
+
+namespace {
+
+// Recomputes every checksum so a deliberately altered file reaches the parsers behind them.
+void rechecksum(std::string& b) {
+  uint32_t count;
+  std::memcpy(&count, b.data() + 12, 4);
+  for (uint32_t i = 0; i < count; ++i) {
+    size_t e = 64 + i * 32;
+    uint64_t off = read_u64(b, e + 8), len = read_u64(b, e + 16);
+    uint64_t h = XXH3_64bits(b.data() + off, len);
+    std::memcpy(b.data() + e + 24, &h, 8);
+  }
+  uint64_t t = XXH3_64bits(b.data() + 64, count * 32);
+  std::memcpy(b.data() + 48, &t, 8);
+  uint64_t h = XXH3_64bits(b.data(), 56);
+  std::memcpy(b.data() + 56, &h, 8);
+}
+
+std::string load_error(const std::string& b) {
+  try {
+    load_bytes(b);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(OfflineModel, CraftedSectionsWithValidChecksumsAreErrors) {
+  auto compiled = compiler::compile_graph(small_model());
+  const std::string good = compiler::serialize_offline_model(compiled.graph, compiled.plan, {});
+  size_t graph_off = read_u64(good, 64 + 32 + 8), graph_len = read_u64(good, 64 + 32 + 16);
+  size_t plan_off = read_u64(good, 64 + 64 + 8), plan_len = read_u64(good, 64 + 64 + 16);
+
+  std::string deep = good;  // arrays nested thousands deep must not exhaust the stack
+  for (size_t i = 0; i < graph_len; ++i) deep[graph_off + i] = char(0x81);
+  rechecksum(deep);
+  EXPECT_NE(load_error(deep).find("nested deeper"), std::string::npos) << load_error(deep);
+
+  std::string junk = good;
+  for (size_t i = 0; i < plan_len; ++i) junk[plan_off + i] = char(0xff);
+  rechecksum(junk);
+  EXPECT_FALSE(load_error(junk).empty());
+
+  std::string meta = good;  // META that is not a JSON object
+  size_t meta_off = read_u64(good, 64 + 8);
+  meta[meta_off] = '[';
+  rechecksum(meta);
+  EXPECT_FALSE(load_error(meta).empty());
+
+  // Random byte changes behind valid checksums: always an Error, never a crash.
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string b = good;
+    size_t lo = graph_off, hi = plan_off + plan_len;
+    for (int k = 0; k < 1 + trial % 4; ++k) b[lo + rng() % (hi - lo)] = char(rng());
+    rechecksum(b);
+    try {
+      load_bytes(b);
+    } catch (const Error&) {
+    }
+  }
+}
