@@ -107,7 +107,9 @@ class ModelBackend {
   // input_mask_size, for obj_ids (a subset of state.obj_ids, already placed in state.buckets). The
   // backend runs the tracker's mask-as-output path and re-encodes the memory of the objects' state on
   // this frame (official add_new_masks + propagate_in_video_preflight). `conditioning` says whether the
-  // frame becomes a conditioning frame for these objects.
+  // frame is stored as a conditioning frame (false when the state had already tracked it). Either way
+  // the memory encoder's conditioning objects are the frame entry's input_obj_ids (the official trace
+  // shows object 3 added on tracked frame 7 encoded with conditioning_objects [3], stored non-cond).
   virtual void add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
                          const Tensor& masks, MaskInputKind kind, bool conditioning) = 0;
 
