@@ -104,8 +104,6 @@ int neck_level(ir::GraphBuilder& b, const Weights& w, const std::string& p, int 
 
 int64_t level_size(int64_t g, double scale) { return scale >= 1.0 ? int64_t(g * scale) : g / 2; }
 
-const std::vector<double> kNeckScales = {4.0, 2.0, 1.0};  // TriHead neck of the SAM 3.1 builder
-
 }  // namespace
 
 Tensor vit_abs_pos_embed(const ModelConfig& cfg, const Weights& w) {
@@ -130,6 +128,7 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
   SEGMUX_CHECK(cfg.vit_dim % cfg.vit_heads == 0, "vit_dim ", cfg.vit_dim, " not divisible by vit_heads ",
                cfg.vit_heads);
   SEGMUX_CHECK(!cfg.vit_global.empty(), "the ViT needs at least one global block");
+  SEGMUX_CHECK(cfg.neck_scale_factors.size() >= 2, "the neck needs at least two levels (tracker high-res features)");
   ir::Graph g;
   g.name = "backbone";
   ir::GraphBuilder b(g);
@@ -149,9 +148,9 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
   // RoPE: windowed blocks use the window grid; global blocks the full grid with positions scaled by
   // window/grid (use_interp_rope, rope_pt_size = window).
   const L::RopeTables rope_window =
-      L::axial_rope_tables(hd, int(ws), int(ws), float(10000.0), 1.0f);
+      L::axial_rope_tables(hd, int(ws), int(ws), float(cfg.rope_theta), 1.0f);
   const L::RopeTables rope_global =
-      L::axial_rope_tables(hd, int(G), int(G), float(10000.0), float(ws) / float(G));
+      L::axial_rope_tables(hd, int(G), int(G), float(cfg.rope_theta), float(ws) / float(G));
 
   const int last = *std::max_element(cfg.vit_global.begin(), cfg.vit_global.end());
   SEGMUX_CHECK(last < cfg.vit_depth, "global block ", last, " is beyond vit_depth ", cfg.vit_depth);
@@ -180,14 +179,14 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
   for (int head = 0; head < 3; ++head) {
     if (head == 1 && !opt.interactive_head) continue;
     ir::Scope s(b, kHeads[head]);
-    for (size_t lvl = 0; lvl < kNeckScales.size(); ++lvl) {
-      int y = neck_level(b, w, kVision + "." + kHeads[head] + "." + std::to_string(lvl), trunk, kNeckScales[lvl]);
+    for (size_t lvl = 0; lvl < cfg.neck_scale_factors.size(); ++lvl) {
+      int y = neck_level(b, w, kVision + "." + kHeads[head] + "." + std::to_string(lvl), trunk, cfg.neck_scale_factors[lvl]);
       b.output(y, std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl));
       if (head == 2) prop_levels.push_back(y);
     }
   }
-  for (size_t lvl = 0; lvl < kNeckScales.size(); ++lvl) {
-    const int64_t n = level_size(G, kNeckScales[lvl]);
+  for (size_t lvl = 0; lvl < cfg.neck_scale_factors.size(); ++lvl) {
+    const int64_t n = level_size(G, cfg.neck_scale_factors[lvl]);
     Tensor pe = L::sine_position_encoding(cfg.d_model, int(n), int(n));
     b.output(L::identity(b, L::const_tensor(b, pe, "pos_enc")), "pos" + std::to_string(lvl));
   }
@@ -253,21 +252,22 @@ std::string backbone_contract(const ModelConfig& cfg) {
                          "propagation head ('propagation_convs')"};
   const char* who[3] = {"detector inputs fpn0..2 (level 2 also feeds the geometry and fusion encoders)",
                         "interactive (point/box) tracker path", "tracker: propagation_decoder / memory_encoder"};
+  const int levels = int(cfg.neck_scale_factors.size());
   for (int head = 0; head < 3; ++head)
-    for (int lvl = 0; lvl < 3; ++lvl) {
-      const int64_t n = level_size(G, kNeckScales[size_t(lvl)]);
+    for (int lvl = 0; lvl < levels; ++lvl) {
+      const int64_t n = level_size(G, cfg.neck_scale_factors[size_t(lvl)]);
       t.output(std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl), {1, D, n, n}, "f32",
                std::string(what[head]) + ", level " + std::to_string(lvl) + " (stride " +
-                   std::to_string(cfg.patch_size) + "/" + std::to_string(int(kNeckScales[size_t(lvl)])) + ")",
+                   std::to_string(cfg.patch_size) + "/" + std::to_string(int(cfg.neck_scale_factors[size_t(lvl)])) + ")",
                who[head]);
     }
-  for (int lvl = 0; lvl < 3; ++lvl) {
-    const int64_t n = level_size(G, kNeckScales[size_t(lvl)]);
+  for (int lvl = 0; lvl < levels; ++lvl) {
+    const int64_t n = level_size(G, cfg.neck_scale_factors[size_t(lvl)]);
     t.output("pos" + std::to_string(lvl), {1, D, n, n}, "f32",
              "DETR sine position encoding of level " + std::to_string(lvl) + " (same for all heads; a constant)",
              lvl == 2 ? "detector input pos2; tracker" : "tracker");
   }
-  const int64_t s0 = level_size(G, kNeckScales[0]), s1 = level_size(G, kNeckScales[1]);
+  const int64_t s0 = level_size(G, cfg.neck_scale_factors[0]), s1 = level_size(G, cfg.neck_scale_factors[1]);
   t.output("propagation_high_res_s0", {1, D / 8, s0, s0}, "f32",
            "tracker.model.sam_mask_decoder.conv_s0(propagation_fpn0)", "propagation_decoder high-res features 0");
   t.output("propagation_high_res_s1", {1, D / 4, s1, s1}, "f32",

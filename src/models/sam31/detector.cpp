@@ -212,7 +212,7 @@ std::pair<int, int> segmentation_head(Ctx& c, const std::vector<int>& fpn, int m
   mo.key_padding_mask = prompt_mask;
   int t2 = L::layer_norm(b, c.w, memory, kSeg + ".cross_attn_norm");
   int enc = L::add(b, L::multihead_attention(b, c.w, kSeg + ".cross_attend_prompt", t2, prompt, prompt, mo), memory);
-  const Shape s2 = b.shape(fpn[2]);
+  const Shape s2 = b.shape(fpn.back());
   int prev = L::reshape(b, L::transpose(b, enc, {1, 2, 0}), {c.B, D, s2[2], s2[3]});
   int stage = 0;
   for (int lvl = int(fpn.size()) - 2; lvl >= 0; --lvl, ++stage) {
@@ -244,9 +244,12 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   Ctx c{b, w, cfg, opt.batch};
   const int64_t B = opt.batch, D = cfg.d_model, G = cfg.token_grid(), T = cfg.text_context_length;
 
+  const std::vector<int> sizes = cfg.neck_levels();
+  SEGMUX_CHECK(sizes.size() >= 1 && sizes.back() == G, "the detector needs the neck's last level at the token grid ",
+               G);
   std::vector<int> fpn;
-  for (int lvl = 0; lvl < 3; ++lvl) {
-    const int64_t n = G * (int64_t(4) >> lvl);
+  for (size_t lvl = 0; lvl < sizes.size(); ++lvl) {
+    const int64_t n = sizes[lvl];
     fpn.push_back(b.input("fpn" + std::to_string(lvl), DType::f32, {B, D, n, n}));
   }
   int pos2 = b.input("pos2", DType::f32, {B, D, G, G});
@@ -257,7 +260,7 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   // Sam3Image._encode_prompt: text of each batch entry, image tokens of level 2 (seq-first).
   int txt = L::gather(b, lang, text_ids, 1);            // T,B,D
   int txt_mask = L::gather(b, lang_mask, text_ids, 0);  // B,T
-  int img = L::transpose(b, L::reshape(b, fpn[2], {B, D, G * G}), {2, 0, 1});
+  int img = L::transpose(b, L::reshape(b, fpn.back(), {B, D, G * G}), {2, 0, 1});
   int img_pos = L::transpose(b, L::reshape(b, pos2, {B, D, G * G}), {2, 0, 1});
 
   int geo = geometry_encoder_text_only(c, img, img_pos);
@@ -371,8 +374,9 @@ std::string detector_contract(const ModelConfig& cfg) {
                         " queries, presence token, boxRPB log), dot-product scoring with the joint presence "
                         "logit, segmentation head. Batch B = " +
                         std::to_string(B) + " frame(s), each grounding one prompt of the text batch.");
-  for (int lvl = 0; lvl < 3; ++lvl) {
-    const int64_t n = G * (int64_t(4) >> lvl);
+  const std::vector<int> sizes = cfg.neck_levels();
+  for (size_t lvl = 0; lvl < sizes.size(); ++lvl) {
+    const int64_t n = sizes[lvl];
     t.input("fpn" + std::to_string(lvl), {B, D, n, n}, "f32", "detector-head neck level " + std::to_string(lvl),
             "backbone det_fpn" + std::to_string(lvl));
   }

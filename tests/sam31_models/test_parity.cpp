@@ -1,0 +1,79 @@
+// The parity driver: tolerance semantics of check_output, and `run_parity` on the tiny fixture for
+// the text encoder, backbone and detector (reference kernels, optimized kernels, ONNX Runtime when
+// available) plus the tokenizer cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "models/sam31/parity.h"
+#include "runtime/ort_peer.h"
+
+namespace segmux::sam31 {
+namespace {
+
+const std::string kDir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+
+TEST(CheckOutput, ToleranceIsRelativeToTheReferenceMaximum) {
+  Tensor ref = Tensor::from_vector<float>({4}, {10.0f, -20.0f, 5.0f, 0.0f});
+  Tensor got = Tensor::from_vector<float>({4}, {10.0f, -20.0f, 5.0f + 1.9e-3f, 0.0f});
+  OutputCheck c = check_output(got, ref, Tolerance{});
+  EXPECT_TRUE(c.pass);
+  EXPECT_NEAR(c.ratio, 1.9e-3 / 20.0, 1e-7);  // float rounding of 5 + 1.9e-3
+  got.data<float>()[2] = 5.0f + 2.2e-3f;  // 1.1e-4 of max|ref|
+  EXPECT_FALSE(check_output(got, ref, Tolerance{}).pass);
+}
+
+TEST(CheckOutput, ScaleOfAtLeastOneAndMaskIou) {
+  Tolerance t;
+  t.min_cosine = 0.9999;
+  t.max_abs_over_scale = 2e-2;
+  t.scale_is_max_ref = false;
+  t.check_mask_iou = true;
+  Tensor ref = Tensor::from_vector<float>({4}, {0.5f, -0.5f, 0.25f, -0.25f});
+  Tensor got = Tensor::from_vector<float>({4}, {0.51f, -0.5f, 0.25f, -0.25f});
+  OutputCheck c = check_output(got, ref, t);
+  EXPECT_NEAR(c.ratio, 0.01, 1e-6);  // scale = max(1, 0.5)
+  EXPECT_EQ(c.mask_iou, 1.0);
+  got.data<float>()[1] = 0.001f;  // flips one mask pixel
+  c = check_output(got, ref, t);
+  EXPECT_FALSE(c.pass);
+  EXPECT_NEAR(c.mask_iou, 2.0 / 3.0, 1e-9);
+}
+
+TEST(CheckOutput, ShapeMismatchAndNanFail) {
+  Tensor ref = Tensor::from_vector<float>({2}, {1.0f, 2.0f});
+  EXPECT_FALSE(check_output(Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f}), ref, Tolerance{}).pass);
+  EXPECT_FALSE(check_output(Tensor::from_vector<float>({2}, {1.0f, std::numeric_limits<float>::quiet_NaN()}), ref, Tolerance{}).pass);
+  EXPECT_TRUE(check_output(ref, ref, Tolerance{}).pass);
+}
+
+TEST(Parity, TextEncoderBackboneDetectorAndTokenizerPassOnTheTinyFixture) {
+  ParityOptions o;
+  o.fixture_dir = kDir;
+  o.weights_files = {kDir + "/weights.safetensors"};
+  o.candidates = {"text_encoder", "backbone", "detector", "tokenizer"};
+  o.num_threads = 1;
+  std::ostringstream log;
+  ParityReport r = run_parity(o, &log);
+  EXPECT_TRUE(r.passed()) << log.str();
+  std::set<std::string> seen_backends, seen_candidates;
+  for (auto& row : r.rows) seen_backends.insert(row.backend), seen_candidates.insert(row.candidate);
+  EXPECT_TRUE(seen_candidates.count("text_encoder") && seen_candidates.count("backbone") &&
+              seen_candidates.count("detector") && seen_candidates.count("tokenizer"));
+  EXPECT_TRUE(seen_backends.count("reference") && seen_backends.count("optimized"));
+  if (ort_available()) {
+    EXPECT_TRUE(seen_backends.count("onnxruntime")) << log.str();
+  }
+}
+
+TEST(Parity, MissingFolderIsAnError) {
+  ParityOptions o;
+  o.fixture_dir = kDir + "/no-such-folder";
+  EXPECT_THROW(run_parity(o), Error);
+}
+
+}  // namespace
+}  // namespace segmux::sam31
