@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "compiler/compile.h"
@@ -162,4 +163,26 @@ TEST(PropagationDecoder, ParityAfterCompilation) {
   EXPECT_EQ(attention, 2 * m.cfg.mem_attn_layers + 3 * m.cfg.twoway_depth + 1);
   Session s(std::move(r.graph));
   for (auto& c : m.cases) expect_case_passes(c, s.run(c.inputs), "compiled");
+}
+
+// A graph with fewer slots (as many as the frame needs) gives the same results as the full one.
+TEST(PropagationDecoder, SmallerSlotVariantMatches) {
+  Model& m = model();
+  TensorFile f = read_safetensors(kFixture + "/modules/propagation_f010.safetensors");
+  const int S = m.cfg.num_maskmem, P = m.cfg.max_obj_ptrs_in_encoder;  // 1 cond frame + 6, 10 pointer frames fit
+  Session small(build_propagation_decoder_for_slots(m.cfg, m.w, S, P));
+  const ParityCase& c = m.cases[1];
+  // Re-pack the full-slot inputs into the smaller slots (valid entries come first).
+  auto in = c.inputs;
+  auto shrink = [](const Tensor& t, int64_t n) {
+    Shape sh = t.shape();
+    sh[0] = n;
+    Tensor out(t.dtype(), sh);
+    std::memcpy(out.raw(), t.raw(), out.nbytes());
+    return out;
+  };
+  for (const char* k : {"memory_maskmem", "memory_image", "memory_tpos_index", "memory_valid"}) in[k] = shrink(in.at(k), S);
+  for (const char* k : {"obj_ptrs", "obj_ptr_tpos", "obj_ptr_valid"}) in[k] = shrink(in.at(k), P);
+  expect_case_passes(c, small.run(in), "segmux-small-slots");
+  EXPECT_THROW(build_propagation_decoder_for_slots(m.cfg, m.w, 0, P), Error);
 }

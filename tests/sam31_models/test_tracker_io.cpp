@@ -131,6 +131,15 @@ TEST(TrackerIo, SelectionRebuildsTheOfficialMemoryTensors) {
   for (int64_t k = 0; k < 10 * M * D; ++k) ASSERT_EQ(ptrs.data<float>()[k], memory.data<float>()[7 * L * D + k]);
   EXPECT_EQ(in.tensors.at("obj_ptr_valid").data<float>()[9], 1.0f);
   EXPECT_EQ(in.tensors.at("obj_ptr_valid").data<float>()[10], 0.0f);
+  // Smaller compiled slot variants: exact fit works, one slot short is an error.
+  PropagationInputs fit = assemble_propagation_inputs(cfg(), bank, a, 0, 10, 16, fixture_features(f), {},
+                                                      PropagationSlots{7, 10});
+  EXPECT_EQ(fit.tensors.at("memory_maskmem").dim(0), 7);
+  EXPECT_EQ(fit.tensors.at("obj_ptrs").dim(0), 10);
+  EXPECT_THROW(assemble_propagation_inputs(cfg(), bank, a, 0, 10, 16, fixture_features(f), {}, PropagationSlots{6, 10}),
+               Error);
+  EXPECT_THROW(assemble_propagation_inputs(cfg(), bank, a, 0, 10, 16, fixture_features(f), {}, PropagationSlots{7, 9}),
+               Error);
   // Slot 1 holds a removed object (-1116): output_invalid_embed.
   EXPECT_EQ(in.tensors.at("slot_valid").data<float>()[0], 1.0f);
   EXPECT_EQ(in.tensors.at("slot_valid").data<float>()[1], 0.0f);

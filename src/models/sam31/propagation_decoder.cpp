@@ -185,6 +185,13 @@ Tensor propagation_dense_pe(const ModelConfig& cfg, const Weights& w) {
 }
 
 ir::Graph build_propagation_decoder(const ModelConfig& cfg, const Weights& w) {
+  return build_propagation_decoder_for_slots(cfg, w, propagation_memory_slots(cfg), propagation_pointer_slots(cfg));
+}
+
+ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weights& w, int memory_slots,
+                                              int pointer_slots) {
+  SEGMUX_CHECK(memory_slots >= 1 && pointer_slots >= 1, "propagation_decoder needs at least one memory slot and one ",
+               "pointer slot (got ", memory_slots, ", ", pointer_slots, ")");
   ir::Graph graph;
   graph.name = "propagation_decoder";
   GraphBuilder b(graph);
@@ -192,8 +199,8 @@ ir::Graph build_propagation_decoder(const ModelConfig& cfg, const Weights& w) {
   z.D = cfg.d_model;
   z.g = cfg.token_grid();
   z.L = z.g * z.g;
-  z.S = propagation_memory_slots(cfg);
-  z.P = propagation_pointer_slots(cfg);
+  z.S = memory_slots;
+  z.P = pointer_slots;
   z.M = cfg.multiplex_count;
   z.K = z.P * z.M;
   z.heads = cfg.attn_heads;

@@ -28,6 +28,12 @@ int propagation_pointer_slots(const ModelConfig& cfg);
 
 // Builds the graph (weights under "tracker.model.").
 ir::Graph build_propagation_decoder(const ModelConfig& cfg, const Weights& w);
+// Same graph with fewer (or more) slots: the padded slots cost compute at full size (every memory slot is
+// g*g keys), so a predictor may compile e.g. a num_maskmem-slot variant for the common case (one
+// conditioning frame) and fall back to the full one when a frame selects more memories.
+// assemble_propagation_inputs(..., PropagationSlots{memory_slots, pointer_slots}) fills such a graph.
+ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weights& w, int memory_slots,
+                                              int pointer_slots);
 
 // Cases from modules/propagation_f001 and propagation_f010 (inputs assembled by tracker_io).
 std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);

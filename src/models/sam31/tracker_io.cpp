@@ -177,9 +177,10 @@ MemorySelection select_memory(const ModelConfig& cfg, const MemoryBank& bank, in
 PropagationInputs assemble_propagation_inputs(const ModelConfig& cfg, const MemoryBank& bank,
                                               const MultiplexAssignment& assignment, int bucket, int frame_idx,
                                               int num_frames, const CurrentFrameFeatures& feats,
-                                              const MemorySelectionOptions& opt) {
+                                              const MemorySelectionOptions& opt, const PropagationSlots& slots) {
   const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count;
-  const int64_t S = propagation_memory_slots(cfg), P = propagation_pointer_slots(cfg);
+  const int64_t S = slots.memory_slots > 0 ? slots.memory_slots : propagation_memory_slots(cfg);
+  const int64_t P = slots.pointer_slots > 0 ? slots.pointer_slots : propagation_pointer_slots(cfg);
   assignment.validate(int(M));
   SEGMUX_CHECK(bucket >= 0 && bucket < assignment.num_buckets(), "bucket ", bucket, " out of range (",
                assignment.num_buckets(), " buckets)");

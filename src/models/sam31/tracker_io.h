@@ -89,17 +89,26 @@ struct CurrentFrameFeatures {
   Tensor high_res_s1;  // f32 (1, D/4, 2g, 2g) = sam_mask_decoder.conv_s1(propagation level 1)
 };
 
+// Slot counts of the compiled propagation graph; 0 = the candidate's (propagation_memory_slots /
+// propagation_pointer_slots of the config).
+struct PropagationSlots {
+  int memory_slots = 0;
+  int pointer_slots = 0;
+};
+
 struct PropagationInputs {
   std::map<std::string, Tensor> tensors;  // by propagation_decoder input name
   MemorySelection selection;
   bool has_spatial_memory = false;  // false: the candidate passes the image features through
 };
 // Inputs for bucket `bucket` of a state with the given assignment. Spatial slots beyond the selection
-// (and pointer slots) are zero with valid = 0. Throws if the selection exceeds the slots.
+// (and pointer slots) are zero with valid = 0. Throws if the selection exceeds the slots (a smaller
+// slot variant: check select_memory(...) sizes first and pick the graph that fits).
 PropagationInputs assemble_propagation_inputs(const ModelConfig& cfg, const MemoryBank& bank,
                                               const MultiplexAssignment& assignment, int bucket, int frame_idx,
                                               int num_frames, const CurrentFrameFeatures& feats,
-                                              const MemorySelectionOptions& opt = {});
+                                              const MemorySelectionOptions& opt = {},
+                                              const PropagationSlots& slots = {});
 
 // Data-space results of one propagation step for all objects of a state (object-index order), as
 // _forward_sam_heads returns them.
