@@ -412,6 +412,10 @@ TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const st
     SEGMUX_CHECK(numel == 0 || last < s.numel, ctx, ": view (offset ", t.offset, ", size ", shape_str(t.size),
                  ", stride ", shape_str(t.stride), ") reaches element ", int64_t(last), " of a ", s.numel,
                  "-element storage");
+    // Broadcast (stride-0) views could claim far more elements than the file holds: refused, so a
+    // hostile size cannot make us allocate without bound.
+    SEGMUX_CHECK(numel <= s.numel, ctx, ": view of ", numel, " elements is larger than its ", s.numel,
+                 "-element storage (expanded views are not supported)");
 
     const size_t elem = s.type->element_bytes;
     Shape shape = t.size;

@@ -363,3 +363,40 @@ TEST(PytorchCheckpoint, PickleVmBasicsAndLimits) {
   expect_error([&] { unpickle_plain("\x80\x02" "]" "q\x00" "]" "q\x01" "h\x00" "a" "h\x00" "h\x01" "a."s); },
                "after it was stored");
 }
+
+TEST(PytorchCheckpoint, RandomCorruptionNeverCrashes) {
+  // A small real checkpoint, then thousands of seeded corruptions (byte flips anywhere, with a bias to
+  // the pickle, and every truncation): each read either succeeds or throws segmux::Error.
+  std::vector<TorchTensor> in = {{"a", Tensor(DType::f32, {2, 3}), false},
+                                 {"b", Tensor(DType::i64, {4}), false},
+                                 {"c", Tensor(DType::f32, {3, 2, 2}), true}};
+  const std::string path = temp_path("fuzz_base.pt");
+  write_pytorch_checkpoint(path, in);
+  const std::string good = read_all(path);
+  auto parse = [&](const std::string& bytes) {
+    auto st = Storage::allocate(bytes.size());
+    if (!bytes.empty()) std::memcpy(st->data, bytes.data(), bytes.size());
+    try {
+      parse_pytorch_checkpoint(st, "fuzz");
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  ASSERT_TRUE(parse(good));
+  const size_t pkl_begin = 64, pkl_end = std::min(good.size(), size_t(64 + 700));  // data.pkl is the first entry
+  std::mt19937 rng(1234);
+  size_t accepted = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string bytes = good;
+    const int flips = 1 + int(rng() % 4);
+    for (int k = 0; k < flips; ++k) {
+      size_t pos = (iter % 2) ? pkl_begin + rng() % (pkl_end - pkl_begin) : rng() % bytes.size();
+      bytes[pos] = char(rng() % 3 == 0 ? 0xFF : rng());
+    }
+    accepted += parse(bytes);
+  }
+  for (size_t cut = 0; cut < good.size(); cut += 7) EXPECT_FALSE(parse(good.substr(0, cut))) << cut;
+  // Some corruptions only touch tensor bytes and still parse; most must be refused.
+  EXPECT_LT(accepted, 4000u);
+}
