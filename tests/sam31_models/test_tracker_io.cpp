@@ -303,3 +303,50 @@ TEST(TrackerIo, BadInputIsAClearError) {
   EXPECT_THROW(demux_propagation_outputs(cfg(), one_bucket(slots), {}), Error);
   EXPECT_THROW(stack_buckets({}), Error);
 }
+
+// Two buckets: objects come back in object-index order from whichever bucket/slot holds them.
+TEST(TrackerIo, DemuxAcrossBuckets) {
+  const int64_t M = cfg().multiplex_count, D = cfg().d_model, nm = cfg().num_multimask_outputs;
+  const int64_t hw = cfg().low_res_mask_size();
+  ASSERT_GE(M, 3);
+  MultiplexAssignment a;
+  a.buckets.assign(2, std::vector<int>(size_t(M), kSlotEmpty));
+  a.buckets[0][0] = 2;
+  a.buckets[0][1] = kSlotRemoved;
+  a.buckets[0][2] = 0;
+  a.buckets[1][1] = 1;
+  std::vector<std::map<std::string, Tensor>> outs(2);
+  for (int b = 0; b < 2; ++b) {
+    auto& o = outs[size_t(b)];
+    o["masks"] = Tensor(DType::f32, {1, M, nm, hw, hw});
+    o["iou_pred"] = Tensor(DType::f32, {1, M, nm});
+    o["object_score_logits"] = Tensor(DType::f32, {1, M, 1});
+    o["obj_ptr"] = Tensor(DType::f32, {1, M, D});
+    o["sam_tokens"] = Tensor(DType::f32, {1, M, nm, D});
+    o["best_mask_index"] = Tensor(DType::i64, {1, M});
+    for (int64_t s = 0; s < M; ++s) {
+      const float tag = float(100 * b + s);  // identifies (bucket, slot)
+      o["object_score_logits"].data<float>()[s] = s == 2 ? -1.0f : tag + 1.0f;
+      o["best_mask_index"].data<int64_t>()[s] = s % nm;
+      for (int64_t k = 0; k < nm; ++k) {
+        o["iou_pred"].data<float>()[s * nm + k] = tag + 0.1f * float(k);
+        for (int64_t i = 0; i < hw * hw; ++i) o["masks"].data<float>()[(s * nm + k) * hw * hw + i] = tag + float(k);
+      }
+      for (int64_t d = 0; d < D; ++d) o["obj_ptr"].data<float>()[s * D + d] = tag;
+    }
+  }
+  PropagationResult r = demux_propagation_outputs(cfg(), a, outs);
+  ASSERT_EQ(r.obj_ptr.shape(), (Shape{3, D}));
+  EXPECT_EQ(r.obj_ptr.data<float>()[0 * D], 2.0f);    // object 0: bucket 0 slot 2
+  EXPECT_EQ(r.obj_ptr.data<float>()[1 * D], 101.0f);  // object 1: bucket 1 slot 1
+  EXPECT_EQ(r.obj_ptr.data<float>()[2 * D], 0.0f);    // object 2: bucket 0 slot 0
+  EXPECT_EQ(r.object_score_logits.data<float>()[1], 102.0f);
+  // Object 0 sits in slot 2 whose logit is -1: every mask is -1024.
+  EXPECT_EQ(r.low_res_multimasks.data<float>()[0], -1024.0f);
+  EXPECT_EQ(r.low_res_masks.data<float>()[0], -1024.0f);
+  // Object 1: best index 1 % nm -> mask value tag + 1.
+  EXPECT_EQ(r.low_res_masks.data<float>()[1 * hw * hw], 101.0f + float(1 % nm));
+  EXPECT_EQ(r.ious.data<float>()[1 * nm + 1], 101.1f);
+  EXPECT_EQ(r.stored_obj_ptr.shape(), (Shape{2, M, D}));
+  EXPECT_EQ(r.stored_obj_ptr.data<float>()[(1 * M + 1) * D], 101.0f);
+}
