@@ -90,8 +90,8 @@ void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float*
   }
 }
 
-constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kKeyBlock = 128;
+constexpr int64_t kQueryBlock = 96;  // a multiple of the 6-row micro-kernel
+constexpr int64_t kKeyBlock = 256;
 
 struct ThreadScratch {
   Scratch scores, out, stats;
