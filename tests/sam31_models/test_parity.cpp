@@ -77,3 +77,89 @@ TEST(Parity, MissingFolderIsAnError) {
 
 }  // namespace
 }  // namespace segmux::sam31
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/sam31/backbone.h"
+#include "models/sam31/config.h"
+#include "models/sam31/detector.h"
+#include "models/sam31/text_encoder.h"
+
+namespace segmux::sam31 {
+namespace {
+
+// The written contracts in docs/contracts are the generated ones (full-size configuration).
+TEST(Contracts, DocsAreInSyncWithTheCode) {
+  const ModelConfig cfg = default_config();
+  const std::pair<std::string, std::string> docs[] = {{"text_encoder", text_encoder_contract(cfg)},
+                                                      {"backbone", backbone_contract(cfg)},
+                                                      {"detector", detector_contract(cfg)}};
+  for (auto& [name, md] : docs) {
+    std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/" + name + ".md");
+    ASSERT_TRUE(f.good()) << name;
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(md), std::string::npos) << "docs/contracts/" << name << ".md is out of date";
+  }
+}
+
+// Zero weights of the official full-size shapes (one shared zero buffer, no per-tensor allocation)
+// for the keys with one of the given prefixes.
+Weights fullsize_zero_weights(const std::vector<std::string>& prefixes, size_t max_bytes) {
+  std::ifstream f(kDir + "/official_fullsize_state_dict_shapes.json");
+  nlohmann::json shapes = nlohmann::json::parse(f);
+  auto zeros = Storage::allocate(max_bytes);
+  Weights w;
+  for (auto& [key, v] : shapes.items()) {
+    bool wanted = false;
+    for (auto& p : prefixes) wanted = wanted || key.rfind(p, 0) == 0;
+    if (!wanted || v[1].get<std::string>() != "float32") continue;
+    const Shape s = v[0].get<Shape>();
+    if (size_t(shape_numel(s)) * 4 > max_bytes) continue;
+    w.set(key, Tensor(DType::f32, s, zeros));
+  }
+  return w;
+}
+
+Shape output_shape(const ir::Graph& g, const std::string& name) {
+  for (int v : g.outputs)
+    if (g.value(v).name == name) return g.value(v).shape;
+  return {};
+}
+
+// Nothing is sized for the fixture: the official sizes build (shape inference only). Depths are cut
+// to keep the test light; widths, grids, windows and levels are the official ones.
+TEST(Contracts, FullSizeGraphsBuild) {
+  const ModelConfig full = default_config();
+  {
+    Weights w = fullsize_zero_weights({"detector."}, size_t(64) << 20);
+    ir::Graph g = build_detector(full, w);
+    EXPECT_EQ(output_shape(g, "pred_masks"), (Shape{1, full.num_queries, full.low_res_mask_size(), full.low_res_mask_size()}));
+    EXPECT_EQ(output_shape(g, "pred_logits"), (Shape{1, full.num_queries, 1}));
+  }
+  {
+    ModelConfig cfg = full;
+    cfg.vit_depth = 2;
+    cfg.vit_global = {1};
+    Weights w = fullsize_zero_weights(
+        {"detector.backbone.vision_backbone.", "tracker.model.sam_mask_decoder.conv_s"}, size_t(64) << 20);
+    ir::Graph g = build_backbone(cfg, w);
+    const int64_t G = cfg.token_grid(), D = cfg.d_model;
+    EXPECT_EQ(output_shape(g, "vit_trunk"), (Shape{1, cfg.vit_dim, G, G}));
+    EXPECT_EQ(output_shape(g, "det_fpn0"), (Shape{1, D, 4 * G, 4 * G}));
+    EXPECT_EQ(output_shape(g, "propagation_high_res_s1"), (Shape{1, D / 4, 2 * G, 2 * G}));
+  }
+  {
+    ModelConfig cfg = full;
+    cfg.text_layers = 1;
+    cfg.vocab_size = 1000;  // the 49408-row embedding table is not needed to check the shapes
+    Weights w = fullsize_zero_weights({"detector.backbone.language_backbone."}, size_t(64) << 20);
+    w.set("detector.backbone.language_backbone.encoder.token_embedding.weight",
+          Tensor(DType::f32, {cfg.vocab_size, cfg.text_width}));
+    ir::Graph g = build_text_encoder(cfg, w);
+    EXPECT_EQ(output_shape(g, "language_features"), (Shape{cfg.text_context_length, 3, cfg.d_model}));
+  }
+}
+
+}  // namespace
+}  // namespace segmux::sam31
