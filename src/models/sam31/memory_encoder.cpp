@@ -10,6 +10,7 @@
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "models/sam31/contract_util.h"
+#include "models/sam31/layers.h"
 #include "models/sam31/tracker_io.h"
 
 namespace segmux::sam31 {
@@ -31,31 +32,13 @@ int transpose(GraphBuilder& b, int x, const std::vector<int64_t>& perm) {
 int add(GraphBuilder& b, int x, int y) { return b.op1("Add", {x, y}); }
 int mul(GraphBuilder& b, int x, int y) { return b.op1("Mul", {x, y}); }
 
-Tensor transpose2d(const Tensor& m) {
-  Tensor src = f32(m);
-  SEGMUX_CHECK(src.rank() == 2, "expected a 2-D weight, got ", shape_str(src.shape()));
-  const int64_t r = src.dim(0), c = src.dim(1);
-  Tensor out(DType::f32, {c, r});
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) out.data<float>()[j * r + i] = src.data<float>()[i * c + j];
-  return out;
-}
-
+// Thin wrappers over layers.h (shared patterns the fusion passes know) with the tracker prefix.
 int linear(GraphBuilder& b, const Weights& w, const std::string& name, int x) {
-  Scope s(b, name);
-  int y = b.op1("MatMul", {x, b.constant(transpose2d(W(w, name + ".weight")), "weight_t")});
-  return add(b, y, b.constant(f32(W(w, name + ".bias")).clone(), "bias"));
+  return layers::linear(b, w, x, kPrefix + name);
 }
-
 int conv2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, int64_t stride, int64_t pad,
            int64_t groups = 1) {
-  Scope s(b, name);
-  Tensor wt = f32(W(w, name + ".weight")).clone();
-  return b.op1("Conv", {x, b.constant(wt, "weight"), b.constant(f32(W(w, name + ".bias")).clone(), "bias")},
-               {{"kernel_shape", std::vector<int64_t>{wt.dim(2), wt.dim(3)}},
-                {"strides", std::vector<int64_t>{stride, stride}},
-                {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
-                {"group", groups}});
+  return layers::conv2d(b, w, x, kPrefix + name, int(stride), int(pad), int(groups));
 }
 
 // LayerNorm2d (model_misc.py / sam/common.py) written out exactly: mean and biased variance over C.
@@ -71,10 +54,7 @@ int layer_norm_2d(GraphBuilder& b, const Weights& w, const std::string& name, in
   return add(b, mul(b, b.constant(wr, "weight"), y), b.constant(br, "bias"));
 }
 
-int gelu(GraphBuilder& b, int x) {
-  int e = b.op1("Erf", {mul(b, x, b.scalar_f32(float(M_SQRT1_2)))});
-  return mul(b, mul(b, x, b.scalar_f32(0.5f)), add(b, e, b.scalar_f32(1.0f)));
-}
+int gelu(GraphBuilder& b, int x) { return layers::gelu_erf(b, x); }
 
 // out = sum_k w_k * x[idx_k] along `axis` (taps zero-padded to the widest output).
 int resize_axis(GraphBuilder& b, int x, int64_t axis, const ResizeTaps& taps) {
