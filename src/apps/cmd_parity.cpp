@@ -16,13 +16,14 @@ int parity_main(int argc, char** argv) {
                "through ONNX Runtime, compare every output with the official tensors. Exits 1 on any miss.",
                "segmux parity"};
   sam31::ParityOptions opt;
-  bool no_ref = false, no_opt = false, no_ort = false, no_tok = false;
+  bool no_ref = false, no_opt = false, no_comp = false, no_ort = false, no_tok = false;
   app.add_option("fixture_dir", opt.fixture_dir, "fixture folder (config.json, weights.*, modules/)")->required();
   app.add_option("--weights", opt.weights_files, "weights file(s) to use (default: every weights.* in the folder)");
   app.add_option("--candidate", opt.candidates, "only these candidates (default: all; 'tokenizer' names the tokenizer check)");
   app.add_option("--threads", opt.num_threads, "threads per run");
   app.add_flag("--no-reference", no_ref, "skip the reference-kernel runs");
   app.add_flag("--no-optimized", no_opt, "skip the optimized-kernel runs");
+  app.add_flag("--no-compiled", no_comp, "skip the compiled (passes + memory plan) runs");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
   app.add_flag("--no-tokenizer", no_tok, "skip the tokenizer cases");
   try {
@@ -33,6 +34,7 @@ int parity_main(int argc, char** argv) {
   opt.reference = !no_ref;
   opt.optimized = !no_opt;
   opt.onnxruntime = !no_ort;
+  opt.compiled = !no_comp;
   opt.tokenizer = !no_tok;
   sam31::ParityReport r = sam31::run_parity(opt, &std::cout);
   return r.passed() ? 0 : 1;

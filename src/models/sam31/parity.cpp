@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "compiler/compile.h"
 #include "models/sam31/config.h"
 #include "models/sam31/contract_util.h"
 #include "models/sam31/tokenizer.h"
@@ -230,6 +231,13 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
             so.use_optimized_kernels = true;
             Session s(g, so);
             check_case(rep, wname, cand, pc, "optimized", s.run(pc.inputs));
+          }
+          if (opt.compiled) {
+            compiler::CompileResult cr = compiler::compile_graph(g);
+            ExecutorOptions eo;
+            eo.num_threads = opt.num_threads;
+            Executor ex(std::move(cr.graph), std::move(cr.plan), eo);
+            check_case(rep, wname, cand, pc, "compiled", ex.run(pc.inputs));
           }
           if (ort_ok) {
             OrtPeerOptions oo;

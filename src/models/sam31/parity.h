@@ -1,6 +1,7 @@
 // `segmux parity`: checks every deployment candidate against a golden fixture folder. Each candidate is
 // built from the folder's config.json and weights (every weights file present), run on the parity
-// cases through our runtime (reference kernels; optimized kernels) and through ONNX Runtime on the
+// cases through our runtime (reference kernels; optimized kernels; compiled = passes + plan +
+// executor) and through ONNX Runtime on the
 // exported ONNX model, and every output is compared with the official tensors under the candidate's
 // Tolerance (candidate.h).
 #pragma once
@@ -31,7 +32,7 @@ struct ParityRow {
   std::string weights;    // weights file name
   std::string candidate;
   std::string case_label;
-  std::string backend;    // "reference", "optimized", "onnxruntime"
+  std::string backend;    // "reference", "optimized", "compiled", "onnxruntime"
   std::string output;
   OutputCheck check;
   Tolerance tol;
@@ -44,6 +45,7 @@ struct ParityOptions {
   std::vector<std::string> candidates;  // empty: all
   bool reference = true;
   bool optimized = true;
+  bool compiled = true;     // compiler passes + memory plan + Executor (the deployed path), fp32
   bool onnxruntime = true;  // skipped (with a note) when ONNX Runtime is not available
   bool tokenizer = true;
   int num_threads = 2;
