@@ -175,3 +175,11 @@ TEST(MemoryEncoder, FullSizeTrackerGraphsBuild) {
   EXPECT_EQ(out_shape(prop, "masks"), (Shape{1, M, cfg.num_multimask_outputs, 4 * g, 4 * g}));
   EXPECT_EQ(out_shape(prop, "obj_ptr"), (Shape{1, M, D}));
 }
+
+// docs/contracts/memory_encoder.md holds the generated contract (full-size configuration) verbatim.
+TEST(MemoryEncoder, WrittenContractIsInSync) {
+  std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/memory_encoder.md");
+  ASSERT_TRUE(f.good());
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(memory_encoder_contract(default_config())), std::string::npos) << "docs/contracts/memory_encoder.md is out of date";
+}

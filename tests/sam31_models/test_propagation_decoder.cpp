@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <cstring>
 #include <memory>
 
@@ -185,4 +186,12 @@ TEST(PropagationDecoder, SmallerSlotVariantMatches) {
   for (const char* k : {"obj_ptrs", "obj_ptr_tpos", "obj_ptr_valid"}) in[k] = shrink(in.at(k), P);
   expect_case_passes(c, small.run(in), "segmux-small-slots");
   EXPECT_THROW(build_propagation_decoder_for_slots(m.cfg, m.w, 0, P), Error);
+}
+
+// docs/contracts/propagation_decoder.md holds the generated contract (full-size configuration) verbatim.
+TEST(PropagationDecoder, WrittenContractIsInSync) {
+  std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/propagation_decoder.md");
+  ASSERT_TRUE(f.good());
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(propagation_decoder_contract(default_config())), std::string::npos) << "docs/contracts/propagation_decoder.md is out of date";
 }
