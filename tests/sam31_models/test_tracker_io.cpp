@@ -3,7 +3,10 @@
 // outputs into the official data-space tensors, memory-encoder muxing, and bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
@@ -349,4 +352,59 @@ TEST(TrackerIo, DemuxAcrossBuckets) {
   EXPECT_EQ(r.ious.data<float>()[1 * nm + 1], 101.1f);
   EXPECT_EQ(r.stored_obj_ptr.shape(), (Shape{2, M, D}));
   EXPECT_EQ(r.stored_obj_ptr.data<float>()[(1 * M + 1) * D], 101.0f);
+}
+
+// Every propagation call of the fixture video (video/raw_frame_*: the official per-bucket decoder outputs,
+// masks stored as f16, and the data-space step outputs): demux with the assignment in effect (the
+// previous frame's tracker states) gives the official data-space tensors.
+TEST(TrackerIo, DemuxMatchesEveryPropagationCallOfTheVideo) {
+  std::ifstream tf(kFixture + "/video/trace.json");
+  ASSERT_TRUE(tf.good());
+  nlohmann::json trace = nlohmann::json::parse(tf);
+  const int64_t M = cfg().multiplex_count, nm = cfg().num_multimask_outputs;
+  nlohmann::json prev_states;
+  int calls_checked = 0;
+  for (auto& fr : trace["frames"]) {
+    const std::string raw = fr["raw_file"].get<std::string>();
+    TensorFile f = read_safetensors(kFixture + "/video/" + raw.substr(raw.rfind('/') + 1));
+    int call = 0;
+    const auto& steps = fr["tracker_steps"];
+    for (size_t j = 0; j < steps.size(); ++j) {
+      if (steps[j]["kind"] != "propagation") continue;
+      const std::string c = "tracker_call" + std::to_string(call) + ".mux.";
+      const std::string s = "tracker_step" + std::to_string(j) + ".propagation.";
+      ASSERT_TRUE(f.has(c + "iou_pred")) << raw << " " << c;
+      MultiplexAssignment a;
+      for (auto& bucket : prev_states[size_t(call)]["assignments"]) a.buckets.push_back(bucket.get<std::vector<int>>());
+      std::map<std::string, Tensor> out;
+      out["masks"] = f.at(c + "masks").cast(DType::f32);
+      out["iou_pred"] = f.at(c + "iou_pred");
+      out["object_score_logits"] = f.at(c + "object_score_logits");
+      out["sam_tokens"] = f.at(c + "sam_tokens_out");
+      out["obj_ptr"] = Tensor(DType::f32, {1, M, cfg().d_model});
+      Tensor best(DType::i64, {1, M});
+      for (int64_t sl = 0; sl < M; ++sl) {
+        const float* iou = out["iou_pred"].data<float>() + sl * nm;
+        int64_t k = 0;
+        for (int64_t q = 1; q < nm; ++q)
+          if (iou[q] > iou[k]) k = q;
+        best.data<int64_t>()[sl] = k;
+      }
+      out["best_mask_index"] = best;
+      PropagationResult r = demux_propagation_outputs(cfg(), a, {out});
+      EXPECT_TRUE(r.ious.identical(f.at(s + "ious"))) << raw << " call " << call;
+      EXPECT_TRUE(r.object_score_logits.identical(f.at(s + "object_score_logits"))) << raw << " call " << call;
+      const Tensor& ref = f.at(s + "low_res_masks");
+      ASSERT_EQ(r.low_res_masks.shape(), ref.shape()) << raw;
+      double worst = 0;
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        const double g = r.low_res_masks.data<float>()[i], e = ref.data<float>()[i];
+        worst = std::max(worst, std::fabs(g - e) / (std::fabs(e) * 1e-3 + 1e-3));  // f16 storage of mux masks
+      }
+      EXPECT_LE(worst, 1.0) << raw << " call " << call;
+      ++call, ++calls_checked;
+    }
+    prev_states = fr["tracker_states"];
+  }
+  EXPECT_EQ(calls_checked, 21);  // frames 1..9: one state; frames 10..15: two states
 }
