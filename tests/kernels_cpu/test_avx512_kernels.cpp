@@ -164,6 +164,33 @@ TEST(CpuAttention, LengthsHeadSizesAndMasks) {
   }
 }
 
+TEST(CpuSplitConcat, AxesSizesAndDtypes) {
+  struct Case {
+    Shape x;
+    int64_t axis;
+    std::vector<int64_t> sizes;
+  };
+  const std::vector<Case> cases = {{{3, 9, 64}, 0, {1, 1, 1}},   {{9, 576, 3072}, -1, {1024, 1024, 1024}},
+                                   {{2, 7, 5}, 1, {3, 0, 4}},      {{4, 6}, 1, {1, 5}},
+                                   {{2, 3, 4, 2}, -1, {1, 1}},     {{5}, 0, {2, 3}}};
+  uint32_t seed = 61;
+  for (auto& c : cases) {
+    Tensor x = random_tensor(c.x, seed++);
+    const std::string label = "split " + shape_str(c.x) + " axis " + std::to_string(c.axis);
+    Tensor sizes = Tensor::from_vector<int64_t>({int64_t(c.sizes.size())}, c.sizes);
+    ir::Node split = make_node("Split", {{"axis", c.axis}}, "", int(c.sizes.size()));
+    for (DType t : {DType::f32, DType::f16, DType::i64, DType::u8}) {
+      Tensor xt = x.cast(t);
+      expect_matches_reference(split, {{xt}, {sizes, true}}, 0, 0, label + " " + std::string(dtype_name(t)));
+      // Concat of the pieces gives x back.
+      auto parts = run_node(reference_provider(), split, {{xt}, {sizes, true}});
+      std::vector<Input> in;
+      for (auto& p : parts) in.push_back({p});
+      expect_matches_reference(make_node("Concat", {{"axis", c.axis}}), in, 0, 0, "concat of " + label);
+    }
+  }
+}
+
 TEST(CpuRope, RowsAndHeadSizes) {
   struct Case {
     Shape x;

@@ -23,6 +23,8 @@ std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);  // segmux Grou
 std::unique_ptr<Kernel> make_transpose(const KernelInit& init);   // ONNX Transpose
 std::unique_ptr<Kernel> make_attention(const KernelInit& init);   // segmux Attention
 std::unique_ptr<Kernel> make_rope(const KernelInit& init);        // segmux Rope
+std::unique_ptr<Kernel> make_split(const KernelInit& init);       // ONNX Split (any dtype)
+std::unique_ptr<Kernel> make_concat(const KernelInit& init);      // ONNX Concat (any dtype)
 
 // True when the node asks for bf16 compute (attribute segmux_precision = "bf16").
 bool wants_bf16(const ir::Node& node);

@@ -22,6 +22,8 @@ const std::map<std::string, Factory>& cpu_table() {
       {"::Softmax", cpu::make_softmax},
       {"::LayerNormalization", cpu::make_layer_norm},
       {"::Transpose", cpu::make_transpose},
+      {"::Split", cpu::make_split},
+      {"::Concat", cpu::make_concat},
       {"segmux::Linear", cpu::make_linear},
       {"segmux::Gelu", cpu::make_gelu},
       {"segmux::GroupNorm", cpu::make_group_norm},
