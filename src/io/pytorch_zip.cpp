@@ -459,19 +459,37 @@ class ZipWriter {
     }
   }
 
-  // Writes one stored entry whose data starts on a 64-byte boundary.
-  void add(const std::string& name, const void* data, uint64_t size) {
+  // Writes one entry whose data starts on a 64-byte boundary: stored, or (for tests of the reader)
+  // deflated.
+  void add(const std::string& name, const void* data, uint64_t size, bool deflate = false) {
     uLong crc = crc32(0L, Z_NULL, 0);
     for (uint64_t off = 0; off < size; off += 1u << 30)
       crc = crc32(crc, static_cast<const Bytef*>(data) + off, uInt(std::min<uint64_t>(size - off, 1u << 30)));
-    Entry e{name, uint32_t(crc), size, pos_};
-    const bool big = size >= 0xFFFFFFFFull;
+    std::string packed;
+    if (deflate) {
+      SEGMUX_CHECK(size < (1u << 30), "zip writer: deflating entries of 1 GiB or more is not supported");
+      z_stream zs{};
+      SEGMUX_CHECK(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK,
+                   "zip writer: zlib init failed");
+      packed.resize(deflateBound(&zs, uLong(size)));
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<void*>(data));
+      zs.avail_in = uInt(size);
+      zs.next_out = reinterpret_cast<Bytef*>(packed.data());
+      zs.avail_out = uInt(packed.size());
+      int rc = ::deflate(&zs, Z_FINISH);
+      packed.resize(packed.size() - zs.avail_out);
+      deflateEnd(&zs);
+      SEGMUX_CHECK(rc == Z_STREAM_END, "zip writer: deflate failed");
+    }
+    const uint64_t stored_size = deflate ? packed.size() : size;
+    Entry e{name, uint32_t(crc), size, stored_size, uint16_t(deflate ? 8 : 0), pos_};
+    const bool big = size >= 0xFFFFFFFFull || stored_size >= 0xFFFFFFFFull;
     std::string extra;
     if (big) {  // zip64 sizes in the local header
       put16(extra, 0x0001);
       put16(extra, 16);
       put64(extra, size);
-      put64(extra, size);
+      put64(extra, stored_size);
     }
     // Alignment padding as torch.save does it: an extra field "FB" filled with 'Z'.
     size_t header_end = size_t(pos_) + 30 + name.size() + extra.size() + 4;
@@ -483,32 +501,34 @@ class ZipWriter {
     put32(h, kLocalHeaderSig);
     put16(h, big ? 45 : 20);
     put16(h, 0);  // flags
-    put16(h, 0);  // stored
+    put16(h, e.method);
     put16(h, 0);  // time
     put16(h, 0x21);  // date 1980-01-01
     put32(h, e.crc);
-    put32(h, big ? 0xFFFFFFFF : uint32_t(size));
+    put32(h, big ? 0xFFFFFFFF : uint32_t(stored_size));
     put32(h, big ? 0xFFFFFFFF : uint32_t(size));
     put16(h, uint16_t(name.size()));
     put16(h, uint16_t(extra.size()));
     h += name;
     h += extra;
     write(h.data(), h.size());
-    if (size) write(data, size);
+    if (deflate) write(packed.data(), packed.size());
+    else if (size) write(data, size);
     entries_.push_back(std::move(e));
   }
 
   void finish() {
     const uint64_t cd_offset = pos_;
     for (auto& e : entries_) {
-      const bool big_size = e.size >= 0xFFFFFFFFull, big_off = e.offset >= 0xFFFFFFFFull;
+      const bool big_size = e.size >= 0xFFFFFFFFull || e.stored_size >= 0xFFFFFFFFull;
+      const bool big_off = e.offset >= 0xFFFFFFFFull;
       std::string extra;
       if (big_size || big_off) {
         put16(extra, 0x0001);
         put16(extra, uint16_t((big_size ? 16 : 0) + (big_off ? 8 : 0)));
         if (big_size) {
           put64(extra, e.size);
-          put64(extra, e.size);
+          put64(extra, e.stored_size);
         }
         if (big_off) put64(extra, e.offset);
       }
@@ -516,12 +536,12 @@ class ZipWriter {
       put32(h, kCentralHeaderSig);
       put16(h, (big_size || big_off) ? 45 : 20);  // made by
       put16(h, (big_size || big_off) ? 45 : 20);  // needed
-      put16(h, 0);
-      put16(h, 0);
-      put16(h, 0);
-      put16(h, 0x21);
+      put16(h, 0);  // flags
+      put16(h, e.method);
+      put16(h, 0);     // time
+      put16(h, 0x21);  // date
       put32(h, e.crc);
-      put32(h, big_size ? 0xFFFFFFFF : uint32_t(e.size));
+      put32(h, big_size ? 0xFFFFFFFF : uint32_t(e.stored_size));
       put32(h, big_size ? 0xFFFFFFFF : uint32_t(e.size));
       put16(h, uint16_t(e.name.size()));
       put16(h, uint16_t(extra.size()));
@@ -576,7 +596,9 @@ class ZipWriter {
   struct Entry {
     std::string name;
     uint32_t crc;
-    uint64_t size, offset;
+    uint64_t size, stored_size;
+    uint16_t method;
+    uint64_t offset;
   };
   static void put16(std::string& s, uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); }
   static void put32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
@@ -656,9 +678,10 @@ void check_spec(const TorchTensorSpec& s) {
 
 }  // namespace
 
-void write_stored_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries) {
+void write_stored_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries,
+                      bool deflate) {
   ZipWriter zip(path);
-  for (auto& [name, data] : entries) zip.add(name, data.data(), data.size());
+  for (auto& [name, data] : entries) zip.add(name, data.data(), data.size(), deflate);
   zip.finish();
 }
 

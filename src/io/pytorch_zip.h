@@ -52,8 +52,10 @@ class ZipReader {
 bool looks_like_zip(const Storage& bytes);  // starts with a local-file-header signature "PK\3\4"
 
 // Writes a zip of stored (uncompressed) entries, data 64-byte aligned, atomically. The checkpoint
-// writer uses the same code; tests use it to build hostile archives.
-void write_stored_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries);
+// writer uses the same code; tests use it to build hostile archives (and, with `deflate`, archives of
+// deflated entries, which the reader inflates).
+void write_stored_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries,
+                      bool deflate = false);
 
 // ---- PyTorch checkpoint ----
 

@@ -400,3 +400,25 @@ TEST(PytorchCheckpoint, RandomCorruptionNeverCrashes) {
   // Some corruptions only touch tensor bytes and still parse; most must be refused.
   EXPECT_LT(accepted, 4000u);
 }
+
+TEST(PytorchCheckpoint, DeflatedEntriesAreInflated) {
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i % 17) * 0.5f;
+  const std::string pkl = tensor_pickle("w", "FloatStorage", 1000, 0, {10, 100}, {100, 1});
+  auto ck = read_zip("deflated.pt", {{"z/data.pkl", pkl}, {"z/data/0", floats_bytes(values)}, {"z/version", "3\n"}});
+  (void)ck;
+  const std::string path = temp_path("deflated2.pt");
+  write_stored_zip(path, {{"z/data.pkl", pkl}, {"z/data/0", floats_bytes(values)}, {"z/version", "3\n"}}, true);
+  EXPECT_LT(read_all(path).size(), 2000u);  // really compressed
+  TorchCheckpoint d = read_pytorch_checkpoint(path);
+  ASSERT_EQ(d.tensors.size(), 1u);
+  EXPECT_EQ(d.tensors[0].tensor.shape(), (Shape{10, 100}));
+  EXPECT_EQ(std::vector<float>(d.tensors[0].tensor.data<float>(), d.tensors[0].tensor.data<float>() + 1000), values);
+  EXPECT_EQ(d.copied_tensors, 1u);
+  // A flipped byte inside the compressed storage fails the inflate or the CRC-32 check.
+  std::string bytes = read_all(path);
+  const size_t storage_data = bytes.find("z/data/0") + 8;  // local header name, then extra, then data
+  bytes[storage_data + 80] ^= 0x55;
+  write_all(path, bytes);
+  EXPECT_THROW(read_pytorch_checkpoint(path), Error);
+}
