@@ -61,7 +61,8 @@ int bench_main(int argc, char** argv) {
       ->check(CLI::IsMember({"session", "compiled"}));
   app.add_option("--precision", precision, "for ONNX models compiled in memory: fp32 or bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}));
-  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)");
+  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--peer", peer, "also run a peer on the same model: ort")->check(CLI::IsMember({"ort"}));
   app.add_option("--peer-model", peer_model, "ONNX file for the peer (needed when MODEL is a .smx file)");
   app.add_option("--seed", seed, "seed of the random inputs");

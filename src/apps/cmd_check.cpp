@@ -31,7 +31,8 @@ int check_main(int argc, char** argv) {
   bool as_json = false, no_probe = false;
   uint64_t seed = 0;
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
-  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)");
+  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")
+      ->allow_extra_args(false);
   app.add_flag("--no-probe", no_probe, "skip the probe run");
   app.add_option("--seed", seed, "seed of the probe inputs");
   app.add_flag("--json", as_json, "print the report as JSON");

@@ -20,12 +20,14 @@ int compile_main(int argc, char** argv) {
   bool as_json = false;
   app.add_option("model", model, "ONNX model to compile")->required();
   app.add_option("-o,--output", output, "compiled model file to write (.smx)")->required();
-  app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)");
+  app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--precision", precision, "fp32 (default) or bf16 (MatMul/Gemm/Conv weights in bf16)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--target", target, "native (default: this machine's ISA), generic, x86-64-avx512")
       ->check(CLI::IsMember({"native", "generic", "x86-64-avx512"}));
-  app.add_option("--skip-pass", skip, "do not run this pass (repeatable)");
+  app.add_option("--skip-pass", skip, "do not run this pass (repeatable)")
+      ->allow_extra_args(false);
   app.add_flag("--json", as_json, "print the report as JSON");
   try {
     app.parse(argc, argv);

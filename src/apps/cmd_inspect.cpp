@@ -26,7 +26,8 @@ int inspect_main(int argc, char** argv) {
   std::vector<std::string> shapes;
   bool as_json = false;
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
-  app.add_option("--input-shape", shapes, "fix an ONNX input's shape for the FLOP estimate: name:d0,d1,...");
+  app.add_option("--input-shape", shapes, "fix an ONNX input's shape for the FLOP estimate: name:d0,d1,...")
+      ->allow_extra_args(false);
   app.add_flag("--json", as_json, "print the report as JSON");
   try {
     app.parse(argc, argv);

@@ -25,14 +25,16 @@ int run_main(int argc, char** argv) {
   int threads = 2;
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
   app.add_option("--input", inputs,
-                 "NAME=FILE (.npy, or .safetensors: the tensor called NAME, else the file's only tensor); repeatable");
+                 "NAME=FILE (.npy, or .safetensors: the tensor called NAME, else the file's only tensor); repeatable")
+      ->allow_extra_args(false);
   app.add_option("--output", output, "output .safetensors file")->required();
   app.add_flag("--random", random, "random values for every input not given with --input");
   app.add_option("--seed", seed, "seed for --random (default 0)");
   app.add_option("--threads", threads, "threads (default 2)");
   app.add_option("--engine", engine, "auto (default: .smx compiled, ONNX session), session, compiled")
       ->check(CLI::IsMember({"auto", "session", "compiled"}));
-  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)");
+  app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")
+      ->allow_extra_args(false);
   app.add_flag("--reference", reference, "reference kernels only (the portable ground truth)");
   app.add_flag("--json", as_json, "print a JSON summary");
   try {

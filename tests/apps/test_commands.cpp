@@ -102,6 +102,9 @@ TEST_F(Commands, CompileRunVerify) {
   Result r2 = segmux_cmd("run " + path("tiny.onnx") + " --input x=" + path("x.safetensors") + " --output " +
                          path("b.safetensors"));
   ASSERT_EQ(r2.code, 0) << r2.out;
+  // Options may come before the model; each --input takes exactly one NAME=FILE.
+  Result r3 = segmux_cmd("run --input x=" + path("x.npy") + " " + path("tiny.smx") + " --output " + path("c.safetensors"));
+  ASSERT_EQ(r3.code, 0) << r3.out;
   TensorFile a = read_safetensors(path("a.safetensors"));
   EXPECT_EQ(a.names, (std::vector<std::string>{"y", "gate"}));
   Session s(graph_, SessionOptions{1, false});
