@@ -5,6 +5,7 @@
 
 #include "apps/commands.h"
 #include "models/sam31/parity.h"
+#include "pipeline/video_parity.h"
 
 namespace segmux::apps {
 
@@ -16,7 +17,8 @@ int parity_main(int argc, char** argv) {
                "through ONNX Runtime, compare every output with the official tensors. Exits 1 on any miss.",
                "segmux parity"};
   sam31::ParityOptions opt;
-  bool no_ref = false, no_opt = false, no_comp = false, no_ort = false, no_tok = false;
+  bool no_ref = false, no_opt = false, no_comp = false, no_ort = false, no_tok = false, video = false;
+  std::string cache_dir;
   app.add_option("fixture_dir", opt.fixture_dir, "fixture folder (config.json, weights.*, modules/)")->required();
   app.add_option("--weights", opt.weights_files, "weights file(s) to use (default: every weights.* in the folder)");
   app.add_option("--candidate", opt.candidates, "only these candidates (default: all; 'tokenizer' names the tokenizer check)");
@@ -26,10 +28,22 @@ int parity_main(int argc, char** argv) {
   app.add_flag("--no-compiled", no_comp, "skip the compiled (passes + memory plan) runs");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
   app.add_flag("--no-tokenizer", no_tok, "skip the tokenizer cases");
+  app.add_flag("--video", video,
+               "end to end instead: the compiled candidates and the C++ predictor on the folder's video and "
+               "prompt against video/trace.json (ids, probs, masks IoU >= 0.99 or <= 16 px for small masks)");
+  app.add_option("--cache-dir", cache_dir, "with --video: where the compiled candidates are cached");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (video) {
+    pipeline::VideoParityOptions v;
+    v.fixture_dir = opt.fixture_dir;
+    if (!opt.weights_files.empty()) v.weights = opt.weights_files.front();
+    v.cache_dir = cache_dir;
+    v.num_threads = opt.num_threads;
+    return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;
   opt.optimized = !no_opt;

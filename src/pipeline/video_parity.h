@@ -1,0 +1,41 @@
+// `segmux parity --video FIXTURE_DIR`: the whole product path (compiled candidates + the C++ control
+// plane) on a fixture folder's video, weights, config and recorded prompt, compared frame by frame
+// with the official predictor's outputs (video/trace.json):
+//   - the same object ids on every emitted frame (add_prompt and each propagate yield),
+//   - the same emitted probabilities (|diff| <= 1e-3; quirks such as -10000 for an object removed by
+//     hot start included),
+//   - boxes: reported (worst deviation in pixels), not a verdict: they are the extremes of the mask
+//     before the non-overlap step, so one flipped pixel at an extreme moves them,
+//   - per object per frame: mask IoU >= 0.99, or, for official masks under 1,600 pixels, at most 16
+//     differing pixels.
+#pragma once
+#include <ostream>
+#include <string>
+
+namespace segmux::pipeline {
+
+struct VideoParityOptions {
+  std::string fixture_dir;
+  std::string weights;    // default: FIXTURE_DIR/weights.safetensors
+  std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
+  int num_threads = 2;
+};
+
+struct VideoParityReport {
+  int frames_compared = 0;
+  int objects_compared = 0;       // object-frame pairs
+  int id_mismatches = 0;          // frames whose id lists differ
+  int prob_mismatches = 0;
+  double worst_box_px = 0;        // largest box-coordinate deviation, pixels
+  int mask_misses = 0;            // object-frame pairs under the mask bar
+  double worst_iou = 1.0;
+  int worst_frame = -1;
+  long long worst_obj = -1;
+  long long worst_diff_pixels = 0;
+  double seconds_per_frame = 0;
+  bool passed() const { return frames_compared > 0 && id_mismatches + prob_mismatches + mask_misses == 0; }
+};
+
+VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log);
+
+}  // namespace segmux::pipeline
