@@ -6,13 +6,15 @@
 //
 // Typical use for one tracker state on frame t (forward tracking):
 //   for each bucket b:
-//     auto in = assemble_propagation_inputs(cfg, bank, t, num_frames, b, feats);
-//     outs[b] = session.run(in.tensors);
-//   PropagationResult r = demux_propagation_outputs(cfg, assignment, outs);
-//   ... control plane ...
+//     PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, b, t, num_frames, feats);
+//     outs[b] = propagation_session.run(in.tensors);
+//   PropagationResult r = demux_propagation_outputs(cfg, assignment, outs);   // data space
+//   ... control plane (final masks, object scores) ...
 //   for each bucket b:
-//     enc[b] = mem_session.run(assemble_memory_encoder_inputs(cfg, assignment, b, pix_feat, masks, scores, cond));
-//   bank.non_cond_frames[t] = StoredFrame{..., stack of enc[b]["maskmem_features_bf16"], stored_obj_ptrs(...)};
+//     enc[b] = memory_session.run(assemble_memory_encoder_inputs(cfg, assignment, b, pix_feat, masks,
+//                                                                scores, conditioning_objects));
+//   bank.non_cond_frames[t] = StoredFrame{stack_buckets(enc[*]["maskmem_features_bf16"]),
+//                                         feats.image, r.stored_obj_ptr};
 #pragma once
 #include <map>
 #include <set>
