@@ -3,6 +3,7 @@
 // with libonnx's checker before it is returned or written.
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <cstdio>
 #include <set>
@@ -131,7 +132,11 @@ Built build_model(const ir::Graph& graph_in, const ExportOptions& opt, bool allo
 
   onnx::GraphProto* gp = m.mutable_graph();
   gp->set_name(g.name.empty() ? "graph" : g.name);
-  for (int v : g.inputs) set_type(gp->add_input(), g.value(v));
+  for (int v : g.inputs) {
+    SEGMUX_CHECK(g.value(v).has_shape, "graph input '", g.value(v).name,
+                 "' has no static shape; ONNX export needs at least its rank (fix the input shapes first)");
+    set_type(gp->add_input(), g.value(v));
+  }
   for (int v : g.outputs) set_type(gp->add_output(), g.value(v));
 
   size_t total = 0;
@@ -170,7 +175,21 @@ Built build_model(const ir::Graph& graph_in, const ExportOptions& opt, bool allo
         n.domain.empty() ? onnx::OpSchemaRegistry::Schema(n.op_type, opt.opset, "") : nullptr;
     for (auto& [name, value] : n.attrs) set_attribute(np->add_attribute(), name, value, schema, n);
     for (int o : n.outputs)
-      if (o >= 0 && !io.count(o)) set_type(gp->add_value_info(), g.value(o));
+      if (o >= 0 && !io.count(o) && g.value(o).has_shape) set_type(gp->add_value_info(), g.value(o));
+  }
+  // ONNX requires a shape (at least a rank) on graph outputs; ONNX's own inference fills in those
+  // our IR does not know statically (e.g. Range, data-dependent sizes).
+  bool output_without_shape = false;
+  for (const auto& o : gp->output()) output_without_shape |= !o.type().tensor_type().has_shape();
+  if (output_without_shape) {
+    try {
+      onnx::shape_inference::InferShapes(m);
+    } catch (const std::exception& e) {
+      fail("graph '", g.name, "': ONNX shape inference for outputs without a static shape failed: ", e.what());
+    }
+    for (const auto& o : gp->output())
+      SEGMUX_CHECK(o.type().tensor_type().has_shape(), "graph output '", o.name(),
+                   "' has no known rank, which ONNX requires of graph outputs");
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // ONNX -> IR: parse, check (libonnx checker), upgrade to opset 17 when older, shape-infer (libonnx),
 // convert. Every failure is a segmux::Error naming the model and, where there is one, the node.
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <set>
@@ -58,6 +59,52 @@ void run_checker(const onnx::ModelProto& m, const std::string& model_dir) {
   onnx::checker::LexicalScopeContext lex;
   onnx::checker::check_graph(m.graph(), ctx, lex);
   onnx::checker::check_model_local_functions(m, ctx, lex);
+}
+
+// Structural checks of our own, before libonnx sees the model: its checker leaves some of these
+// unchecked and its version converter crashes on them (e.g. a graph output nothing produces).
+void check_structure(const onnx::ModelProto& m) {
+  const onnx::GraphProto& g = m.graph();
+  SEGMUX_CHECK(g.sparse_initializer_size() == 0, "sparse initializers are not supported");
+  std::set<std::string> defined;
+  auto check_type = [](const onnx::ValueInfoProto& vi, const char* role) {
+    SEGMUX_CHECK(vi.has_type() && vi.type().has_tensor_type(), role, " '", vi.name(),
+                 "' is not a tensor (sequences, maps, optionals and sparse tensors are not supported)");
+    SEGMUX_CHECK(vi.type().tensor_type().has_elem_type(), role, " '", vi.name(), "' has no element type");
+  };
+  for (const auto& init : g.initializer()) {
+    SEGMUX_CHECK(!init.name().empty(), "an initializer has no name");
+    SEGMUX_CHECK(defined.insert(init.name()).second, "initializer '", init.name(), "' is defined twice");
+  }
+  for (const auto& in : g.input()) {
+    check_type(in, "graph input");
+    SEGMUX_CHECK(!in.name().empty(), "a graph input has no name");
+    SEGMUX_CHECK(defined.insert(in.name()).second || std::any_of(g.initializer().begin(), g.initializer().end(),
+                                                                  [&](auto& t) { return t.name() == in.name(); }),
+                 "graph input '", in.name(), "' is defined twice");
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    for (const auto& a : n.attribute())
+      SEGMUX_CHECK(a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS &&
+                       !a.has_g() && a.graphs_size() == 0,
+                   node_label(n, i), ": attribute '", a.name(),
+                   "' is a subgraph; control flow (If, Loop, Scan) is not supported");
+    for (const std::string& in : n.input())
+      SEGMUX_CHECK(in.empty() || defined.count(in), node_label(n, i), ": input '", in,
+                   "' is not defined before this node");
+    for (const std::string& out : n.output())
+      SEGMUX_CHECK(out.empty() || defined.insert(out).second, node_label(n, i), ": output '", out,
+                   "' is already defined");
+  }
+  for (const auto& out : g.output()) {
+    check_type(out, "graph output");
+    SEGMUX_CHECK(defined.count(out.name()), "graph output '", out.name(), "' is not produced by anything");
+  }
+  for (const auto& vi : g.value_info()) {
+    check_type(vi, "value_info");
+    SEGMUX_CHECK(defined.count(vi.name()), "value_info names '", vi.name(), "', which nothing defines");
+  }
 }
 
 int default_opset(const onnx::ModelProto& m) {
@@ -288,6 +335,7 @@ ir::Graph import_model(const std::string& bytes, const std::string& what, const 
     onnx::ModelProto m;
     SEGMUX_CHECK(m.ParseFromArray(bytes.data(), int(bytes.size())), "not a valid ONNX ModelProto (protobuf parse failed)");
     SEGMUX_CHECK(m.has_graph(), "the model has no graph");
+    check_structure(m);
     fix_input_shapes(m, opt);
     int opset = 0;
     try {
@@ -337,6 +385,14 @@ ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opt) {
 
 ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const ImportOptions& opt) {
   return import_model(bytes, what, opt.base_dir, opt);
+}
+
+Tensor parse_tensor_proto(const std::string& bytes, const std::string& what) {
+  onnx::TensorProto p;
+  SEGMUX_CHECK(bytes.size() < size_t(INT_MAX) && p.ParseFromArray(bytes.data(), int(bytes.size())), what,
+               " is not a serialized ONNX TensorProto");
+  ExternalData none("");
+  return tensor_from_proto(p, none, what);
 }
 
 Tensor read_tensor_proto_file(const std::string& path) {

@@ -47,6 +47,8 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& what, c
 // export_onnx_bytes refuses such graphs (a single message cannot hold them).
 // Reads one serialized TensorProto (e.g. the input_0.pb / output_0.pb files of ONNX's backend tests).
 Tensor read_tensor_proto_file(const std::string& path);
+// Parses serialized TensorProto bytes (no external data); `what` names it in errors.
+Tensor parse_tensor_proto(const std::string& bytes, const std::string& what);
 
 void export_onnx_file(const ir::Graph& g, const std::string& path, const ExportOptions& opt = {});
 std::string export_onnx_bytes(const ir::Graph& g, const ExportOptions& opt = {});
