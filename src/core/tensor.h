@@ -42,7 +42,7 @@ class Tensor {
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i];
     } else {
-      std::memcpy(t.raw(), values.data(), t.nbytes());
+      if (!values.empty()) std::memcpy(t.raw(), values.data(), t.nbytes());  // memcpy(null, 0) is UB
     }
     return t;
   }
