@@ -1,10 +1,24 @@
 // segmux: one binary, many subcommands.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "apps/commands.h"
 
+// libgomp (the OpenMP runtime oneDNN and our kernels share) spins for a long time between parallel
+// regions; on a loaded or shared machine the spinning threads steal the cores the work needs (we
+// measured 10-100x slowdowns of small models under load). It reads its settings when it loads, before
+// main, so the first start re-executes itself once with a short spin unless the user chose a policy.
+static void ensure_short_openmp_spin(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("GOMP_SPINCOUNT", "1000", 0) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only on failure: then carry on with the defaults
+}
+
 int main(int argc, char** argv) {
+  ensure_short_openmp_spin(argv);
   try {
     return segmux::apps::dispatch(argc, argv);
   } catch (const std::exception& e) {
