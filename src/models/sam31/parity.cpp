@@ -6,6 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iomanip>
+#include <map>
+#include <tuple>
 #include <sstream>
 
 #include "compiler/compile.h"
@@ -276,6 +278,29 @@ void print_parity_report(const ParityReport& r, std::ostream& os) {
        << (c.pass ? "pass" : "FAIL");
     if (!c.problem.empty()) os << " (" << c.problem << ")";
     os << "\n";
+  }
+  // Worst case per candidate / output / backend over cases and weights files.
+  struct Worst {
+    double cosine = 1, ratio = 0, max_abs = 0;
+    bool pass = true;
+    int n = 0;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Worst> worst;
+  for (auto& row : r.rows) {
+    Worst& w = worst[{row.candidate, row.output, row.backend}];
+    w.cosine = std::min(w.cosine, row.check.cosine);
+    w.ratio = std::max(w.ratio, row.check.ratio);
+    w.max_abs = std::max(w.max_abs, row.check.max_abs);
+    w.pass = w.pass && row.check.pass;
+    ++w.n;
+  }
+  os << "\nworst per candidate / output / backend (over cases and weights files):\n";
+  for (auto& [k, w] : worst) {
+    std::ostringstream cos;
+    cos << std::fixed << std::setprecision(9) << w.cosine;
+    os << "  " << std::left << std::setw(22) << std::get<0>(k) << std::setw(26) << std::get<1>(k) << std::setw(12)
+       << std::get<2>(k) << "cosine " << cos.str() << "  max_abs " << fmt(w.max_abs, 2) << "  max_abs/ref "
+       << fmt(w.ratio, 2) << "  (" << w.n << ") " << (w.pass ? "pass" : "FAIL") << "\n";
   }
   for (auto& n : r.notes) os << "note: " << n << "\n";
   for (auto& f : r.failures) os << "FAIL: " << f << "\n";
