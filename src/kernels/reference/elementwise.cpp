@@ -454,7 +454,7 @@ void register_elementwise_reference() {
   variadic("Mean", Fold::mean);
   variadic("Max", Fold::max);
   variadic("Min", Fold::min);
-  reg("Where", where_kernel);
+  register_reference_kernel_fn("", "Where", where_kernel);  // byte-wise: any dtype, no upcast
   reg("Clip", clip_kernel);
   reg("IsNaN", [](KernelContext& ctx) {
     const Tensor& x = in(ctx, 0);
