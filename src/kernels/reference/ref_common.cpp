@@ -102,4 +102,46 @@ int64_t axis_of(const KernelContext& ctx, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+namespace {
+template <typename E>
+void gather_rows(const E* src, E* dst, int64_t base, const std::vector<int64_t>& st, const Shape& shape) {
+  const size_t r = shape.size();
+  const int64_t total = shape_numel(shape);
+  if (total == 0) return;
+  if (r == 0) {
+    dst[0] = src[base];
+    return;
+  }
+  const int64_t inner = shape[r - 1], step = st[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  int64_t off = base;
+  for (int64_t o = 0; o < total; o += inner) {
+    const E* s = src + off;
+    E* d = dst + o;
+    if (step == 1) {
+      std::memcpy(d, s, size_t(inner) * sizeof(E));
+    } else {
+      for (int64_t k = 0; k < inner; ++k) d[k] = s[k * step];
+    }
+    for (size_t a = r - 1; a-- > 0;) {  // odometer over the outer dims
+      off += st[a];
+      if (++idx[a] < shape[a]) break;
+      off -= st[a] * shape[a];
+      idx[a] = 0;
+    }
+  }
+}
+}  // namespace
+
+void strided_gather(const Tensor& x, int64_t base, const std::vector<int64_t>& st, Tensor& y) {
+  const void* s = x.raw();
+  void* d = y.raw();
+  switch (dtype_size(x.dtype())) {
+    case 1: return gather_rows(static_cast<const uint8_t*>(s), static_cast<uint8_t*>(d), base, st, y.shape());
+    case 2: return gather_rows(static_cast<const uint16_t*>(s), static_cast<uint16_t*>(d), base, st, y.shape());
+    case 4: return gather_rows(static_cast<const uint32_t*>(s), static_cast<uint32_t*>(d), base, st, y.shape());
+    default: return gather_rows(static_cast<const uint64_t*>(s), static_cast<uint64_t*>(d), base, st, y.shape());
+  }
+}
+
 }  // namespace segmux::ref

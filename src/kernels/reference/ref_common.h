@@ -214,4 +214,8 @@ inline void valid_range(int64_t off, int64_t s, int64_t in, int64_t out, int64_t
 void matmul_forward(const KernelContext& ctx, const Tensor& A, const Tensor& B, Tensor& Y);
 void conv_forward(const KernelContext& ctx, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y);
 
+// y (contiguous, shape = y.shape()) gets x[base + sum_d idx[d] * x_strides[d]] for every index:
+// the copy behind Transpose, Slice, Expand. Element strides; byte-wise, any dtype.
+void strided_gather(const Tensor& x, int64_t base, const std::vector<int64_t>& x_strides, Tensor& y);
+
 }  // namespace segmux::ref

@@ -26,11 +26,7 @@ void transpose_kernel(KernelContext& ctx) {
     for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
   std::vector<int64_t> xs = strides_of(x.shape()), st(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) st[size_t(i)] = xs[size_t(axis_of(ctx, perm[size_t(i)], r))];
-  for_each_index(y.shape(), [&](const std::vector<int64_t>& idx, int64_t o) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < r; ++d) off += idx[size_t(d)] * st[size_t(d)];
-    copy_elem(x, off, y, o);
-  });
+  strided_gather(x, 0, st, y);
 }
 
 // Concat and Split: the tensor is [outer, axis, inner]; blocks of axis*inner move together.
@@ -97,11 +93,7 @@ void slice_kernel(KernelContext& ctx) {
     base += plan[d].start * xs[d];
     st[d] = plan[d].step * xs[d];
   }
-  for_each_index(y.shape(), [&](const std::vector<int64_t>& idx, int64_t o) {
-    int64_t off = base;
-    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
-    copy_elem(x, off, y, o);
-  });
+  strided_gather(x, base, st, y);
 }
 
 void gather_kernel(KernelContext& ctx) {
@@ -129,7 +121,7 @@ void gather_kernel(KernelContext& ctx) {
 void expand_kernel(KernelContext& ctx) {
   const Tensor& x = in(ctx, 0);
   Tensor& y = out(ctx, 0);
-  for_each_broadcast<1>(y.shape(), {x.shape()}, [&](int64_t i, const std::array<int64_t, 1>& o) { copy_elem(x, o[0], y, i); });
+  strided_gather(x, 0, broadcast_strides(x.shape(), y.shape()), y);
 }
 
 void tile_kernel(KernelContext& ctx) {
