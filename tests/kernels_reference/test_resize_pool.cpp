@@ -180,3 +180,17 @@ TEST(RefMisc, LrnDetUniqueBitShiftWindows) {
                 {2}, {8, 0});
   expect_tensor(run1("HannWindow", {i64({}, {4})}), {4}, {0, 0.5, 1, 0.5}, 1e-6);
 }
+
+TEST(RefMisc, LossesWithWeightsAndIgnoreIndex) {
+  // log-probabilities for 2 samples, 2 classes.
+  Tensor lp = f32({2, 2}, {-1, -2, -3, -4});
+  Tensor t = i64s({1, 0});
+  expect_tensor(run1("NegativeLogLikelihoodLoss", {lp, t}), {}, {(2 + 3) / 2.0});
+  expect_tensor(run1("NegativeLogLikelihoodLoss", {lp, t}, {{"reduction", std::string("none")}}), {2}, {2, 3});
+  expect_tensor(run1("NegativeLogLikelihoodLoss", {lp, t, f32({2}, {1, 3})}), {}, {(3 * 2 + 1 * 3) / 4.0});
+  expect_tensor(run1("NegativeLogLikelihoodLoss", {lp, t}, {{"ignore_index", int64_t(0)}}), {}, {2});
+  EXPECT_THROW(run1("NegativeLogLikelihoodLoss", {lp, i64s({2, 0})}), Error);
+  auto ce = run_op("SoftmaxCrossEntropyLoss", {f32({1, 2}, {0, 0}), i64s({1})}, {}, 2);
+  expect_tensor(ce[0], {}, {std::log(2.0)});
+  expect_tensor(ce[1], {1, 2}, {-std::log(2.0), -std::log(2.0)});
+}

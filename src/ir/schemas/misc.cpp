@@ -166,6 +166,25 @@ void register_misc_schemas() {
     for (size_t k = 1; k < ctx.outputs.size(); ++k) set_out(ctx, k, DType::i64, {-1});
   }, 1, 4);
   for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) reg(w, 1, 1, infer_window_fn);
+  // Losses (opset 13): scores/log-probabilities [N, C, d...], integer targets [N, d...].
+  auto infer_loss = [](InferContext& ctx) {
+    require_float(ctx, 0);
+    require_int(ctx, 1);
+    const TensorType& x = ctx.in(0);
+    const std::string red = ctx.node.attr_string("reduction", "mean");
+    if (red != "mean" && red != "sum" && red != "none") ctx.error("unknown reduction '" + red + "'");
+    if (ctx.outputs.size() > 1) ctx.outputs[1] = x;  // SoftmaxCrossEntropyLoss log_prob
+    if (!shapes_known(ctx, {0, 1})) return set_out_unknown(ctx, 0, x.dtype);
+    const Shape& t = ctx.in(1).shape;
+    if (x.shape.size() < 2 || t.size() != x.shape.size() - 1 || t[0] != x.shape[0])
+      ctx.error("target " + shape_str(t) + " does not fit input " + shape_str(x.shape));
+    for (size_t d = 1; d < t.size(); ++d)
+      if (t[d] != x.shape[d + 1]) ctx.error("target " + shape_str(t) + " does not fit input " + shape_str(x.shape));
+    if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{x.shape[1]}) ctx.error("weight must have shape [C]");
+    set_out(ctx, 0, x.dtype, red == "none" ? t : Shape{});
+  };
+  reg("NegativeLogLikelihoodLoss", 2, 3, infer_loss);
+  reg("SoftmaxCrossEntropyLoss", 2, 3, infer_loss, 1, 2);
 }
 
 }  // namespace segmux::ir

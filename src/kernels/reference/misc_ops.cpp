@@ -450,9 +450,62 @@ void window_kernel(KernelContext& ctx, int kind) {
   }
 }
 
+// ---- losses ------------------------------------------------------------------------------------------------
+
+// Negative log-likelihood over log-probabilities lp [N, C, D] (D = product of the extra dims).
+void nll(KernelContext& ctx, const std::vector<double>& lp, int64_t N, int64_t C, int64_t D, Tensor& y) {
+  std::vector<int64_t> target = ints_of(ctx, in(ctx, 1));
+  std::vector<double> weight = has_in(ctx, 2) ? doubles_of(in(ctx, 2)) : std::vector<double>(size_t(C), 1.0);
+  const bool has_ignore = ctx.node.has_attr("ignore_index");
+  const int64_t ignore = ctx.node.attr_int("ignore_index", 0);
+  const std::string red = ctx.node.attr_string("reduction", "mean");
+  std::vector<double> loss(static_cast<size_t>(N * D), 0.0);
+  double sum = 0, wsum = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t t = target[size_t(n * D + d)];
+      if (has_ignore && t == ignore) continue;
+      if (t < 0 || t >= C) kfail(ctx, "target ", t, " is out of range for ", C, " classes");
+      const double w = weight[size_t(t)];
+      const double l = -lp[size_t((n * C + t) * D + d)] * w;
+      loss[size_t(n * D + d)] = l;
+      sum += l;
+      wsum += w;
+    }
+  if (red == "none") {
+    for (size_t i = 0; i < loss.size(); ++i) y.set_from_double(int64_t(i), loss[i]);
+  } else {
+    y.set_from_double(0, red == "sum" ? sum : sum / wsum);
+  }
+}
+
+void nll_loss_kernel(KernelContext& ctx) {
+  const Tensor& x = in(ctx, 0);
+  const int64_t N = x.dim(0), C = x.dim(1), D = (N > 0 && C > 0) ? x.numel() / (N * C) : 0;
+  nll(ctx, doubles_of(x), N, C, D, out(ctx, 0));
+}
+
+void softmax_ce_kernel(KernelContext& ctx) {
+  const Tensor& x = in(ctx, 0);
+  const int64_t N = x.dim(0), C = x.dim(1), D = (N > 0 && C > 0) ? x.numel() / (N * C) : 0;
+  std::vector<double> v = doubles_of(x), lp(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t d = 0; d < D; ++d) {
+      double mx = -INFINITY, s = 0;
+      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, v[size_t((n * C + c) * D + d)]);
+      for (int64_t c = 0; c < C; ++c) s += std::exp(v[size_t((n * C + c) * D + d)] - mx);
+      for (int64_t c = 0; c < C; ++c) lp[size_t((n * C + c) * D + d)] = v[size_t((n * C + c) * D + d)] - mx - std::log(s);
+    }
+  nll(ctx, lp, N, C, D, out(ctx, 0));
+  if (wants_out(ctx, 1) && out(ctx, 1).defined())
+    for (size_t i = 0; i < lp.size(); ++i) out(ctx, 1).set_from_double(int64_t(i), lp[i]);
+}
+
 }  // namespace
 
 void register_misc_reference() {
+  reg("NegativeLogLikelihoodLoss", nll_loss_kernel);
+  reg("SoftmaxCrossEntropyLoss", softmax_ce_kernel);
   reg("QuantizeLinear", quantize_kernel);
   reg("DequantizeLinear", dequantize_kernel);
   reg("DynamicQuantizeLinear", dynamic_quantize_kernel);
