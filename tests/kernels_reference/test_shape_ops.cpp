@@ -121,3 +121,16 @@ TEST(RefShape, EmptyDimsEverywhere) {
   EXPECT_EQ(run1("Tile", {e, i64s({2, 2, 0})}).shape(), (Shape{4, 0, 0}));
   EXPECT_EQ(run1("Pad", {e, i64s({0, 0, 0, 0, 0, 0})}).shape(), (Shape{2, 0, 3}));
 }
+
+TEST(RefShape, HostileShapesAreErrorsNotOverflows) {
+  const int64_t huge = int64_t(1) << 40;
+  EXPECT_THROW(run1("ConstantOfShape", {i64s({huge, huge})}), Error);
+  EXPECT_THROW(run1("ConstantOfShape", {i64s({-1})}), Error);
+  EXPECT_THROW(run1("Tile", {f32({2}, {1, 2}), i64s({INT64_MAX})}), Error);
+  EXPECT_THROW(run1("Expand", {f32({1}, {1}), i64s({huge, huge})}), Error);
+  EXPECT_THROW(run1("Range", {f32({}, {0}), f32({}, {1e30f}), f32({}, {1e-30f})}), Error);
+  EXPECT_THROW(run1("Resize", {f32({1, 2}, {1, 2}), Tensor(DType::f32, {0}), f32({2}, {1, 1e30f})}), Error);
+  EXPECT_THROW(run1("Reshape", {f32({2}, {1, 2}), i64s({-2})}), Error);
+  EXPECT_THROW(run1("Gather", {f32({2}, {1, 2}), i64s({0})}, {{"axis", int64_t(3)}}), Error);
+  EXPECT_THROW(run1("Concat", {f32({2}, {1, 2})}), Error);  // axis missing
+}

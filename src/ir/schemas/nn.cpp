@@ -142,6 +142,7 @@ void infer_resize(InferContext& ctx) {
     if (!sizes) return set_out_unknown(ctx, 0, x.dtype);
   }
   auto plan = shape_math::resize_plan(ctx.node, x.shape, scales ? &*scales : nullptr, sizes ? &*sizes : nullptr);
+  check_buildable(ctx, plan.out);
   set_out(ctx, 0, x.dtype, plan.out);
 }
 
@@ -155,6 +156,7 @@ void infer_resize_antialias(InferContext& ctx) {
   if (x.shape.size() < 2) ctx.error("input must have rank >= 2");
   if (sizes->size() != 2 || (*sizes)[0] <= 0 || (*sizes)[1] <= 0)
     ctx.error("sizes must be two positive values [out_height, out_width]");
+  check_buildable(ctx, {(*sizes)[0], (*sizes)[1]});
   Shape out = x.shape;
   out[out.size() - 2] = (*sizes)[0];
   out[out.size() - 1] = (*sizes)[1];

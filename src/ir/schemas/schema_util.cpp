@@ -50,6 +50,16 @@ std::optional<std::vector<double>> const_doubles(const InferContext& ctx, size_t
   return v;
 }
 
+void check_buildable(const InferContext& ctx, const Shape& s) {
+  const int64_t limit = int64_t(1) << 48;  // elements; far beyond any real tensor, far below overflow
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0) ctx.error("shape " + shape_str(s) + " has a negative dimension");
+    if (d > limit || (d > 0 && n > limit / d)) ctx.error("shape " + shape_str(s) + " is too large");
+    n *= d;
+  }
+}
+
 bool shapes_known(const InferContext& ctx, std::initializer_list<size_t> inputs) {
   for (size_t i : inputs)
     if (ctx.has_input(i) && !ctx.inputs[i]->has_shape) return false;

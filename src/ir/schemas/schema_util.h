@@ -21,6 +21,10 @@ std::optional<int64_t> const_int(const InferContext& ctx, size_t i);
 // Float values (any float or int dtype) of a constant input.
 std::optional<std::vector<double>> const_doubles(const InferContext& ctx, size_t i);
 
+// Throws when a shape made from data (ConstantOfShape, Tile, Expand, Resize, Range) has a negative
+// dimension or more elements than any tensor could hold (guards int64 overflow on hostile input).
+void check_buildable(const InferContext& ctx, const Shape& s);
+
 // Sets output k to a dtype with (or without) a shape.
 inline void set_out(InferContext& ctx, size_t k, DType t, const Shape& s) {
   if (k < ctx.outputs.size()) ctx.outputs[k] = TensorType{t, s, true};

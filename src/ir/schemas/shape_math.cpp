@@ -218,7 +218,9 @@ ResizePlan resize_plan(const Node& n, const Shape& x, const std::vector<double>*
       const float s = float((*scales)[i]);
       SEGMUX_CHECK(s > 0 && std::isfinite(s), n.describe(), ": scales must be positive, got ", s);
       p.scales[i] = s;
-      p.out[i] = int64_t(std::floor(float(x[i]) * s));
+      const double out = std::floor(double(float(x[i]) * s));
+      SEGMUX_CHECK(out < double(int64_t(1) << 48), n.describe(), ": scale ", s, " makes the output too large");
+      p.out[i] = int64_t(out);
     }
   }
   return p;

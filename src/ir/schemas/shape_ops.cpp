@@ -231,7 +231,9 @@ void infer_expand(InferContext& ctx) {
   require_dtype(ctx, 1, {DType::i64}, "i64");
   auto shape = const_ints(ctx, 1);
   if (!x.has_shape || !shape) return set_out_unknown(ctx, 0, x.dtype);
-  set_out(ctx, 0, x.dtype, broadcast(ctx, x.shape, *shape));
+  Shape out = broadcast(ctx, x.shape, *shape);
+  check_buildable(ctx, out);
+  set_out(ctx, 0, x.dtype, out);
 }
 
 void infer_tile(InferContext& ctx) {
@@ -243,8 +245,10 @@ void infer_tile(InferContext& ctx) {
   Shape out = x.shape;
   for (size_t i = 0; i < out.size(); ++i) {
     if ((*reps)[i] < 0) ctx.error("negative repeat");
+    if ((*reps)[i] > 0 && out[i] > (int64_t(1) << 48) / (*reps)[i]) ctx.error("repeats make the output too large");
     out[i] *= (*reps)[i];
   }
+  check_buildable(ctx, out);
   set_out(ctx, 0, x.dtype, out);
 }
 
@@ -274,8 +278,7 @@ void infer_constant_of_shape(InferContext& ctx) {
     if (ctx.in(0).has_shape && ctx.in(0).shape.size() == 1 && ctx.in(0).shape[0] == 0) return set_out(ctx, 0, t, {});
     return set_out_unknown(ctx, 0, t);
   }
-  for (int64_t d : *shape)
-    if (d < 0) ctx.error("negative dimension in shape " + shape_str(*shape));
+  check_buildable(ctx, *shape);
   set_out(ctx, 0, t, *shape);
 }
 
@@ -306,8 +309,11 @@ void infer_range(InferContext& ctx) {
     int64_t d = (*ic)[0], span = (*ib)[0] - (*ia)[0];
     n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0) : (span < 0 ? (-span + (-d) - 1) / (-d) : 0);
   } else {
-    n = int64_t(std::max(0.0, std::ceil((limit - start) / delta)));
+    const double len = std::max(0.0, std::ceil((limit - start) / delta));
+    if (!(len < double(int64_t(1) << 48))) ctx.error("Range would have too many elements");
+    n = int64_t(len);
   }
+  check_buildable(ctx, {n});
   set_out(ctx, 0, t, {n});
 }
 
