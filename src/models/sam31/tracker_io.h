@@ -55,7 +55,8 @@ struct MemoryBank {
   std::map<int, StoredFrame> non_cond_frames;  // other frames by frame index
 };
 
-// Tracker settings that decide which memories are read (official builder values by default).
+// Tracker settings that decide which memories are read (official SAM 3.1 builder values by default).
+// use_memory_selection (SAM2Long-style frame filtering) is False in SAM 3.1 and not implemented here.
 struct MemorySelectionOptions {
   bool track_in_reverse = false;
   bool only_obj_ptrs_in_the_past = false;  // only_obj_ptrs_in_the_past_for_eval
