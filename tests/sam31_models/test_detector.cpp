@@ -3,6 +3,8 @@
 // presence, scores), then the final outputs.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
 #include "models/sam31/contract_util.h"
@@ -126,6 +128,44 @@ TEST(Detector, ModuleFixtureIsAnotherFrame) {
   EXPECT_LT(c.cosine, 0.999);
   c = check_output(seq(bb.at("out.pos2")), f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"), Tolerance{});
   EXPECT_EQ(c.max_abs, 0.0);
+}
+}  // namespace
+}  // namespace segmux::sam31
+
+namespace segmux::sam31 {
+namespace {
+// A batch of two frames grounds each entry independently: entry k equals the single-frame run of
+// its own features and prompt.
+TEST(Detector, BatchEntriesAreIndependent) {
+  const ModelConfig cfg = load_config(kDir + "/config.json");
+  Weights w = Weights::load(kDir + "/weights.safetensors");
+  auto cases = detector_parity_cases(kDir, cfg);
+  Session one(build_detector(cfg, w), SessionOptions{1, false});
+  DetectorOptions o2;
+  o2.batch = 2;
+  Session two(build_detector(cfg, w, o2), SessionOptions{1, false});
+  const auto& a = cases.at(0).inputs;  // frame 0, prompt 0
+  auto b = a;                          // frame 1 level 2, prompt 1 ("visual")
+  b["fpn2"] = cases.at(1).inputs.at("fpn2");
+  b["text_ids"] = Tensor::from_vector<int64_t>({1}, {1});
+  auto cat = [](const Tensor& x, const Tensor& y) {
+    Shape s = x.shape();
+    s[0] *= 2;
+    Tensor t(x.dtype(), s);
+    std::memcpy(t.raw(), x.raw(), x.nbytes());
+    std::memcpy(static_cast<std::byte*>(t.raw()) + x.nbytes(), y.raw(), y.nbytes());
+    return t;
+  };
+  std::map<std::string, Tensor> in2 = a;
+  for (const char* k : {"fpn0", "fpn1", "fpn2", "pos2"}) in2[k] = cat(a.at(k), b.at(k));
+  in2["text_ids"] = Tensor::from_vector<int64_t>({2}, {0, 1});
+  auto out2 = two.run(in2);
+  auto oa = one.run(a), ob = one.run(b);
+  for (const char* k : {"pred_logits", "pred_boxes", "pred_masks", "presence_logit_dec"}) {
+    const Tensor& t = out2.at(k);
+    expect_close(std::string(k) + "[0]", contract::take(t, 0, 0, 1), oa.at(k));
+    expect_close(std::string(k) + "[1]", contract::take(t, 0, 1, 1), ob.at(k));
+  }
 }
 }  // namespace
 }  // namespace segmux::sam31
