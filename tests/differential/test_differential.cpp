@@ -120,7 +120,7 @@ void run_case(const Case& c) {
   for (bool optimized : {false, true}) {
     std::map<std::string, Tensor> ours;
     try {
-      ours = Session(g, SessionOptions{.num_threads = 1, .use_optimized_kernels = optimized}).run(inputs);
+      ours = Session(g, SessionOptions{.num_threads = optimized ? 2 : 1, .use_optimized_kernels = optimized}).run(inputs);
     } catch (const Error& e) {
       std::string s = skip_reason(e.what());
       if (!s.empty()) GTEST_SKIP() << s;
