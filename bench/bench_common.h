@@ -25,8 +25,9 @@ inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Median seconds of `reps` timed calls after `warmup` untimed ones.
-inline double time_median(const std::function<void()>& fn, int reps, int warmup = 1) {
+// Best (minimum) seconds of `reps` timed calls after `warmup` untimed ones: on a shared, noisy machine
+// the least disturbed run is the most comparable figure.
+inline double time_best(const std::function<void()>& fn, int reps, int warmup = 1) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -34,8 +35,7 @@ inline double time_median(const std::function<void()>& fn, int reps, int warmup 
     fn();
     t.push_back(now_s() - t0);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return *std::min_element(t.begin(), t.end());
 }
 
 // 12 independent FMA chains (latency 4 x 2 pipes needs >= 8): f32 FLOPs = iters * 12 * 16 * 2.

@@ -1,6 +1,6 @@
 // bench_matmul: our MatMul kernel (constant B, prepacked at kernel creation) at 1024/2048/4096 square,
 // f32 and bf16, vs a raw oneDNN matmul with B prepacked the same way, plus GFLOP/s and % of the FMA
-// peak measured in this run. Usage: bench_matmul [threads=2] [max_n=4096]
+// peak measured in this run (best of several runs each). Usage: bench_matmul [threads=2] [max_n=4096]
 #include <omp.h>
 
 #include <cstdlib>
@@ -37,7 +37,7 @@ double raw_onednn_seconds(const Tensor& a, const Tensor& b, bool bf16, int reps)
   dnnl::reorder(b_user, wei).execute(s, b_user, wei);
   memory dst(dst_md, eng);
   s.wait();
-  return time_median(
+  return time_best(
       [&] {
         prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
         s.wait();
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       std::map<std::string, ir::AttrValue> attrs;
       if (bf16) attrs["segmux_precision"] = std::string("bf16");
       NodeRunner ours(cpu_provider(), make_node("MatMul", attrs), {a, b}, {false, true}, threads);
-      const double t_ours = time_median([&] { ours.run(); }, reps);
+      const double t_ours = time_best([&] { ours.run(); }, reps);
       omp_set_num_threads(threads);
       const double t_raw = raw_onednn_seconds(a, b, bf16, reps);
       const double peak = bf16 ? peak_bf16 : peak_f32;

@@ -25,7 +25,7 @@ double onednn_layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bia
   dnnl::layer_normalization_forward prim(pd);
   memory src(md, eng, const_cast<void*>(x.raw())), dst(md, eng, y.raw());
   memory sc(cmd, eng, const_cast<void*>(scale.raw())), sh(cmd, eng, const_cast<void*>(bias.raw()));
-  return time_median(
+  return time_best(
       [&] {
         prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCALE, sc}, {DNNL_ARG_SHIFT, sh}});
         s.wait();
@@ -41,7 +41,7 @@ double onednn_softmax(const Tensor& x, Tensor& y, int reps) {
   dnnl::softmax_forward::primitive_desc pd(dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), eng);
   dnnl::softmax_forward prim(pd);
   memory src(md, eng, const_cast<void*>(x.raw())), dst(md, eng, y.raw());
-  return time_median(
+  return time_best(
       [&] {
         prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
         s.wait();
@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
     ir::Node n = make_node("LayerNormalization", {{"axis", int64_t(-1)}, {"epsilon", 1e-5f}});
     NodeRunner ours(cpu_provider(), n, {x, scale, bias}, {false, true, true}, threads);
     NodeRunner ref(reference_provider(), n, {x, scale, bias}, {false, true, true}, threads);
-    const double t_ours = time_median([&] { ours.run(); }, 15);
-    const double t_ref = time_median([&] { ref.run(); }, 3);
+    const double t_ours = time_best([&] { ours.run(); }, 15);
+    const double t_ref = time_best([&] { ref.run(); }, 3);
     Tensor y(DType::f32, x.shape());
     omp_set_num_threads(threads);
     const double t_dnnl = onednn_layer_norm(x, scale, bias, y, 15);
@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
     ir::Node n = make_node("Softmax", {{"axis", int64_t(-1)}});
     NodeRunner ours(cpu_provider(), n, {x}, {false}, threads);
     NodeRunner ref(reference_provider(), n, {x}, {false}, threads);
-    const double t_ours = time_median([&] { ours.run(); }, 15);
-    const double t_ref = time_median([&] { ref.run(); }, 3);
+    const double t_ours = time_best([&] { ours.run(); }, 15);
+    const double t_ref = time_best([&] { ref.run(); }, 3);
     Tensor y(DType::f32, x.shape());
     omp_set_num_threads(threads);
     const double t_dnnl = onednn_softmax(x, y, 15);
