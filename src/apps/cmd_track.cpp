@@ -1,4 +1,11 @@
 // segmux track INPUT --prompt TEXT --out DIR: text-prompted video segmentation end to end.
+//
+// Outputs (formats: src/pipeline/outputs.h, docs/track.md) are written into a staging folder
+// DIR/.partial-<pid> and moved into DIR only when every frame is done, so a failure (bad input, a
+// corrupt frame in the middle of a video, a full disk) leaves DIR as it was. Frames reach the writer
+// in ascending frame order: a forward run streams; backward/both runs spool each frame's objects
+// (RLE masks, boxes, scores) to an anonymous temporary file and write them out in order at the end,
+// so memory does not grow with the video's length.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -7,12 +14,14 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "apps/commands.h"
 #include "core/error.h"
 #include "pipeline/compiled_backend.h"
 #include "pipeline/control_plane.h"
 #include "pipeline/outputs.h"
+#include "pipeline/rle.h"
 #include "pipeline/video_io.h"
 
 namespace segmux::apps {
@@ -21,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace segmux::pipeline;
 
-// A one-line progress bar with ETA on a terminal; plain lines otherwise.
+// A one-line progress bar with ETA on a terminal; a plain line every 10 frames otherwise.
 class Progress {
  public:
   Progress(int total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(2)), start_(clock::now()) {}
@@ -29,15 +38,21 @@ class Progress {
     if (quiet_) return;
     double elapsed = std::chrono::duration<double>(clock::now() - start_).count();
     double per = done > 0 ? elapsed / done : 0;
-    double eta = per * (total_ - done);
+    double eta = per * std::max(0, total_ - done);
     if (tty_) {
-      int width = 30, filled = total_ > 0 ? width * done / total_ : width;
+      int width = 30, filled = total_ > 0 ? std::min(width, width * done / total_) : width;
       std::fprintf(stderr, "\r[%.*s%*s] %d/%d frames  %.2f s/frame  ETA %s   ", filled,
                    "##############################", width - filled, "", done, total_, per, fmt(eta).c_str());
-      if (done == total_) std::fprintf(stderr, "\n");
+      open_line_ = true;
+      if (done >= total_) end_line();
     } else if (done == total_ || done % 10 == 0) {
       std::fprintf(stderr, "frame %d (%d/%d), %.2f s/frame, ETA %s\n", frame_index, done, total_, per, fmt(eta).c_str());
     }
+  }
+  // Ends the bar's line when the run stopped short of the planned count.
+  void end_line() {
+    if (open_line_) std::fprintf(stderr, "\n");
+    open_line_ = false;
   }
 
  private:
@@ -49,32 +64,155 @@ class Progress {
     return b;
   }
   int total_;
-  bool quiet_, tty_;
+  bool quiet_, tty_, open_line_ = false;
   clock::time_point start_;
 };
+
+// The staging folder: removed (with the output folder, if this run created it and it stays empty)
+// unless commit() moved its contents into place.
+class StagedOutput {
+ public:
+  explicit StagedOutput(const std::string& out_dir) : out_(out_dir) {
+    std::error_code ec;
+    created_out_ = !fs::exists(out_, ec);
+    fs::create_directories(out_, ec);
+    SEGMUX_CHECK(!ec && fs::is_directory(out_), "cannot create output folder '", out_, "'",
+                 ec ? ": " + ec.message() : std::string());
+    stage_ = out_ / (".partial-" + std::to_string(::getpid()));
+    fs::remove_all(stage_, ec);
+    fs::create_directories(stage_, ec);
+    SEGMUX_CHECK(!ec, "cannot create '", stage_.string(), "': ", ec.message());
+  }
+  ~StagedOutput() {
+    if (committed_) return;
+    std::error_code ec;
+    fs::remove_all(stage_, ec);
+    if (created_out_ && fs::is_empty(out_, ec)) fs::remove(out_, ec);
+  }
+  std::string stage() const { return stage_.string(); }
+  // Moves every entry of the staging folder into the output folder, replacing older outputs of the
+  // same names (a previous run's masks/ folder goes as a whole: stale frames must not remain), and
+  // removes the previous run's outputs named in `ours` that this run did not write, so DIR never
+  // mixes two runs.
+  void commit(const std::vector<std::string>& ours) {
+    for (const auto& name : ours) {
+      std::error_code ec;
+      if (!fs::exists(stage_ / name, ec) && fs::exists(fs::symlink_status(out_ / name, ec))) {
+        fs::remove_all(out_ / name, ec);
+        SEGMUX_CHECK(!ec, "cannot remove the previous run's '", (out_ / name).string(), "': ", ec.message());
+      }
+    }
+    for (const auto& entry : fs::directory_iterator(stage_)) {
+      fs::path dst = out_ / entry.path().filename();
+      std::error_code ec;
+      if (fs::is_directory(fs::symlink_status(dst, ec))) {
+        fs::remove_all(dst, ec);
+        SEGMUX_CHECK(!ec, "cannot replace '", dst.string(), "': ", ec.message());
+      }
+      fs::rename(entry.path(), dst, ec);
+      SEGMUX_CHECK(!ec, "cannot move '", entry.path().string(), "' to '", dst.string(), "': ", ec.message());
+    }
+    std::error_code ec;
+    fs::remove(stage_, ec);
+    committed_ = true;
+  }
+
+ private:
+  fs::path out_, stage_;
+  bool created_out_ = false, committed_ = false;
+};
+
+// Frame outputs kept on disk (one JSON line each, masks as RLE) until they can be written in order.
+class Spool {
+ public:
+  Spool() : file_(std::tmpfile()) { SEGMUX_CHECK(file_ != nullptr, "cannot create a temporary file"); }
+  ~Spool() { std::fclose(file_); }
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+
+  void put(const FrameOutput& out) {
+    nlohmann::json rles = nlohmann::json::array();
+    for (const auto& m : out.masks) rles.push_back(rle_encode(m).counts);
+    nlohmann::json j = {{"ids", out.obj_ids},           {"probs", out.probs},
+                        {"boxes", out.boxes_xywh},      {"rles", rles},
+                        {"tracked", out.stats.num_obj_tracked}, {"dropped", out.stats.num_obj_dropped}};
+    std::string line = j.dump();
+    SEGMUX_CHECK(std::fseek(file_, 0, SEEK_END) == 0, "temporary file: seek failed");
+    long at = std::ftell(file_);
+    SEGMUX_CHECK(at >= 0 && std::fwrite(line.data(), 1, line.size(), file_) == line.size(),
+                 "cannot write to the temporary file (disk full?)");
+    where_[out.frame_index] = {at, line.size()};
+  }
+  std::vector<int> frames() const {
+    std::vector<int> f;
+    for (const auto& [index, place] : where_) f.push_back(index);
+    return f;
+  }
+  FrameOutput get(int frame_index, int width, int height) {
+    auto [at, size] = where_.at(frame_index);
+    std::string line(size, '\0');
+    SEGMUX_CHECK(std::fseek(file_, at, SEEK_SET) == 0 && std::fread(line.data(), 1, size, file_) == size,
+                 "cannot read back the temporary file");
+    nlohmann::json j = nlohmann::json::parse(line);
+    FrameOutput out;
+    out.frame_index = frame_index;
+    out.obj_ids = j["ids"].get<std::vector<int64_t>>();
+    out.probs = j["probs"].get<std::vector<float>>();
+    out.boxes_xywh = j["boxes"].get<std::vector<std::array<float, 4>>>();
+    for (const auto& counts : j["rles"]) {
+      RleMask r{height, width, counts.get<std::vector<int64_t>>()};
+      out.masks.push_back(rle_decode(r));
+    }
+    out.stats.num_obj_tracked = j["tracked"];
+    out.stats.num_obj_dropped = j["dropped"];
+    return out;
+  }
+
+ private:
+  FILE* file_;
+  std::map<int, std::pair<long, size_t>> where_;
+};
+
+constexpr const char* kFooter = R"(
+Examples:
+  segmux track video.mp4 --prompt "dog" --weights sam3.1_multiplex.pt --out out/dog
+  segmux track frames/ --prompt "person" --model compiled/ --out out/p --direction both --start 40
+  segmux track clip.gif --prompt "shape" --demo --out out/demo
+
+Outputs in DIR (written when the run completes; a failed run leaves DIR as it was):
+  masks/NNNNN.png  16-bit grayscale per frame: 0 = background, obj_id + 1 on the object's pixels
+  tracks.json      per frame (ascending frame index): object ids, scores, boxes, COCO RLE masks
+  overlay.mp4      frames with coloured masks, boxes and ids (overlay.gif for GIF input)
+--max-frames N counts frames per direction including the prompted frame (both: up to 2N-1 frames).
+The first use of a checkpoint compiles it (minutes at full size) into --cache-dir; later runs reuse it.
+Details: docs/track.md)";
 
 int run_track(int argc, char** argv) {
   CLI::App app{"Segment and track every object matching a text prompt through a video.\n"
                "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
                "segmux track"};
+  app.footer(kFooter);
   std::string input, prompt, out_dir, direction = "forward", overlay = "auto";
   ModelSource src;
   int start = 0, max_frames = -1;
   bool quiet = false, json = false, no_masks = false;
   app.add_option("input", input, "video file, GIF or frame folder")->required();
   app.add_option("--prompt,-p", prompt, "text prompt, e.g. \"dog\"")->required();
-  app.add_option("--out,-o", out_dir, "output folder")->required();
-  auto* w = app.add_option("--weights", src.weights, "checkpoint (.pt or .safetensors); compiled on first use");
+  app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
+  auto* w = app.add_option("--weights", src.weights,
+                           "SAM 3.1 checkpoint (sam3.1_multiplex.pt or .safetensors); compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
-  auto* m = app.add_option("--model", src.model_dir, "folder of compiled candidates")->excludes(w);
-  auto* d = app.add_flag("--demo", src.demo, "built-in tiny random-weight model (meaningless masks)")->excludes(w)->excludes(m);
-  (void)d;
+  auto* m = app.add_option("--model", src.model_dir, "folder of compiled candidates (with model.json)")->excludes(w);
+  app.add_flag("--demo", src.demo, "built-in tiny random-weight model: shows the machinery, masks are meaningless")
+      ->excludes(w)
+      ->excludes(m);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
   app.add_option("--start", start, "frame to prompt and start from (default 0)");
-  app.add_option("--max-frames", max_frames, "frames to track (default: all)");
-  app.add_option("--direction", direction, "forward, backward or both")->check(CLI::IsMember({"forward", "backward", "both"}));
-  app.add_option("--overlay", overlay, "overlay file (.gif/.mp4), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
+  app.add_option("--max-frames", max_frames, "frames per direction, the prompted one included (default: all)");
+  app.add_option("--direction", direction, "forward (default), backward or both")
+      ->check(CLI::IsMember({"forward", "backward", "both"}));
+  app.add_option("--overlay", overlay, "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
   app.add_flag("--no-masks", no_masks, "do not write per-frame mask PNGs");
   app.add_option("--threads", src.num_threads, "CPU threads (default 2)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
@@ -86,27 +224,36 @@ int run_track(int argc, char** argv) {
   }
   SEGMUX_CHECK(!src.weights.empty() || !src.model_dir.empty() || src.demo,
                "no model: give --weights CHECKPOINT, --model DIR or --demo");
+  SEGMUX_CHECK(!prompt.empty(), "--prompt is empty");
+  SEGMUX_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
+  SEGMUX_CHECK(src.num_threads >= 1 && src.num_threads <= 1024, "--threads ", src.num_threads, " must be within 1..1024");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
   };
 
+  // Everything that can be checked before any output exists: input, start frame, model.
   auto reader = open_video(input);
   log("input: " + reader->describe());
-  SEGMUX_CHECK(start >= 0 && start < reader->num_frames(), "--start ", start, " is outside the video (",
-               reader->num_frames(), " frames)");
-  OpenedModel model = open_model(src, reader->num_frames(), log);
+  const int n = reader->num_frames();
+  SEGMUX_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1, ")");
+  OpenedModel model = open_model(src, n, log);
   log("model: " + model.description);
 
+  StagedOutput staged(out_dir);
   OutputOptions opt;
   opt.write_masks = !no_masks;
   opt.prompt = prompt;
   opt.source = input;
   opt.fps = reader->fps();
-  if (overlay == "auto")
-    opt.overlay_path = out_dir + (fs::path(input).extension() == ".gif" ? "/overlay.gif" : "/overlay.mp4");
-  else if (overlay != "none")
-    opt.overlay_path = overlay;
-  TrackWriter writer(out_dir, reader->width(), reader->height(), opt);
+  std::string overlay_final;
+  if (overlay == "auto") {
+    std::string name = fs::path(input).extension() == ".gif" ? "overlay.gif" : "overlay.mp4";
+    opt.overlay_path = staged.stage() + "/" + name;
+    overlay_final = (fs::path(out_dir) / name).string();
+  } else if (overlay != "none") {
+    opt.overlay_path = overlay_final = overlay;  // the video writer itself is atomic
+  }
+  TrackWriter writer(staged.stage(), reader->width(), reader->height(), opt);
 
   ControlConfig ccfg = default_control_config();
   ccfg.multiplex_count = model.config.multiplex_count;
@@ -116,38 +263,73 @@ int run_track(int argc, char** argv) {
   ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
   VideoControlPlane predictor(*model.backend, *reader, ccfg);
 
-  const int n = reader->num_frames();
-  int planned = direction == "forward" ? n - start : direction == "backward" ? start + 1 : n;
-  if (max_frames >= 0) planned = std::min(planned, direction == "both" ? 2 * max_frames : max_frames);
+  // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
+  const bool forward = direction != "backward", backward = direction != "forward";
+  const int per_dir = max_frames < 0 ? n : max_frames;
+  const int fwd_frames = forward ? std::min(per_dir, n - start) : 0;
+  const int bwd_frames = backward ? std::min(per_dir, start + 1) : 0;
+  const int planned = fwd_frames + bwd_frames - (forward && backward ? 1 : 0);
+
   Progress progress(planned, quiet);
   int done = 0;
+  std::set<int> seen;
   std::map<int64_t, int> frames_per_object;
+  std::unique_ptr<Spool> spool;
+  if (backward) spool = std::make_unique<Spool>();  // outputs arrive out of frame order
   auto t0 = std::chrono::steady_clock::now();
-  auto sink = [&](FrameOutput out) {
-    writer.add(reader->frame(out.frame_index), out);
+  auto take = [&](const FrameOutput& out) {
+    SEGMUX_CHECK(seen.insert(out.frame_index).second, "frame ", out.frame_index,
+                 " was delivered twice by the predictor");
     for (size_t k = 0; k < out.obj_ids.size(); ++k)
       if (out.masks[k].area() > 0) ++frames_per_object[out.obj_ids[k]];
+    if (spool)
+      spool->put(out);
+    else
+      writer.add(reader->frame(out.frame_index), out);
     progress.update(++done, out.frame_index);
+  };
+  auto sink = [&](FrameOutput out) {
+    take(out);
     return true;
   };
-  predictor.add_text_prompt(start, prompt);
-  if (direction == "forward" || direction == "both") predictor.propagate(start, max_frames, false, sink);
-  if (direction == "backward" || direction == "both") predictor.propagate(start, max_frames, true, sink);
+  FrameOutput prompted = predictor.add_text_prompt(start, prompt);
+  // Forward propagation re-delivers the prompted frame; backward starts below it.
+  if (!forward) take(prompted);
+  if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
+  if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+  progress.end_line();
+  const double track_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (spool) {
+    log("writing outputs in frame order");
+    for (int f : spool->frames()) writer.add(reader->frame(f), spool->get(f, reader->width(), reader->height()));
+  }
   writer.finish();
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  staged.commit({"masks", "tracks.json", "overlay.mp4", "overlay.gif"});
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (json) {
     nlohmann::json objs = nlohmann::json::object();
     for (auto& [id, f] : frames_per_object) objs[std::to_string(id)] = f;
-    nlohmann::json summary = {{"frames", writer.frames_written()},
-                              {"seconds", secs},
-                              {"seconds_per_frame", done ? secs / done : 0.0},
+    nlohmann::json outputs = {{"tracks", (fs::path(out_dir) / "tracks.json").string()}};
+    if (!no_masks) outputs["masks"] = (fs::path(out_dir) / "masks").string();
+    if (!overlay_final.empty()) outputs["overlay"] = overlay_final;
+    nlohmann::json summary = {{"input", input},
+                              {"prompt", prompt},
+                              {"model", model.description},
+                              {"direction", direction},
+                              {"start", start},
+                              {"frames", writer.frames_written()},
+                              {"objects", frames_per_object.size()},
                               {"objects_visible_frames", objs},
-                              {"out", out_dir}};
+                              {"seconds", secs},
+                              {"seconds_tracking", track_secs},
+                              {"seconds_per_frame", done ? track_secs / done : 0.0},
+                              {"out", out_dir},
+                              {"outputs", outputs}};
     std::printf("%s\n", summary.dump(2).c_str());
   } else {
     log("wrote " + std::to_string(writer.frames_written()) + " frames, " + std::to_string(frames_per_object.size()) +
-        " objects, to " + out_dir + (opt.overlay_path.empty() ? "" : " (overlay " + opt.overlay_path + ")"));
+        " objects, to " + out_dir + (overlay_final.empty() ? "" : " (overlay " + overlay_final + ")"));
   }
   return 0;
 }

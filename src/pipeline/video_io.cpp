@@ -547,6 +547,7 @@ class AvWriter : public VideoWriter {
  public:
   AvWriter(const std::string& path, int width, int height, double fps)
       : path_(path), tmp_(temp_path_for(path)), width_(width), height_(height) {
+    av_log_set_level(AV_LOG_ERROR);  // encoders (libx264) otherwise print statistics on stderr
     const AVOutputFormat* ofmt = av_guess_format(nullptr, path.c_str(), nullptr);
     SEGMUX_CHECK(ofmt != nullptr, "'", path, "': unknown video container (use .mp4, .mov, .mkv or .gif)");
     int rc = avformat_alloc_output_context2(&fmt_, ofmt, nullptr, tmp_.c_str());

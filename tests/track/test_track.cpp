@@ -1,0 +1,283 @@
+// `segmux track` end to end, run as the built binary (SEGMUX_BINARY_DIR/segmux) on the fixtures' tiny
+// model and frames: well-formed outputs, frame selection (--start, --max-frames, --direction), and bad
+// input answered with a clear error, a non-zero exit and no outputs. One compiled-model cache is
+// shared by every test of the suite (the first run compiles the tiny model).
+#include <gtest/gtest.h>
+#include <png.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "pipeline/rle.h"
+#include "pipeline/video_io.h"
+
+namespace fs = std::filesystem;
+using segmux::pipeline::BinaryMask;
+using segmux::pipeline::RleMask;
+
+namespace {
+
+const std::string kTiny = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct PngBytes {
+  std::string data;
+  size_t at = 0;
+};
+void read_from_memory(png_structp png, png_bytep out, png_size_t n) {
+  auto* src = static_cast<PngBytes*>(png_get_io_ptr(png));
+  if (src->at + n > src->data.size()) png_error(png, "truncated PNG");
+  std::memcpy(out, src->data.data() + src->at, n);
+  src->at += n;
+}
+
+// 16-bit grayscale PNG -> values (row-major). Fails the test on anything else.
+std::vector<uint16_t> read_png16(const fs::path& path, int& width, int& height) {
+  PngBytes bytes{slurp(path)};
+  std::vector<uint16_t> v;
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    ADD_FAILURE() << "libpng failed on " << path;
+    return {};
+  }
+  png_set_read_fn(png, &bytes, read_from_memory);
+  png_read_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  width = int(png_get_image_width(png, info));
+  height = int(png_get_image_height(png, info));
+  EXPECT_EQ(png_get_bit_depth(png, info), 16) << path;
+  EXPECT_EQ(png_get_color_type(png, info), PNG_COLOR_TYPE_GRAY) << path;
+  png_bytepp rows = png_get_rows(png, info);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) v.push_back(uint16_t(rows[y][2 * x] << 8 | rows[y][2 * x + 1]));
+  png_destroy_read_struct(&png, &info, nullptr);
+  return v;
+}
+
+class Track : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::path(::testing::TempDir()) / ("segmux_track_" + std::to_string(::getpid()));
+    fs::create_directories(root_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
+
+  // Runs `segmux ARGS`; stdout and stderr are kept apart (stdout carries the --json summary).
+  static Result segmux(const std::string& args) {
+    std::string err_file = tmp("stderr.txt");
+    std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>" + err_file;
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+    int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = slurp(err_file);
+    return r;
+  }
+
+  static std::string tiny_model_args() {
+    return "--weights " + kTiny + "/weights.safetensors --config " + kTiny + "/config.json --vocab " + kTiny +
+           "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + tmp("cache");
+  }
+  // `segmux track` on the fixture frames with the fixture model.
+  static Result track(const std::string& out, const std::string& extra) {
+    return segmux("track " + kTiny + "/video/frames --prompt shape " + tiny_model_args() + " --out " + out +
+                  " --quiet " + extra);
+  }
+
+  // Checks every output of a run and returns the frame indices tracks.json lists, in file order.
+  static std::vector<int> check_outputs(const fs::path& out, bool overlay = true) {
+    std::vector<int> frames;
+    EXPECT_TRUE(fs::exists(out / "tracks.json"));
+    nlohmann::json j = nlohmann::json::parse(slurp(out / "tracks.json"), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "tracks.json does not parse";
+    if (j.is_discarded()) return frames;
+    EXPECT_EQ(j["format"], "segmux-tracks-1");
+    EXPECT_EQ(j["prompt"], "shape");
+    const int w = j["width"], h = j["height"];
+    auto reader = segmux::pipeline::open_video(kTiny + "/video/frames");
+    EXPECT_EQ(w, reader->width());
+    EXPECT_EQ(h, reader->height());
+    std::set<int64_t> ids_seen;
+    for (const auto& f : j["frames"]) {
+      const int index = f["frame_index"];
+      frames.push_back(index);
+      char name[32];
+      std::snprintf(name, sizeof name, "%05d.png", index);
+      int pw = 0, ph = 0;
+      std::vector<uint16_t> ids = read_png16(out / "masks" / name, pw, ph);
+      EXPECT_EQ(pw, w);
+      EXPECT_EQ(ph, h);
+      std::vector<uint16_t> expect(size_t(w) * size_t(h), 0);
+      int64_t previous = -1;
+      for (const auto& o : f["objects"]) {
+        const int64_t id = o["id"];
+        EXPECT_GT(id, previous) << "ids ascending within a frame";
+        previous = id;
+        ids_seen.insert(id);
+        EXPECT_EQ(o["box_xywh"].size(), 4u);
+        RleMask rle{o["mask_rle"]["size"][0], o["mask_rle"]["size"][1], o["mask_rle"]["counts"]};
+        EXPECT_EQ(rle.height, h);
+        EXPECT_EQ(rle.width, w);
+        BinaryMask m = segmux::pipeline::rle_decode(rle);
+        EXPECT_EQ(m.area(), o["area"].get<int64_t>());
+        for (size_t i = 0; i < m.pixels.size(); ++i)
+          if (m.pixels[i]) expect[i] = uint16_t(id + 1);
+      }
+      EXPECT_EQ(ids, expect) << "mask PNG of frame " << index << " differs from tracks.json";
+    }
+    size_t pngs = 0;
+    for (const auto& e : fs::directory_iterator(out / "masks")) pngs += e.path().extension() == ".png";
+    EXPECT_EQ(pngs, frames.size()) << "one PNG per frame";
+    if (overlay) {
+      EXPECT_TRUE(fs::exists(out / "overlay.mp4"));
+      if (fs::exists(out / "overlay.mp4")) {
+        auto ov = segmux::pipeline::open_video((out / "overlay.mp4").string());
+        EXPECT_EQ(ov->num_frames(), int(frames.size()));
+        EXPECT_EQ(ov->width(), w);
+      }
+    }
+    for (const auto& e : fs::directory_iterator(out))
+      EXPECT_EQ(e.path().filename().string().rfind(".partial", 0), std::string::npos) << "staging left behind";
+    return frames;
+  }
+
+  static void expect_failure(const Result& r, const std::string& out, const std::string& words) {
+    EXPECT_NE(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << "stderr: " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << "a failed run left " << out;
+  }
+
+  static fs::path root_;
+};
+fs::path Track::root_;
+
+std::vector<int> range(int a, int b) {  // a..b inclusive
+  std::vector<int> v;
+  for (int i = a; i <= b; ++i) v.push_back(i);
+  return v;
+}
+
+TEST_F(Track, ForwardOutputsAreWellFormed) {
+  Result r = track(tmp("fwd"), "--max-frames 3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(tmp("fwd")), range(0, 2));
+  nlohmann::json s = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(s.is_discarded()) << "--json summary: " << r.out;
+  EXPECT_EQ(s["frames"], 3);
+  EXPECT_EQ(s["direction"], "forward");
+  EXPECT_TRUE(s["objects_visible_frames"].is_object());
+  EXPECT_EQ(s["outputs"]["tracks"], (fs::path(tmp("fwd")) / "tracks.json").string());
+  // The calibrated tiny model sees objects in the fixture video.
+  EXPECT_GT(s["objects"].get<int>(), 0);
+}
+
+TEST_F(Track, StartAndMaxFrames) {
+  Result r = track(tmp("start"), "--start 5 --max-frames 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(tmp("start")), range(5, 6));
+}
+
+TEST_F(Track, BackwardWritesFramesInOrder) {
+  Result r = track(tmp("bwd"), "--start 2 --direction backward");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(tmp("bwd")), range(0, 2));
+}
+
+TEST_F(Track, BothDirectionsWithMaxFrames) {
+  Result r = track(tmp("both"), "--start 2 --direction both --max-frames 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(tmp("both")), range(1, 3));
+  nlohmann::json s = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(s.is_discarded());
+  EXPECT_EQ(s["frames"], 3);
+}
+
+TEST_F(Track, RerunReplacesOutputsAndOptionsDropThem) {
+  const std::string out = tmp("rerun");
+  ASSERT_EQ(track(out, "--max-frames 2").code, 0);
+  Result r = track(out, "--max-frames 1 --overlay " + tmp("rerun_overlay.gif"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(out, false), range(0, 0)) << "stale mask PNGs of the first run remain";
+  auto gif = segmux::pipeline::open_video(tmp("rerun_overlay.gif"));
+  EXPECT_EQ(gif->num_frames(), 1);
+  EXPECT_FALSE(fs::exists(out + "/overlay.mp4")) << "the first run's overlay stays beside the second run's outputs";
+  ASSERT_EQ(track(tmp("nomasks"), "--max-frames 1 --no-masks --overlay none").code, 0);
+  EXPECT_TRUE(fs::exists(tmp("nomasks") + "/tracks.json"));
+  EXPECT_FALSE(fs::exists(tmp("nomasks") + "/masks"));
+  EXPECT_FALSE(fs::exists(tmp("nomasks") + "/overlay.mp4"));
+}
+
+TEST_F(Track, HelpListsEveryOption) {
+  Result r = segmux("track --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* opt : {"--prompt", "--out", "--weights", "--config", "--vocab", "--model", "--demo", "--cache-dir",
+                          "--start", "--max-frames", "--direction", "--overlay", "--no-masks", "--threads", "--json",
+                          "tracks.json", "obj_id + 1"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
+}
+
+TEST_F(Track, BadInputFailsCleanly) {
+  const std::string frames = kTiny + "/video/frames", model = tiny_model_args();
+  auto run = [&](const std::string& out, const std::string& args) { return segmux("track " + args + " --out " + out); };
+  expect_failure(run(tmp("e1"), tmp("missing.mp4") + " --prompt x " + model), tmp("e1"), "missing.mp4");
+  std::ofstream(tmp("corrupt.mp4"), std::ios::binary) << std::string(5000, 'x');
+  expect_failure(run(tmp("e2"), tmp("corrupt.mp4") + " --prompt x " + model), tmp("e2"), "corrupt.mp4");
+  expect_failure(run(tmp("e3"), frames + " --prompt x --frobnicate " + model), tmp("e3"), "frobnicate");
+  expect_failure(run(tmp("e4"), frames + " " + model), tmp("e4"), "--prompt");
+  expect_failure(run(tmp("e5"), frames + " --prompt x --start 16 " + model), tmp("e5"), "--start 16");
+  expect_failure(run(tmp("e6"), frames + " --prompt x --start -1 " + model), tmp("e6"), "--start -1");
+  expect_failure(run(tmp("e7"), frames + " --prompt x --max-frames 0 " + model), tmp("e7"), "--max-frames");
+  expect_failure(run(tmp("e8"), frames + " --prompt x"), tmp("e8"), "no model");
+  std::ofstream(tmp("garbage.safetensors"), std::ios::binary) << std::string(100, '\x7f');
+  expect_failure(run(tmp("e9"), frames + " --prompt x --weights " + tmp("garbage.safetensors") + " --config " + kTiny +
+                                    "/config.json --cache-dir " + tmp("cache")),
+                 tmp("e9"), "garbage.safetensors");
+  expect_failure(run(tmp("e10"), frames + " --prompt x --weights " + tmp("absent.pt") + " --cache-dir " + tmp("cache")),
+                 tmp("e10"), "absent.pt");
+  fs::create_directories(tmp("not_a_model"));
+  expect_failure(run(tmp("e11"), frames + " --prompt x --model " + tmp("not_a_model")), tmp("e11"), "model.json");
+  expect_failure(run(tmp("e12"), frames + " --prompt x --direction sideways " + model), tmp("e12"), "sideways");
+  expect_failure(run(tmp("e13"), frames + " --prompt x --overlay " + tmp("o.xyz123") + " " + model), tmp("e13"), "");
+  // An output folder that exists stays, without leftovers, when the run fails after creating outputs.
+  fs::create_directories(tmp("e13b"));
+  Result r = run(tmp("e13b"), frames + " --prompt x --overlay " + tmp("o.xyz123") + " " + model);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(fs::exists(tmp("e13b")) && fs::is_empty(tmp("e13b")));
+}
+
+TEST_F(Track, SampleVideo) {
+  Result r = segmux("sample-video " + tmp("sample.gif") + " --frames 5 --size 64x48");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto v = segmux::pipeline::open_video(tmp("sample.gif"));
+  EXPECT_EQ(v->num_frames(), 5);
+  EXPECT_EQ(v->width(), 64);
+  EXPECT_EQ(v->height(), 48);
+  EXPECT_NE(segmux("sample-video " + tmp("bad.gif") + " --size 64by48").code, 0);
+  EXPECT_NE(segmux("sample-video " + tmp("bad.gif") + " --frames 0").code, 0);
+  EXPECT_FALSE(fs::exists(tmp("bad.gif")));
+}
+
+}  // namespace
