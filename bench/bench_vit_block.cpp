@@ -4,7 +4,7 @@
 // global attention. Built with the SAM 3.1 layer helpers (the patterns the model emits), compiled by
 // our compiler (fusion passes, memory plan) and run by our Executor; the peer is ONNX Runtime on the
 // same graph exported to ONNX, same thread count, same inputs, in the same process.
-// Usage: bench_vit_block [threads=2] [reps=3]
+// Usage: bench_vit_block [threads=2] [reps=3] [windowed|global|both]
 #include <omp.h>
 
 #include <cstdlib>
@@ -105,6 +105,7 @@ void compare(const Tensor& a, const Tensor& b, const char* what) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
+  const std::string which = argc > 3 ? argv[3] : "both";
   omp_set_num_threads(threads);
   const sam31::ModelConfig cfg = sam31::default_config();
   const sam31::Weights w = block_weights(cfg.vit_dim, cfg.vit_mlp_hidden());
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   // both the best and the median of each are printed; the best is the least disturbed figure.
   for (bool global : {false, true}) {
     const char* kind = global ? "global" : "windowed";
+    if (which != "both" && which != kind) continue;
     ir::Graph g = build_block(cfg, w, global);
     const double gflop = block_flops(cfg, global) / 1e9;
     std::printf("\n[%s block] %.1f GFLOP, %zu ONNX nodes\n", kind, gflop, g.nodes.size());
