@@ -252,7 +252,7 @@ class CompiledBackend : public ModelBackend {
     const int64_t n = int64_t(state.obj_ids.size()), hi = masks.dim(1);
     sync_frame_kinds(sm, state);
     const bool cond = sm.bank.cond_frames.count(t) != 0;
-    Tensor pix = cond ? round_bf16(f.propagation2) : f.propagation2;
+    Tensor pix = f.propagation2;
     // Objects that received a mask input on this frame keep their conditioning channel.
     std::set<int> cond_idx = input_objects(state, t);
     Tensor maskmem = run_memory_encoder(memory_, a, pix, f32(masks).reshaped({n, 1, hi, hi}),
@@ -355,7 +355,7 @@ class CompiledBackend : public ModelBackend {
     Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
-    sf.image_features = pix;
+    sf.image_features = f.propagation2;  // the bank keeps fp32 image features (only the encoder input is bf16)
     sf.obj_ptr = p.stored_obj_ptr;
     if (conditioning) {
       sm.bank.cond_frames[t] = sf;
