@@ -314,6 +314,15 @@ void write_doc(const std::string& path, const std::map<std::string, CaseResult>&
   f << "\n## Claimed op types\n\n| op type | cases passed | cases excluded |\n| --- | --- | --- |\n";
   for (auto& [op, c] : per_op)
     if (c.first > 0) f << "| " << op << " | " << c.first << " | " << c.second << " |\n";
+  f << "\n## Differential tests against ONNX Runtime\n\n"
+       "Beyond these fixed cases, `tests/differential` (test_differential) builds small graphs of the ops\n"
+       "segmux relies on (MatMul, Gemm, Einsum, Conv/ConvTranspose, pooling, Layer/Batch/Instance norms,\n"
+       "Softmax, broadcast element-wise ops, Resize, RoiAlign, TopK, Gather*, Scatter*, Slice, Pad, reductions,\n"
+       "shape ops and a composite conv/attention block) with seeded random inputs, exports each to ONNX and\n"
+       "compares ONNX Runtime 1.30 against our Session with reference and optimized kernels, each case with\n"
+       "its stated tolerance (|ours - ORT| <= atol + rtol |ORT|: 1e-5/1e-4 for accumulating ops, 1e-6/1e-5\n"
+       "for element-wise ones, exact for integer and bool outputs); it prints the worst differences per case.\n"
+       "Each graph is also re-imported from its ONNX export and must give bit-identical outputs.\n";
   f << "\n## Excluded cases\n\n";
   for (auto& [op, list] : excluded_by_op) {
     f << "- **" << op << "**: ";
