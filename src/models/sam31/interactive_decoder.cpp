@@ -9,6 +9,7 @@
 #include "ir/builder.h"
 #include "models/sam31/contract_util.h"
 #include "models/sam31/layers.h"
+#include "models/sam31/sam_heads.h"
 #include "runtime/session.h"
 
 namespace segmux::sam31 {
@@ -29,7 +30,9 @@ int nchw_to_tokens(GraphBuilder& b, int x, int64_t c, int64_t hw) {
 }
 
 // LayerNorm2d (sam/common.py): normalise over channels of NCHW, eps 1e-6, then per-channel affine.
-int layer_norm_2d(GraphBuilder& b, const Weights& w, int x, const std::string& prefix) {
+// The same math as sam_heads.h layer_norm_2d, emitted as Transpose + LayerNormalization (the pattern
+// this candidate was validated with; moving it to the written-out form would change its rounding).
+int layer_norm_2d_via_layer_norm(GraphBuilder& b, const Weights& w, int x, const std::string& prefix) {
   Scope s(b, "ln2d");
   int t = transpose(b, x, {0, 2, 3, 1});
   t = layer_norm(b, w, t, prefix, 1e-6f);
@@ -37,67 +40,6 @@ int layer_norm_2d(GraphBuilder& b, const Weights& w, int x, const std::string& p
 }
 
 }  // namespace
-
-Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t g) {
-  const Tensor gm = f32(gaussian_matrix);
-  SEGMUX_CHECK(gm.rank() == 2 && gm.dim(0) == 2, "positional_encoding_gaussian_matrix has shape ",
-               shape_str(gm.shape()), ", expected (2, F)");
-  const int64_t half = gm.dim(1);
-  const float* G = gm.data<float>();
-  Tensor pe(DType::f32, {1, 2 * half, g, g});
-  float* out = pe.data<float>();
-  const float two_pi = float(2.0 * M_PI);
-  for (int64_t i = 0; i < g; ++i)
-    for (int64_t j = 0; j < g; ++j) {
-      // grid.cumsum - 0.5, normalised by the size, then mapped to [-1, 1] (fp32 like the original).
-      float y = 2.0f * ((float(i + 1) - 0.5f) / float(g)) - 1.0f;
-      float x = 2.0f * ((float(j + 1) - 0.5f) / float(g)) - 1.0f;
-      for (int64_t c = 0; c < half; ++c) {
-        float v = two_pi * (x * G[c] + y * G[half + c]);
-        out[(c * g + i) * g + j] = std::sin(v);
-        out[((half + c) * g + i) * g + j] = std::cos(v);
-      }
-    }
-  return pe;
-}
-
-int sam_attention(GraphBuilder& b, const Weights& w, const std::string& p, int q, int k, int v, int heads) {
-  Scope s(b, p.substr(p.rfind('.') + 1));
-  int qh = split_heads(b, linear(b, w, q, p + ".q_proj"), heads, false);
-  int kh = split_heads(b, linear(b, w, k, p + ".k_proj"), heads, false);
-  int vh = split_heads(b, linear(b, w, v, p + ".v_proj"), heads, false);
-  int o = merge_heads(b, sdpa(b, qh, kh, vh), false);
-  return linear(b, w, o, p + ".out_proj");
-}
-
-TwoWayResult two_way_transformer(GraphBuilder& b, const Weights& w, const std::string& tw, int tokens, int keys,
-                                 int key_pe, int depth, int heads) {
-  int queries = tokens;
-  for (int l = 0; l < depth; ++l) {
-    Scope sl(b, "twoway" + std::to_string(l));
-    const std::string p = tw + ".layers." + std::to_string(l);
-    if (l == 0) {  // skip_first_layer_pe: no residual, no positional add
-      queries = sam_attention(b, w, p + ".self_attn", queries, queries, queries, heads);
-    } else {
-      int q = add(b, queries, tokens);
-      queries = add(b, queries, sam_attention(b, w, p + ".self_attn", q, q, queries, heads));
-    }
-    queries = layer_norm(b, w, queries, p + ".norm1", 1e-5f);
-    int q = add(b, queries, tokens), k = add(b, keys, key_pe);
-    queries = add(b, queries, sam_attention(b, w, p + ".cross_attn_token_to_image", q, k, keys, heads));
-    queries = layer_norm(b, w, queries, p + ".norm2", 1e-5f);
-    int m = linear(b, w, relu(b, linear(b, w, queries, p + ".mlp.lin1")), p + ".mlp.lin2");
-    queries = layer_norm(b, w, add(b, queries, m), p + ".norm3", 1e-5f);
-    q = add(b, queries, tokens);
-    k = add(b, keys, key_pe);
-    keys = add(b, keys, sam_attention(b, w, p + ".cross_attn_image_to_token", k, q, queries, heads));
-    keys = layer_norm(b, w, keys, p + ".norm4", 1e-5f);
-  }
-  int q = add(b, queries, tokens), k = add(b, keys, key_pe);
-  queries = add(b, queries, sam_attention(b, w, tw + ".final_attn_token_to_image", q, k, keys, heads));
-  queries = layer_norm(b, w, queries, tw + ".norm_final_attn", 1e-5f);
-  return {queries, keys};
-}
 
 ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   ir::Graph graph;
@@ -115,8 +57,8 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
                                        "no_mem_embed"));
   // Mask prompt: stride-4 conv to the SAM mask-input size, then the prompt encoder's mask_downscaling.
   int m = conv2d(b, w, mask, kTracker + "interactive_mask_downsample", 4);
-  m = gelu_erf(b, layer_norm_2d(b, w, conv2d(b, w, m, pe + ".mask_downscaling.0", 2), pe + ".mask_downscaling.1"));
-  m = gelu_erf(b, layer_norm_2d(b, w, conv2d(b, w, m, pe + ".mask_downscaling.3", 2), pe + ".mask_downscaling.4"));
+  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.0", 2), pe + ".mask_downscaling.1"));
+  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.3", 2), pe + ".mask_downscaling.4"));
   int dense = conv2d(b, w, m, pe + ".mask_downscaling.6");
   int src = add(b, pix, dense);
 

@@ -16,6 +16,7 @@
 #include "ir/graph.h"
 #include "models/sam31/candidate.h"
 #include "models/sam31/config.h"
+#include "models/sam31/sam_heads.h"  // the SAM pieces this candidate is built from (moved there)
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -23,20 +24,5 @@ namespace segmux::sam31 {
 ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w);
 std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::string interactive_decoder_contract(const ModelConfig& cfg);
-
-// SAM's PositionEmbeddingRandom over a g x g grid, (1, 2F, g, g), from a (2, F) gaussian matrix,
-// computed in fp32 as the official code does.
-Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t grid);
-
-// SAM's TwoWayTransformer (sam/transformer.py): tokens (1, T, D) attend to image keys (1, L, D) with
-// key positional encoding key_pe (1, L, D); returns the final queries (1, T, D) and keys (1, L, D).
-struct TwoWayResult {
-  int queries;
-  int keys;
-};
-TwoWayResult two_way_transformer(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int tokens,
-                                 int keys, int key_pe, int depth, int heads);
-// SAM's Attention (q/k/v projections to an internal dim, heads, out projection).
-int sam_attention(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int q, int k, int v, int heads);
 
 }  // namespace segmux::sam31

@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "models/sam31/contract_util.h"
 #include "models/sam31/layers.h"
+#include "models/sam31/sam_heads.h"
 #include "models/sam31/tracker_io.h"
 
 namespace segmux::sam31 {
@@ -21,6 +22,7 @@ namespace {
 
 using ir::GraphBuilder;
 using ir::Scope;
+using namespace layers;
 
 const std::string kPrefix = "tracker.model.";
 // Additive key bias for padded memory slots: exp(-1e30 - max) is exactly 0 in fp32, and unlike -inf
@@ -30,47 +32,6 @@ constexpr float kMaskedKey = -1e30f;
 Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
 
 const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
-
-
-int reshape(GraphBuilder& b, int x, const std::vector<int64_t>& dims) {
-  return b.op1("Reshape", {x, b.ints(dims)});
-}
-int transpose(GraphBuilder& b, int x, const std::vector<int64_t>& perm) {
-  return b.op1("Transpose", {x}, {{"perm", perm}});
-}
-int slice(GraphBuilder& b, int x, int64_t axis, int64_t start, int64_t end) {
-  return b.op1("Slice", {x, b.ints({start}), b.ints({end}), b.ints({axis})});
-}
-int add(GraphBuilder& b, int x, int y) { return b.op1("Add", {x, y}); }
-int mul(GraphBuilder& b, int x, int y) { return b.op1("Mul", {x, y}); }
-
-// Thin wrappers over layers.h (the shared patterns the fusion passes know) with the tracker prefix.
-int linear(GraphBuilder& b, const Weights& w, const std::string& name, int x) {
-  return layers::linear(b, w, x, kPrefix + name);
-}
-int layer_norm(GraphBuilder& b, const Weights& w, const std::string& name, int x, float eps) {
-  return layers::layer_norm(b, w, x, kPrefix + name, eps);
-}
-int gelu(GraphBuilder& b, int x) { return layers::gelu_erf(b, x); }
-int mlp(GraphBuilder& b, const Weights& w, const std::string& name, int x, int num_layers) {
-  return layers::mlp(b, w, x, kPrefix + name, num_layers);
-}
-
-// LayerNorm2d (sam/common.py): normalizes NCHW over C, written out exactly as the official module.
-int layer_norm_2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, float eps) {
-  Scope s(b, name);
-  int u = b.op1("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
-  int xc = b.op1("Sub", {x, u});
-  int var = b.op1("ReduceMean", {mul(b, xc, xc)}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
-  int y = b.op1("Div", {xc, b.op1("Sqrt", {add(b, var, b.scalar_f32(eps))})});
-  Tensor wt = f32(W(w, name + ".weight")).reshaped({1, W(w, name + ".weight").numel(), 1, 1});
-  Tensor bt = f32(W(w, name + ".bias")).reshaped({1, W(w, name + ".bias").numel(), 1, 1});
-  return add(b, mul(b, b.constant(wt.clone(), "weight"), y), b.constant(bt.clone(), "bias"));
-}
-
-// (1, N, C) -> (1, heads, N, C/heads) and back.
-int split_heads(GraphBuilder& b, int x, int heads) { return layers::split_heads(b, x, heads, false); }
-int merge_heads(GraphBuilder& b, int x) { return layers::merge_heads(b, x, false); }
 
 struct Sizes {
   int64_t D, g, L, S, P, M, K, heads, hd;
@@ -84,60 +45,50 @@ int memory_attention_layer(GraphBuilder& b, const Weights& w, const std::string&
   // Self-attention (no positional add; pos_enc_at_attn=False).
   {
     Scope s(b, "self_attn");
-    int t2 = layer_norm(b, w, p + ".norm1", tgt, 1e-5f);
-    int q = split_heads(b, linear(b, w, p + ".self_attn_q_proj", t2), int(z.heads));
-    int k = split_heads(b, linear(b, w, p + ".self_attn_k_proj", t2), int(z.heads));
-    int v = split_heads(b, linear(b, w, p + ".self_attn_v_proj", t2), int(z.heads));
-    q = layers::apply_rope(b, q, rope, "rope_q");
-    k = layers::apply_rope(b, k, rope, "rope_k");
-    int o = merge_heads(b, layers::sdpa(b, q, k, v));
-    tgt = add(b, tgt, linear(b, w, p + ".self_attn_out_proj", o));
+    int t2 = layer_norm(b, w, tgt, p + ".norm1", 1e-5f);
+    int q = split_heads(b, linear(b, w, t2, p + ".self_attn_q_proj"), int(z.heads), false);
+    int k = split_heads(b, linear(b, w, t2, p + ".self_attn_k_proj"), int(z.heads), false);
+    int v = split_heads(b, linear(b, w, t2, p + ".self_attn_v_proj"), int(z.heads), false);
+    q = apply_rope(b, q, rope, "rope_q");
+    k = apply_rope(b, k, rope, "rope_k");
+    int o = merge_heads(b, sdpa(b, q, k, v), false);
+    tgt = add(b, tgt, linear(b, w, o, p + ".self_attn_out_proj"));
   }
   // Cross-attention to the memory.
   {
     Scope s(b, "cross_attn");
-    int t2 = layer_norm(b, w, p + ".norm2", tgt, 1e-5f);
-    int q = add(b, linear(b, w, p + ".image_cross_attn_q_proj", image_tok), linear(b, w, p + ".cross_attn_q_proj", t2));
-    int k = add(b, linear(b, w, p + ".image_cross_attn_k_proj", mem_image), linear(b, w, p + ".cross_attn_k_proj", mem));
+    int t2 = layer_norm(b, w, tgt, p + ".norm2", 1e-5f);
+    int q = add(b, linear(b, w, image_tok, p + ".image_cross_attn_q_proj"), linear(b, w, t2, p + ".cross_attn_q_proj"));
+    int k = add(b, linear(b, w, mem_image, p + ".image_cross_attn_k_proj"), linear(b, w, mem, p + ".cross_attn_k_proj"));
     k = add(b, k, mem_image_pos);
-    int v = linear(b, w, p + ".cross_attn_v_proj", mem);
-    q = layers::apply_rope(b, split_heads(b, q, int(z.heads)), rope, "rope_q");
+    int v = linear(b, w, mem, p + ".cross_attn_v_proj");
+    q = apply_rope(b, split_heads(b, q, int(z.heads), false), rope, "rope_q");
     // Keys: RoPE on the spatial part, repeated per memory frame; none on pointer tokens.
     int k_sp = slice(b, k, 1, 0, z.S * z.L);
     int k_ptr = slice(b, k, 1, z.S * z.L, z.S * z.L + z.K);
     k_sp = reshape(b, k_sp, {1, z.S, z.L, z.heads, z.hd});
     k_sp = transpose(b, k_sp, {0, 3, 1, 2, 4});  // (1, heads, S, L, hd)
-    k_sp = layers::apply_rope(b, k_sp, rope, "rope_k");
+    k_sp = apply_rope(b, k_sp, rope, "rope_k");
     k_sp = reshape(b, k_sp, {1, z.heads, z.S * z.L, z.hd});
-    int kh = b.op1("Concat", {k_sp, split_heads(b, k_ptr, int(z.heads))}, {{"axis", int64_t(2)}});
-    int vh = split_heads(b, v, int(z.heads));
-    int o = merge_heads(b, layers::sdpa(b, q, kh, vh, key_bias));
-    tgt = add(b, tgt, linear(b, w, p + ".cross_attn_out_proj", o));
+    int kh = b.op1("Concat", {k_sp, split_heads(b, k_ptr, int(z.heads), false)}, {{"axis", int64_t(2)}});
+    int vh = split_heads(b, v, int(z.heads), false);
+    int o = merge_heads(b, sdpa(b, q, kh, vh, key_bias), false);
+    tgt = add(b, tgt, linear(b, w, o, p + ".cross_attn_out_proj"));
   }
   {
     Scope s(b, "ffn");
-    int t2 = layer_norm(b, w, p + ".norm3", tgt, 1e-5f);
-    t2 = linear(b, w, p + ".linear2", gelu(b, linear(b, w, p + ".linear1", t2)));
+    int t2 = layer_norm(b, w, tgt, p + ".norm3", 1e-5f);
+    t2 = linear(b, w, gelu_erf(b, linear(b, w, t2, p + ".linear1")), p + ".linear2");
     tgt = add(b, tgt, t2);
   }
   return tgt;
-}
-
-// SAM Attention (sam/transformer.py): projections to internal dim, heads, out projection.
-int sam_attention(GraphBuilder& b, const Weights& w, const std::string& p, int q, int k, int v, int heads) {
-  Scope s(b, p.substr(p.rfind('.') + 1));
-  int qh = split_heads(b, linear(b, w, p + ".q_proj", q), heads);
-  int kh = split_heads(b, linear(b, w, p + ".k_proj", k), heads);
-  int vh = split_heads(b, linear(b, w, p + ".v_proj", v), heads);
-  int o = merge_heads(b, layers::sdpa(b, qh, kh, vh));
-  return linear(b, w, p + ".out_proj", o);
 }
 
 // ConvTranspose2d(kernel 2, stride 2) on channels-last tokens (1, h*w, Cin) -> NCHW (1, Cout, 2h, 2w),
 // as a MatMul (the 2x2 outputs of one input pixel do not overlap).
 int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& name, int tokens, int64_t h, int64_t wd) {
   Scope s(b, name);
-  Tensor wt = f32(W(w, name + ".weight"));  // (Cin, Cout, 2, 2)
+  Tensor wt = f32(w.get(name + ".weight"));  // (Cin, Cout, 2, 2)
   SEGMUX_CHECK(wt.rank() == 4 && wt.dim(2) == 2 && wt.dim(3) == 2, name, ": expected a 2x2 transposed conv");
   const int64_t cin = wt.dim(0), cout = wt.dim(1);
   Tensor wm = wt.reshaped({cin, cout * 4});  // [in, o*4 + a*2 + c] is already the memory order
@@ -145,7 +96,7 @@ int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& nam
   y = reshape(b, y, {1, h, wd, cout, 2, 2});
   y = transpose(b, y, {0, 3, 1, 4, 2, 5});
   y = reshape(b, y, {1, cout, 2 * h, 2 * wd});
-  Tensor bias = f32(W(w, name + ".bias")).reshaped({1, cout, 1, 1});
+  Tensor bias = f32(w.get(name + ".bias")).reshaped({1, cout, 1, 1});
   return add(b, y, b.constant(bias.clone(), "bias"));
 }
 
@@ -162,25 +113,8 @@ int propagation_pointer_slots(const ModelConfig& cfg) {
 }
 
 Tensor propagation_dense_pe(const ModelConfig& cfg, const Weights& w) {
-  const Tensor gm = f32(W(w, "image_pe_layer.positional_encoding_gaussian_matrix"));  // (2, D/2)
-  const int64_t half = gm.dim(1), g = cfg.token_grid();
-  SEGMUX_CHECK(gm.dim(0) == 2 && 2 * half == cfg.d_model, "image_pe_layer matrix has shape ", shape_str(gm.shape()));
-  const float* G = gm.data<float>();
-  Tensor pe(DType::f32, {1, 2 * half, g, g});
-  float* out = pe.data<float>();
-  const float two_pi = float(2.0 * M_PI);
-  for (int64_t i = 0; i < g; ++i) {
-    for (int64_t j = 0; j < g; ++j) {
-      float y = (float(i + 1) - 0.5f) / float(g), x = (float(j + 1) - 0.5f) / float(g);
-      x = 2.0f * x - 1.0f;
-      y = 2.0f * y - 1.0f;
-      for (int64_t c = 0; c < half; ++c) {
-        float v = two_pi * (x * G[c] + y * G[half + c]);
-        out[(c * g + i) * g + j] = float(std::sin(double(v)));
-        out[((half + c) * g + i) * g + j] = float(std::cos(double(v)));
-      }
-    }
-  }
+  Tensor pe = random_fourier_dense_pe(W(w, "image_pe_layer.positional_encoding_gaussian_matrix"), cfg.token_grid());
+  SEGMUX_CHECK(pe.dim(1) == cfg.d_model, "image_pe_layer gives ", pe.dim(1), " channels, d_model is ", cfg.d_model);
   return pe;
 }
 
@@ -256,7 +190,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     }
     int pe_arg = b.op1("Div", {reshape(b, ptr_tpos, {z.P, 1}), b.constant(dim_t, "dim_t")});
     int ptr_pe = b.op1("Concat", {b.op1("Sin", {pe_arg}), b.op1("Cos", {pe_arg})}, {{"axis", int64_t(1)}});
-    ptr_pe = linear(b, w, "obj_ptr_tpos_proj", ptr_pe);  // (P, D)
+    ptr_pe = linear(b, w, ptr_pe, kPrefix + "obj_ptr_tpos_proj");  // (P, D)
     ptr_pe = b.op1("Expand", {reshape(b, ptr_pe, {z.P, 1, z.D}), b.ints({z.P, z.M, z.D})});
     ptr_pe = reshape(b, ptr_pe, {1, z.K, z.D});
     int memory_image_pos = b.op1("Concat", {sp_pos, ptr_pe}, {{"axis", int64_t(1)}});
@@ -276,10 +210,10 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int tgt = add(b, image_tok, mul(b, pos_tok, b.scalar_f32(0.1f)));
     for (int l = 0; l < cfg.mem_attn_layers; ++l) {
       Scope sl(b, "layer" + std::to_string(l));
-      tgt = memory_attention_layer(b, w, "transformer.encoder.layers." + std::to_string(l), z, tgt, image_tok,
+      tgt = memory_attention_layer(b, w, kPrefix + "transformer.encoder.layers." + std::to_string(l), z, tgt, image_tok,
                                    memory_image, memory, memory_image_pos, key_bias, rope);
     }
-    tgt = layer_norm(b, w, "transformer.encoder.norm", tgt, 1e-5f);
+    tgt = layer_norm(b, w, tgt, kPrefix + "transformer.encoder.norm", 1e-5f);
     // No spatial memory at all: the official skips the fusion and uses the raw image features.
     int has_memory = b.op1("Greater", {b.op1("ReduceMax", {mem_valid}, {{"axes", std::vector<int64_t>{0}},
                                                                         {"keepdims", int64_t(0)}}),
@@ -290,7 +224,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
   b.output(pix_feat_with_mem, "pix_feat_with_mem");
 
   // ---- multiplex mask decoder ----
-  const std::string md = "sam_mask_decoder";
+  const std::string md = kPrefix + "sam_mask_decoder";
   int masks, iou_pred, obj_scores, sam_tokens;
   {
     Scope s(b, "mask_decoder");
@@ -301,45 +235,20 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
       int invalid_e = b.constant(f32(W(w, "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
       extra = add(b, mul(b, v, valid_e), mul(b, b.op1("Sub", {b.scalar_f32(1.0f), v}), invalid_e));
     }
-    Tensor mt = f32(W(w, md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
+    Tensor mt = f32(w.get(md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
     int mask_tokens = add(b, b.constant(mt.clone(), "mask_tokens"), reshape(b, extra, {1, z.M, 1, z.D}));
     mask_tokens = reshape(b, mask_tokens, {1, z.M * nmask, z.D});
-    Tensor ot = f32(W(w, md + ".obj_score_token.weight")).reshaped({1, z.M, z.D});
-    Tensor it = f32(W(w, md + ".iou_token.weight")).reshaped({1, z.M, z.D});
+    Tensor ot = f32(w.get(md + ".obj_score_token.weight")).reshaped({1, z.M, z.D});
+    Tensor it = f32(w.get(md + ".iou_token.weight")).reshaped({1, z.M, z.D});
     int tokens = b.op1("Concat", {b.constant(ot.clone(), "obj_score_token"), b.constant(it.clone(), "iou_token"), mask_tokens},
                        {{"axis", int64_t(1)}});
     const int64_t ntok = z.M * (2 + nmask);
 
     Tensor pe = propagation_dense_pe(cfg, w);
     int key_pe = nchw_to_tokens(b, b.constant(pe, "image_pe"), z.D, z.L);
-    int keys = nchw_to_tokens(b, pix_feat_with_mem, z.D, z.L);
-    int queries = tokens;
-    const std::string tw = md + ".transformer";
-    for (int l = 0; l < cfg.twoway_depth; ++l) {
-      Scope sl(b, "twoway" + std::to_string(l));
-      const std::string p = tw + ".layers." + std::to_string(l);
-      if (l == 0) {
-        queries = sam_attention(b, w, p + ".self_attn", queries, queries, queries, int(z.heads));
-      } else {
-        int q = add(b, queries, tokens);
-        queries = add(b, queries, sam_attention(b, w, p + ".self_attn", q, q, queries, int(z.heads)));
-      }
-      queries = layer_norm(b, w, p + ".norm1", queries, 1e-5f);
-      int q = add(b, queries, tokens), k = add(b, keys, key_pe);
-      queries = add(b, queries, sam_attention(b, w, p + ".cross_attn_token_to_image", q, k, keys, int(z.heads)));
-      queries = layer_norm(b, w, p + ".norm2", queries, 1e-5f);
-      int m = linear(b, w, p + ".mlp.lin2", b.op1("Relu", {linear(b, w, p + ".mlp.lin1", queries)}));
-      queries = layer_norm(b, w, p + ".norm3", add(b, queries, m), 1e-5f);
-      q = add(b, queries, tokens);
-      k = add(b, keys, key_pe);
-      keys = add(b, keys, sam_attention(b, w, p + ".cross_attn_image_to_token", k, q, queries, int(z.heads)));
-      keys = layer_norm(b, w, p + ".norm4", keys, 1e-5f);
-    }
-    {
-      int q = add(b, queries, tokens), k = add(b, keys, key_pe);
-      queries = add(b, queries, sam_attention(b, w, tw + ".final_attn_token_to_image", q, k, keys, int(z.heads)));
-      queries = layer_norm(b, w, tw + ".norm_final_attn", queries, 1e-5f);
-    }
+    const TwoWayResult tr = two_way_transformer(b, w, md + ".transformer", tokens, nchw_to_tokens(b, pix_feat_with_mem, z.D, z.L),
+                                                key_pe, cfg.twoway_depth, int(z.heads));
+    const int queries = tr.queries, keys = tr.keys;
     (void)ntok;
     int obj_out = slice(b, queries, 1, 0, z.M);
     int iou_out = slice(b, queries, 1, z.M, 2 * z.M);
@@ -347,22 +256,22 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
 
     // Upscaling with the high-res skip features.
     int up = conv_transpose_2x2(b, w, md + ".output_upscaling.0", keys, z.g, z.g);
-    up = gelu(b, layer_norm_2d(b, w, md + ".output_upscaling.1", add(b, up, high_res_s1), 1e-6f));
+    up = gelu_erf(b, layer_norm_2d(b, w, add(b, up, high_res_s1), md + ".output_upscaling.1", 1e-6f));
     int up_tok = reshape(b, transpose(b, up, {0, 2, 3, 1}), {1, 4 * z.L, hr[1]});
     up = conv_transpose_2x2(b, w, md + ".output_upscaling.3", up_tok, 2 * z.g, 2 * z.g);
-    up = gelu(b, add(b, up, high_res_s0));  // (1, D/8, 4g, 4g)
+    up = gelu_erf(b, add(b, up, high_res_s0));  // (1, D/8, 4g, 4g)
     const int64_t up_c = b.shape(up)[1];
 
     std::vector<int> hyper;
     for (int64_t i = 0; i < nmask; ++i) {
       int t = slice(b, mask_out, 2, i, i + 1);
-      hyper.push_back(mlp(b, w, md + ".output_hypernetworks_mlps." + std::to_string(i), t, cfg.mlp_head_layers));
+      hyper.push_back(mlp(b, w, t, md + ".output_hypernetworks_mlps." + std::to_string(i), cfg.mlp_head_layers));
     }
     int hyper_in = b.op1("Concat", hyper, {{"axis", int64_t(2)}});  // (1, M, 3, D/8)
     masks = b.op1("MatMul", {reshape(b, hyper_in, {1, z.M * nmask, up_c}), reshape(b, up, {1, up_c, 16 * z.L})});
     masks = reshape(b, masks, {1, z.M, nmask, 4 * z.g, 4 * z.g});
-    iou_pred = mlp(b, w, md + ".iou_prediction_head", iou_out, cfg.mlp_head_layers);        // (1, M, 3)
-    obj_scores = mlp(b, w, md + ".pred_obj_score_head", obj_out, cfg.mlp_head_layers);      // (1, M, 1)
+    iou_pred = mlp(b, w, iou_out, md + ".iou_prediction_head", cfg.mlp_head_layers);        // (1, M, 3)
+    obj_scores = mlp(b, w, obj_out, md + ".pred_obj_score_head", cfg.mlp_head_layers);      // (1, M, 1)
     sam_tokens = mask_out;                                                                   // (1, M, 3, D)
   }
   b.output(masks, "masks");
@@ -376,8 +285,8 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int best = b.op1("ArgMax", {iou_pred}, {{"axis", int64_t(2)}, {"keepdims", int64_t(1)}});  // (1, M, 1)
     int idx = b.op1("Expand", {reshape(b, best, {1, z.M, 1, 1}), b.ints({1, z.M, 1, z.D})});
     int token = reshape(b, b.op1("GatherElements", {sam_tokens, idx}, {{"axis", int64_t(2)}}), {1, z.M, z.D});
-    int ptr = mlp(b, w, "obj_ptr_proj", token, cfg.obj_ptr_proj_layers);
-    int no_obj = linear(b, w, "no_obj_ptr_linear", ptr);
+    int ptr = mlp(b, w, token, kPrefix + "obj_ptr_proj", cfg.obj_ptr_proj_layers);
+    int no_obj = linear(b, w, ptr, kPrefix + "no_obj_ptr_linear");
     int appearing = b.op1("Greater", {obj_scores, b.scalar_f32(0.0f)});  // (1, M, 1)
     ptr = b.op1("Where", {appearing, ptr, no_obj});
     // Stored pointers are mux(data-space pointers): zero in empty and removed slots.

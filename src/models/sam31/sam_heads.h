@@ -1,0 +1,36 @@
+// SAM building blocks shared by the SAM 3.1 tracker candidates (interactive_decoder,
+// propagation_decoder, memory_encoder): the official sam/transformer.py, sam/prompt_encoder.py and
+// sam/common.py pieces. Like layers.h, every graph function appends standard ONNX opset-17 nodes
+// and returns the output value id; `prefix` is the full weight path of the module.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+#include "ir/builder.h"
+#include "models/sam31/weights.h"
+
+namespace segmux::sam31 {
+
+// SAM's PositionEmbeddingRandom over a g x g grid, (1, 2F, g, g), from a (2, F) gaussian matrix,
+// computed in fp32 as the official code does.
+Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t grid);
+
+// SAM's Attention (q/k/v projections to an internal dim, heads, out projection) on (1, L, D) values.
+int sam_attention(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int q, int k, int v, int heads);
+
+// SAM's TwoWayTransformer (sam/transformer.py): tokens (1, T, D) attend to image keys (1, L, D) with
+// key positional encoding key_pe (1, L, D); returns the final queries (1, T, D) and keys (1, L, D).
+struct TwoWayResult {
+  int queries;
+  int keys;
+};
+TwoWayResult two_way_transformer(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int tokens,
+                                 int keys, int key_pe, int depth, int heads);
+
+// LayerNorm2d (sam/common.py, model_misc.py) on NCHW, written out as the official module computes it:
+// mean and biased variance over C, (x - u) / sqrt(var + eps), then the per-channel affine
+// (prefix.weight, prefix.bias).
+int layer_norm_2d(ir::GraphBuilder& b, const Weights& w, int x, const std::string& prefix, float eps = 1e-6f);
+
+}  // namespace segmux::sam31
