@@ -11,6 +11,7 @@
 #include "ir/builder.h"
 #include "models/sam31/contract_util.h"
 #include "models/sam31/layers.h"
+#include "models/sam31/sam_heads.h"
 #include "models/sam31/tracker_io.h"
 
 namespace segmux::sam31 {
@@ -19,42 +20,12 @@ namespace {
 
 using ir::GraphBuilder;
 using ir::Scope;
+using namespace layers;
 
 const std::string kPrefix = "tracker.model.";
 
 Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
 const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
-
-int reshape(GraphBuilder& b, int x, const std::vector<int64_t>& dims) { return b.op1("Reshape", {x, b.ints(dims)}); }
-int transpose(GraphBuilder& b, int x, const std::vector<int64_t>& perm) {
-  return b.op1("Transpose", {x}, {{"perm", perm}});
-}
-int add(GraphBuilder& b, int x, int y) { return b.op1("Add", {x, y}); }
-int mul(GraphBuilder& b, int x, int y) { return b.op1("Mul", {x, y}); }
-
-// Thin wrappers over layers.h (shared patterns the fusion passes know) with the tracker prefix.
-int linear(GraphBuilder& b, const Weights& w, const std::string& name, int x) {
-  return layers::linear(b, w, x, kPrefix + name);
-}
-int conv2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, int64_t stride, int64_t pad,
-           int64_t groups = 1) {
-  return layers::conv2d(b, w, x, kPrefix + name, int(stride), int(pad), int(groups));
-}
-
-// LayerNorm2d (model_misc.py / sam/common.py) written out exactly: mean and biased variance over C.
-int layer_norm_2d(GraphBuilder& b, const Weights& w, const std::string& name, int x, float eps) {
-  Scope s(b, name);
-  int u = b.op1("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
-  int xc = b.op1("Sub", {x, u});
-  int var = b.op1("ReduceMean", {mul(b, xc, xc)}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
-  int y = b.op1("Div", {xc, b.op1("Sqrt", {add(b, var, b.scalar_f32(eps))})});
-  const Tensor& wt = W(w, name + ".weight");
-  Tensor wr = f32(wt).reshaped({1, wt.numel(), 1, 1}).clone();
-  Tensor br = f32(W(w, name + ".bias")).reshaped({1, wt.numel(), 1, 1}).clone();
-  return add(b, mul(b, b.constant(wr, "weight"), y), b.constant(br, "bias"));
-}
-
-int gelu(GraphBuilder& b, int x) { return layers::gelu_erf(b, x); }
 
 // out = sum_k w_k * x[idx_k] along `axis` (taps zero-padded to the widest output).
 int resize_axis(GraphBuilder& b, int x, int64_t axis, const ResizeTaps& taps) {
@@ -145,30 +116,30 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
   // SimpleMaskDownSampler: stages of [Conv k s2 -> LayerNorm2d -> GELU], then a 1x1 conv.
   {
     Scope s(b, "mask_downsampler");
-    const std::string p = "maskmem_backbone.mask_downsampler.encoder.";
+    const std::string p = kPrefix + "maskmem_backbone.mask_downsampler.encoder.";
     const int stages = cfg.maskmem_downsample_stages;
     const int64_t pad = cfg.maskmem_downsample_kernel / 2;
     for (int i = 0; i < stages; ++i) {
-      x = conv2d(b, w, p + std::to_string(3 * i), x, 2, pad);
-      x = gelu(b, layer_norm_2d(b, w, p + std::to_string(3 * i + 1), x, 1e-6f));
+      x = conv2d(b, w, x, p + std::to_string(3 * i), 2, int(pad));
+      x = gelu_erf(b, layer_norm_2d(b, w, x, p + std::to_string(3 * i + 1), 1e-6f));
     }
-    x = conv2d(b, w, p + std::to_string(3 * stages), x, 1, 0);
+    x = conv2d(b, w, x, p + std::to_string(3 * stages), 1, 0);
     SEGMUX_CHECK(b.shape(x) == Shape({1, D, g, g}), "mask downsampler output ", shape_str(b.shape(x)),
                  " does not match the feature grid");
   }
-  x = add(b, conv2d(b, w, "maskmem_backbone.pix_feat_proj", pix_feat, 1, 0), x);
+  x = add(b, conv2d(b, w, pix_feat, kPrefix + "maskmem_backbone.pix_feat_proj", 1, 0), x);
   // SimpleFuser: CXBlocks (depth-wise conv, LayerNorm2d, pointwise MLP with GELU, layer scale).
   for (int l = 0; l < cfg.memory_fuser_layers; ++l) {
-    const std::string p = "maskmem_backbone.fuser.layers." + std::to_string(l);
+    const std::string p = kPrefix + "maskmem_backbone.fuser.layers." + std::to_string(l);
     Scope s(b, "fuser" + std::to_string(l));
-    int y = conv2d(b, w, p + ".dwconv", x, 1, cfg.memory_fuser_kernel / 2, D);
-    y = layer_norm_2d(b, w, p + ".norm", y, 1e-6f);
+    int y = conv2d(b, w, x, p + ".dwconv", 1, int(cfg.memory_fuser_kernel / 2), int(D));
+    y = layer_norm_2d(b, w, y, p + ".norm", 1e-6f);
     y = transpose(b, y, {0, 2, 3, 1});
-    y = linear(b, w, p + ".pwconv2", gelu(b, linear(b, w, p + ".pwconv1", y)));
-    y = mul(b, y, b.constant(f32(W(w, p + ".gamma")).clone(), "gamma"));
+    y = linear(b, w, gelu_erf(b, linear(b, w, y, p + ".pwconv1")), p + ".pwconv2");
+    y = mul(b, y, b.constant(f32(w.get(p + ".gamma")).clone(), "gamma"));
     x = add(b, x, transpose(b, y, {0, 3, 1, 2}));
   }
-  if (w.has(kPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, "maskmem_backbone.out_proj", x, 1, 0);
+  if (w.has(kPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, x, kPrefix + "maskmem_backbone.out_proj", 1, 0);
   // no_obj_embed_spatial for every slot whose object is absent (logit <= 0); empty slots count as
   // absent (the official muxes a 0 logit there).
   {
