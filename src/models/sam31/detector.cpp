@@ -4,6 +4,7 @@
 
 #include "io/safetensors.h"
 #include "models/sam31/contract_util.h"
+#include "models/sam31/fixture_util.h"
 #include "models/sam31/layers.h"
 
 namespace segmux::sam31 {
@@ -304,16 +305,6 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
 
 ir::Graph build_detector_default(const ModelConfig& cfg, const Weights& w) { return build_detector(cfg, w); }
 
-namespace {
-// A fixture tensor by name, following the file's "alias:<name>" metadata for deduplicated tensors.
-const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
-  if (f.has(name)) return f.at(name);
-  auto it = f.metadata.find("alias:" + name);
-  SEGMUX_CHECK(it != f.metadata.end(), "fixture tensor '", name, "' is neither stored nor an alias");
-  return f.at(it->second);
-}
-}  // namespace
-
 std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
   // Two official groundings are stored:
   // - frame 0 (add_prompt pass): its image features are modules/backbone.safetensors out.det.*; its
@@ -357,7 +348,7 @@ std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, co
   m.inputs["fpn2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_feats.0"));
   m.inputs["pos2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
   for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
-    m.expected[name] = fixture_tensor(f, std::string("out.") + name);
+    m.expected[name] = fixture::tensor(f, std::string("out.") + name);
   cases.push_back(std::move(m));
   return cases;
 }

@@ -10,6 +10,7 @@
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "models/sam31/contract_util.h"
+#include "models/sam31/fixture_util.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/sam_heads.h"
 #include "models/sam31/tracker_io.h"
@@ -169,36 +170,23 @@ ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w,
 
 namespace {
 
-const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
-  if (f.has(name)) return f.at(name);
-  auto it = f.metadata.find("alias:" + name);
-  SEGMUX_CHECK(it != f.metadata.end(), "fixture lacks tensor '", name, "'");
-  return f.at(it->second);
-}
-
-const std::string& fixture_meta(const TensorFile& f, const std::string& key, const std::string& what) {
-  auto it = f.metadata.find(key);
-  SEGMUX_CHECK(it != f.metadata.end(), what, ": metadata '", key, "' is missing");
-  return it->second;
-}
-
 ParityCase memory_encoder_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
   TensorFile f = read_safetensors(path);
-  MultiplexAssignment assignment = parse_multiplex_state(fixture_meta(f, "multiplex_state", label));
+  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
   std::set<int> cond;
-  for (auto& v : nlohmann::json::parse(fixture_meta(f, "conditioning_objects", label))) cond.insert(v.get<int>());
-  const Tensor& masks = fixture_tensor(f, "in.pred_masks_high_res");
+  for (auto& v : nlohmann::json::parse(fixture::meta(f, "conditioning_objects", label))) cond.insert(v.get<int>());
+  const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
   ParityCase c;
   c.label = label;
-  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, 0, fixture_tensor(f, "in.maskmem_backbone.pix_feat"),
-                                            masks, fixture_tensor(f, "in.object_score_logits"), cond);
+  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, 0, fixture::tensor(f, "in.maskmem_backbone.pix_feat"),
+                                            masks, fixture::tensor(f, "in.object_score_logits"), cond);
   if (masks.dim(2) != cfg.input_mask_size()) {
     SEGMUX_CHECK(masks.dim(2) == cfg.image_size, label, ": masks of size ", masks.dim(2),
                  " are neither input_mask_size nor image_size");
     c.variant = kMemoryEncoderImageSizeVariant;
   }
-  c.expected["maskmem_features"] = fixture_tensor(f, "out.maskmem_features");
-  c.expected["maskmem_features_bf16"] = fixture_tensor(f, "out.run_memory_encoder.0");
+  c.expected["maskmem_features"] = fixture::tensor(f, "out.maskmem_features");
+  c.expected["maskmem_features_bf16"] = fixture::tensor(f, "out.run_memory_encoder.0");
   for (auto& [name, t] : c.expected) {
     Tolerance tol;
     tol.min_cosine = 0.9999;

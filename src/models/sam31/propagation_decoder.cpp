@@ -12,6 +12,7 @@
 #include "ir/builder.h"
 #include "io/safetensors.h"
 #include "models/sam31/contract_util.h"
+#include "models/sam31/fixture_util.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/sam_heads.h"
 #include "models/sam31/tracker_io.h"
@@ -298,24 +299,9 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
   return graph;
 }
 
-
 // ---- parity cases and contract -------------------------------------------------------------------
 
 namespace {
-
-// A fixture tensor by name, following the "alias:<name>" metadata of tensors stored once.
-const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
-  if (f.has(name)) return f.at(name);
-  auto it = f.metadata.find("alias:" + name);
-  SEGMUX_CHECK(it != f.metadata.end(), "fixture lacks tensor '", name, "'");
-  return f.at(it->second);
-}
-
-const std::string& fixture_meta(const TensorFile& f, const std::string& key, const std::string& what) {
-  auto it = f.metadata.find(key);
-  SEGMUX_CHECK(it != f.metadata.end(), what, ": metadata '", key, "' is missing");
-  return it->second;
-}
 
 Tolerance tracker_tolerance(bool is_mask) {
   Tolerance t;
@@ -330,12 +316,12 @@ Tolerance tracker_tolerance(bool is_mask) {
 ParityCase propagation_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
   TensorFile f = read_safetensors(path);
   const int64_t g = cfg.token_grid(), M = cfg.multiplex_count, D = cfg.d_model;
-  const int frame_idx = std::stoi(fixture_meta(f, "frame_idx", label));
-  const int num_frames = std::stoi(fixture_meta(f, "num_frames", label));
-  MultiplexAssignment assignment = parse_multiplex_state(fixture_meta(f, "multiplex_state", label));
+  const int frame_idx = std::stoi(fixture::meta(f, "frame_idx", label));
+  const int num_frames = std::stoi(fixture::meta(f, "num_frames", label));
+  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
 
   MemoryBank bank;
-  auto frames = nlohmann::json::parse(fixture_meta(f, "memory_bank_frames", label));
+  auto frames = nlohmann::json::parse(fixture::meta(f, "memory_bank_frames", label));
   for (auto& [kind, list] : frames.items()) {
     SEGMUX_CHECK(kind == "cond_frame_outputs" || kind == "non_cond_frame_outputs", label, ": unknown bank kind ", kind);
     for (auto& t : list) {
@@ -344,36 +330,36 @@ ParityCase propagation_case(const std::string& path, const std::string& label, c
       std::snprintf(tag, sizeof(tag), "f%03d", fi);
       const std::string p = "in.memory_bank." + kind + "." + tag + ".";
       StoredFrame sf;
-      sf.maskmem_features = fixture_tensor(f, p + "maskmem_features");
-      sf.image_features = seq_first_to_nchw(fixture_tensor(f, p + "image_features"), g);
-      sf.obj_ptr = fixture_tensor(f, p + "obj_ptr");
+      sf.maskmem_features = fixture::tensor(f, p + "maskmem_features");
+      sf.image_features = seq_first_to_nchw(fixture::tensor(f, p + "image_features"), g);
+      sf.obj_ptr = fixture::tensor(f, p + "obj_ptr");
       (kind == "cond_frame_outputs" ? bank.cond_frames : bank.non_cond_frames)[fi] = sf;
     }
   }
   CurrentFrameFeatures feats;
-  feats.image = seq_first_to_nchw(fixture_tensor(f, "in.current_vision_feats.0"), g);
-  feats.image_pos = seq_first_to_nchw(fixture_tensor(f, "in.current_vision_pos_embeds.0"), g);
-  feats.high_res_s0 = fixture_tensor(f, "in.sam_heads.propagation_high_res_features.0");
-  feats.high_res_s1 = fixture_tensor(f, "in.sam_heads.propagation_high_res_features.1");
+  feats.image = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_feats.0"), g);
+  feats.image_pos = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_pos_embeds.0"), g);
+  feats.high_res_s0 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.0");
+  feats.high_res_s1 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.1");
   PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, 0, frame_idx, num_frames, feats);
   // The fixture records how many pointer tokens the official code used: check the selection.
-  const int ptr_tokens = std::stoi(fixture_meta(f, "memory_attention.num_obj_ptr_tokens", label));
+  const int ptr_tokens = std::stoi(fixture::meta(f, "memory_attention.num_obj_ptr_tokens", label));
   SEGMUX_CHECK(int64_t(in.selection.pointers.size()) * M == ptr_tokens, label, ": selected ",
                in.selection.pointers.size(), " pointer frames, the official code used ", ptr_tokens, " tokens");
-  const int64_t mem_tokens = fixture_tensor(f, "in.memory_attention.memory_image").dim(0);
+  const int64_t mem_tokens = fixture::tensor(f, "in.memory_attention.memory_image").dim(0);
   SEGMUX_CHECK(int64_t(in.selection.spatial.size()) * g * g == mem_tokens, label, ": selected ",
                in.selection.spatial.size(), " memory frames, the official code used ", mem_tokens, " tokens");
 
   ParityCase c;
   c.label = label;
   c.inputs = in.tensors;
-  c.expected["pix_feat_with_mem"] = fixture_tensor(f, "out.pix_feat_with_mem");
-  c.expected["masks"] = fixture_tensor(f, "out.mask_decoder.masks");
-  c.expected["iou_pred"] = fixture_tensor(f, "out.mask_decoder.iou_pred");
-  c.expected["object_score_logits"] = fixture_tensor(f, "out.mask_decoder.object_score_logits");
-  c.expected["sam_tokens"] = fixture_tensor(f, "out.mask_decoder.sam_tokens_out");
+  c.expected["pix_feat_with_mem"] = fixture::tensor(f, "out.pix_feat_with_mem");
+  c.expected["masks"] = fixture::tensor(f, "out.mask_decoder.masks");
+  c.expected["iou_pred"] = fixture::tensor(f, "out.mask_decoder.iou_pred");
+  c.expected["object_score_logits"] = fixture::tensor(f, "out.mask_decoder.object_score_logits");
+  c.expected["sam_tokens"] = fixture::tensor(f, "out.mask_decoder.sam_tokens_out");
   // obj_ptr output = mux(data-space pointers), zero in unused slots.
-  const Tensor& ptr_data = fixture_tensor(f, "out.sam_heads.obj_ptr");
+  const Tensor& ptr_data = fixture::tensor(f, "out.sam_heads.obj_ptr");
   Tensor ptr_mux(DType::f32, {1, M, D});
   for (int64_t s = 0; s < M; ++s) {
     const int obj = assignment.buckets[0][size_t(s)];
