@@ -22,8 +22,6 @@ using namespace layers;
 
 const std::string kTracker = "tracker.model.";
 
-Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
-
 // (1, C, h, w) -> (1, h*w, C)
 int nchw_to_tokens(GraphBuilder& b, int x, int64_t c, int64_t hw) {
   return transpose(b, reshape(b, x, {1, c, hw}), {0, 2, 1});
@@ -53,7 +51,7 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   int mask = b.input("mask", DType::f32, {1, 1, Hi, Hi});
 
   // Backbone features with the "no memory" embedding (directly_add_no_mem_embed).
-  int pix = add(b, image, const_tensor(b, f32(w.get(kTracker + "interactivity_no_mem_embed")).reshaped({1, D, 1, 1}),
+  int pix = add(b, image, const_tensor(b, as_f32(w.get(kTracker + "interactivity_no_mem_embed")).reshaped({1, D, 1, 1}),
                                        "no_mem_embed"));
   // Mask prompt: stride-4 conv to the SAM mask-input size, then the prompt encoder's mask_downscaling.
   int m = conv2d(b, w, mask, kTracker + "interactive_mask_downsample", 4);
@@ -63,7 +61,7 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   int src = add(b, pix, dense);
 
   // Tokens: obj-score, IoU, mask tokens, then the sparse prompt = the empty point and SAM's pad point.
-  Tensor nap = f32(w.get(pe + ".not_a_point_embed.weight"));
+  Tensor nap = as_f32(w.get(pe + ".not_a_point_embed.weight"));
   int tokens = concat(b,
                       {param(b, w, md + ".obj_score_token.weight"), param(b, w, md + ".iou_token.weight"),
                        param(b, w, md + ".mask_tokens.weight"), const_tensor(b, nap, "not_a_point"),

@@ -8,9 +8,6 @@ namespace segmux::sam31::layers {
 
 namespace {
 
-// Weight as f32 (checkpoints are f32; anything else is converted).
-Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
-
 // [out, in] -> [in, out] copy.
 Tensor transpose_2d(const Tensor& w_in) {
   Tensor w = as_f32(w_in);
@@ -56,6 +53,8 @@ int64_t onnx_type(DType t) {
 }
 
 }  // namespace
+
+Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
 
 // ---- constants and small tensor ops -------------------------------------------------------------
 

@@ -25,7 +25,6 @@ using namespace layers;
 
 const std::string kPrefix = "tracker.model.";
 
-Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
 const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
 
 // out = sum_k w_k * x[idx_k] along `axis` (taps zero-padded to the widest output).
@@ -137,7 +136,7 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     y = layer_norm_2d(b, w, y, p + ".norm", 1e-6f);
     y = transpose(b, y, {0, 2, 3, 1});
     y = linear(b, w, gelu_erf(b, linear(b, w, y, p + ".pwconv1")), p + ".pwconv2");
-    y = mul(b, y, b.constant(f32(w.get(p + ".gamma")).clone(), "gamma"));
+    y = mul(b, y, b.constant(as_f32(w.get(p + ".gamma")).clone(), "gamma"));
     x = add(b, x, transpose(b, y, {0, 3, 1, 2}));
   }
   if (w.has(kPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, x, kPrefix + "maskmem_backbone.out_proj", 1, 0);
@@ -148,7 +147,7 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     int appearing = b.op1("Cast", {b.op1("Greater", {slot_score, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
     appearing = mul(b, appearing, slot_valid);
     int absent = b.op1("Sub", {b.scalar_f32(1.0f), appearing});  // (1, M)
-    Tensor emb = f32(W(w, "no_obj_embed_spatial")).clone();     // (M, D)
+    Tensor emb = as_f32(W(w, "no_obj_embed_spatial")).clone();     // (M, D)
     int embed = b.op1("MatMul", {absent, b.constant(emb, "no_obj_embed_spatial")});  // (1, D)
     x = add(b, x, reshape(b, embed, {1, D, 1, 1}));
   }

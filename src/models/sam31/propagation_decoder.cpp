@@ -30,8 +30,6 @@ const std::string kPrefix = "tracker.model.";
 // it never turns an all-padded row into NaN (that row is replaced by the no-memory fallback anyway).
 constexpr float kMaskedKey = -1e30f;
 
-Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
-
 const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
 
 struct Sizes {
@@ -89,7 +87,7 @@ int memory_attention_layer(GraphBuilder& b, const Weights& w, const std::string&
 // as a MatMul (the 2x2 outputs of one input pixel do not overlap).
 int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& name, int tokens, int64_t h, int64_t wd) {
   Scope s(b, name);
-  Tensor wt = f32(w.get(name + ".weight"));  // (Cin, Cout, 2, 2)
+  Tensor wt = as_f32(w.get(name + ".weight"));  // (Cin, Cout, 2, 2)
   SEGMUX_CHECK(wt.rank() == 4 && wt.dim(2) == 2 && wt.dim(3) == 2, name, ": expected a 2x2 transposed conv");
   const int64_t cin = wt.dim(0), cout = wt.dim(1);
   Tensor wm = wt.reshaped({cin, cout * 4});  // [in, o*4 + a*2 + c] is already the memory order
@@ -97,7 +95,7 @@ int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& nam
   y = reshape(b, y, {1, h, wd, cout, 2, 2});
   y = transpose(b, y, {0, 3, 1, 4, 2, 5});
   y = reshape(b, y, {1, cout, 2 * h, 2 * wd});
-  Tensor bias = f32(w.get(name + ".bias")).reshaped({1, cout, 1, 1});
+  Tensor bias = as_f32(w.get(name + ".bias")).reshaped({1, cout, 1, 1});
   return add(b, y, b.constant(bias.clone(), "bias"));
 }
 
@@ -177,7 +175,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int memory_image = b.op1("Concat", {mem_image_tok, zeros}, {{"axis", int64_t(1)}});
 
     // Temporal encodings: maskmem_tpos_enc[index] on every spatial token of a slot.
-    Tensor tpos_table = f32(W(w, "maskmem_tpos_enc")).reshaped({cfg.num_maskmem, z.D});
+    Tensor tpos_table = as_f32(W(w, "maskmem_tpos_enc")).reshaped({cfg.num_maskmem, z.D});
     int tpos = b.op1("Gather", {b.constant(tpos_table.clone(), "maskmem_tpos_enc"), mem_tpos_index}, {{"axis", int64_t(0)}});
     int sp_pos = add(b, pos_tok, reshape(b, tpos, {z.S, 1, z.D}));  // (S, L, D)
     sp_pos = reshape(b, sp_pos, {1, z.S * z.L, z.D});
@@ -232,15 +230,15 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int extra;
     {
       int v = reshape(b, slot_valid, {1, z.M, 1});
-      int valid_e = b.constant(f32(W(w, "output_valid_embed")).reshaped({1, z.M, z.D}).clone(), "valid_embed");
-      int invalid_e = b.constant(f32(W(w, "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
+      int valid_e = b.constant(as_f32(W(w, "output_valid_embed")).reshaped({1, z.M, z.D}).clone(), "valid_embed");
+      int invalid_e = b.constant(as_f32(W(w, "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
       extra = add(b, mul(b, v, valid_e), mul(b, b.op1("Sub", {b.scalar_f32(1.0f), v}), invalid_e));
     }
-    Tensor mt = f32(w.get(md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
+    Tensor mt = as_f32(w.get(md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
     int mask_tokens = add(b, b.constant(mt.clone(), "mask_tokens"), reshape(b, extra, {1, z.M, 1, z.D}));
     mask_tokens = reshape(b, mask_tokens, {1, z.M * nmask, z.D});
-    Tensor ot = f32(w.get(md + ".obj_score_token.weight")).reshaped({1, z.M, z.D});
-    Tensor it = f32(w.get(md + ".iou_token.weight")).reshaped({1, z.M, z.D});
+    Tensor ot = as_f32(w.get(md + ".obj_score_token.weight")).reshaped({1, z.M, z.D});
+    Tensor it = as_f32(w.get(md + ".iou_token.weight")).reshaped({1, z.M, z.D});
     int tokens = b.op1("Concat", {b.constant(ot.clone(), "obj_score_token"), b.constant(it.clone(), "iou_token"), mask_tokens},
                        {{"axis", int64_t(1)}});
     const int64_t ntok = z.M * (2 + nmask);

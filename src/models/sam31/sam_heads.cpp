@@ -13,12 +13,8 @@ using ir::GraphBuilder;
 using ir::Scope;
 using namespace layers;
 
-namespace {
-Tensor f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
-}  // namespace
-
 Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t g) {
-  const Tensor gm = f32(gaussian_matrix);
+  const Tensor gm = as_f32(gaussian_matrix);
   SEGMUX_CHECK(gm.rank() == 2 && gm.dim(0) == 2, "positional_encoding_gaussian_matrix has shape ",
                shape_str(gm.shape()), ", expected (2, F)");
   const int64_t half = gm.dim(1);
@@ -85,8 +81,8 @@ int layer_norm_2d(GraphBuilder& b, const Weights& w, int x, const std::string& p
   int var = b.op1("ReduceMean", {mul(b, xc, xc)}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}});
   int y = div(b, xc, b.op1("Sqrt", {add(b, var, b.scalar_f32(eps))}));
   const Tensor& wt = w.get(prefix + ".weight");
-  Tensor wr = f32(wt).reshaped({1, wt.numel(), 1, 1}).clone();
-  Tensor br = f32(w.get(prefix + ".bias")).reshaped({1, wt.numel(), 1, 1}).clone();
+  Tensor wr = as_f32(wt).reshaped({1, wt.numel(), 1, 1}).clone();
+  Tensor br = as_f32(w.get(prefix + ".bias")).reshaped({1, wt.numel(), 1, 1}).clone();
   return add(b, mul(b, b.constant(wr, "weight"), y), b.constant(br, "bias"));
 }
 

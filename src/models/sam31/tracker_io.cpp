@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/sam31/contract_util.h"
+#include "models/sam31/layers.h"
 #include "models/sam31/propagation_decoder.h"
 
 namespace segmux::sam31 {
+
+using layers::as_f32;
 
 namespace {
 
@@ -25,7 +28,6 @@ void check_shape(const Tensor& t, const Shape& want, const std::string& what) {
   SEGMUX_CHECK(t.shape() == want, what, " has shape ", shape_str(t.shape()), ", expected ", shape_str(want));
 }
 
-Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
 
 // Copies the `index`-th slice along axis 0 of src into the `slot`-th slice along axis 0 of dst
 // (same dtype, same per-slice element count).
