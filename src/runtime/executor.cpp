@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/node_kernels.h"
+
 #include <cstring>
 
 namespace segmux {
@@ -58,40 +60,15 @@ void validate_plan(const ir::Graph& g, const MemoryPlan& plan) {
 Executor::Executor(ir::Graph graph, MemoryPlan plan, ExecutorOptions options)
     : graph_(std::move(graph)), plan_(std::move(plan)), options_(options) {
   validate_plan(graph_, plan_);
-  std::vector<const Provider*> providers;
-  if (options_.use_optimized_kernels) providers.push_back(&cpu_provider());
-  providers.push_back(&reference_provider());
+  const auto providers = kernel_providers(options_.use_optimized_kernels);
   kernels_.resize(graph_.nodes.size());
   node_providers_.resize(graph_.nodes.size());
   for (size_t n = 0; n < graph_.nodes.size(); ++n) {
-    const ir::Node& node = graph_.nodes[n];
     if (plan_.view_nodes[n]) {
       node_providers_[n] = "view";
       continue;
     }
-    std::vector<ir::TensorType> types(node.inputs.size());
-    KernelInit init{node, {}, {}, {}, options_.num_threads};
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      int v = node.inputs[k];
-      if (v < 0) {
-        init.inputs.push_back(nullptr);
-        init.constants.push_back(nullptr);
-        continue;
-      }
-      const ir::Value& val = graph_.value(v);
-      types[k] = ir::TensorType{val.dtype, val.shape, val.has_shape};
-      init.inputs.push_back(&types[k]);
-      init.constants.push_back(graph_.initializer(v));
-    }
-    for (int o : node.outputs) {
-      if (o < 0) {
-        init.outputs.push_back({});
-        continue;
-      }
-      const ir::Value& val = graph_.value(o);
-      init.outputs.push_back(ir::TensorType{val.dtype, val.shape, val.has_shape});
-    }
-    kernels_[n] = create_kernel(providers, init, &node_providers_[n]);
+    kernels_[n] = create_node_kernel(graph_, graph_.nodes[n], providers, options_.num_threads, &node_providers_[n]);
   }
   // One arena for the model's lifetime; Storage::allocate zero-fills it, which is the one first touch.
   arena_ = Storage::allocate(plan_.arena_bytes);

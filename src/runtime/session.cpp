@@ -1,38 +1,16 @@
 #include "runtime/session.h"
 
+#include "runtime/node_kernels.h"
+
 namespace segmux {
 
 Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(graph)), options_(options) {
   ir::verify_structure(graph_);
   ir::infer_shapes(graph_);
-  std::vector<const Provider*> providers;
-  if (options_.use_optimized_kernels) providers.push_back(&cpu_provider());
-  providers.push_back(&reference_provider());
+  const auto providers = kernel_providers(options_.use_optimized_kernels);
   for (const ir::Node& node : graph_.nodes) {
-    std::vector<ir::TensorType> types(node.inputs.size());
-    KernelInit init{node, {}, {}, {}, options_.num_threads};
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      int v = node.inputs[k];
-      if (v < 0) {
-        init.inputs.push_back(nullptr);
-        init.constants.push_back(nullptr);
-        continue;
-      }
-      const ir::Value& val = graph_.value(v);
-      types[k] = ir::TensorType{val.dtype, val.shape, val.has_shape};
-      init.inputs.push_back(&types[k]);
-      init.constants.push_back(graph_.initializer(v));
-    }
-    for (int o : node.outputs) {
-      if (o < 0) {
-        init.outputs.push_back({});
-        continue;
-      }
-      const ir::Value& val = graph_.value(o);
-      init.outputs.push_back(ir::TensorType{val.dtype, val.shape, val.has_shape});
-    }
     std::string chosen;
-    kernels_.push_back(create_kernel(providers, init, &chosen));
+    kernels_.push_back(create_node_kernel(graph_, node, providers, options_.num_threads, &chosen));
     node_providers_.push_back(chosen);
   }
 }
