@@ -20,8 +20,6 @@ using ir::GraphBuilder;
 using ir::Scope;
 using namespace layers;
 
-const std::string kTracker = "tracker.model.";
-
 // (1, C, h, w) -> (1, h*w, C)
 int nchw_to_tokens(GraphBuilder& b, int x, int64_t c, int64_t hw) {
   return transpose(b, reshape(b, x, {1, c, hw}), {0, 2, 1});
@@ -44,17 +42,17 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   graph.name = "interactive_decoder";
   GraphBuilder b(graph);
   const int64_t D = cfg.d_model, g = cfg.token_grid(), Hi = cfg.input_mask_size();
-  const std::string md = kTracker + "interactive_sam_mask_decoder";
-  const std::string pe = kTracker + "interactive_sam_prompt_encoder";
+  const std::string md = kTrackerPrefix + "interactive_sam_mask_decoder";
+  const std::string pe = kTrackerPrefix + "interactive_sam_prompt_encoder";
 
   int image = b.input("image", DType::f32, {1, D, g, g});
   int mask = b.input("mask", DType::f32, {1, 1, Hi, Hi});
 
   // Backbone features with the "no memory" embedding (directly_add_no_mem_embed).
-  int pix = add(b, image, const_tensor(b, as_f32(w.get(kTracker + "interactivity_no_mem_embed")).reshaped({1, D, 1, 1}),
+  int pix = add(b, image, const_tensor(b, as_f32(w.get(kTrackerPrefix + "interactivity_no_mem_embed")).reshaped({1, D, 1, 1}),
                                        "no_mem_embed"));
   // Mask prompt: stride-4 conv to the SAM mask-input size, then the prompt encoder's mask_downscaling.
-  int m = conv2d(b, w, mask, kTracker + "interactive_mask_downsample", 4);
+  int m = conv2d(b, w, mask, kTrackerPrefix + "interactive_mask_downsample", 4);
   m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.0", 2), pe + ".mask_downscaling.1"));
   m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.3", 2), pe + ".mask_downscaling.4"));
   int dense = conv2d(b, w, m, pe + ".mask_downscaling.6");
@@ -78,10 +76,10 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   int score_tok = squeeze(b, slice(b, tr.queries, 1, 0, 1), {1});
   int mask_tok = squeeze(b, slice(b, tr.queries, 1, 2, 3), {1});
   int sam_score = mlp(b, w, score_tok, md + ".pred_obj_score_head", 3);  // (1, 1)
-  int ptr = mlp(b, w, mask_tok, kTracker + "interactive_obj_ptr_proj", 3);  // (1, D)
+  int ptr = mlp(b, w, mask_tok, kTrackerPrefix + "interactive_obj_ptr_proj", 3);  // (1, D)
   auto mix = [&](int p, int appearing) {  // lambda * p + (1 - lambda) * no_obj_ptr_linear(p)
     int lam = cast(b, appearing, DType::f32);
-    int other = linear(b, w, p, kTracker + "no_obj_ptr_linear");
+    int other = linear(b, w, p, kTrackerPrefix + "no_obj_ptr_linear");
     return add(b, mul(b, lam, p), mul(b, sub(b, scalar(b, 1.0f), lam), other));
   };
   ptr = mix(ptr, b.op1("Greater", {sam_score, scalar(b, 0.0f)}));

@@ -23,10 +23,6 @@ using ir::GraphBuilder;
 using ir::Scope;
 using namespace layers;
 
-const std::string kPrefix = "tracker.model.";
-
-const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
-
 // out = sum_k w_k * x[idx_k] along `axis` (taps zero-padded to the widest output).
 int resize_axis(GraphBuilder& b, int x, int64_t axis, const ResizeTaps& taps) {
   size_t width = 0;
@@ -116,7 +112,7 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
   // SimpleMaskDownSampler: stages of [Conv k s2 -> LayerNorm2d -> GELU], then a 1x1 conv.
   {
     Scope s(b, "mask_downsampler");
-    const std::string p = kPrefix + "maskmem_backbone.mask_downsampler.encoder.";
+    const std::string p = kTrackerPrefix + "maskmem_backbone.mask_downsampler.encoder.";
     const int stages = cfg.maskmem_downsample_stages;
     const int64_t pad = cfg.maskmem_downsample_kernel / 2;
     for (int i = 0; i < stages; ++i) {
@@ -127,10 +123,10 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     SEGMUX_CHECK(b.shape(x) == Shape({1, D, g, g}), "mask downsampler output ", shape_str(b.shape(x)),
                  " does not match the feature grid");
   }
-  x = add(b, conv2d(b, w, pix_feat, kPrefix + "maskmem_backbone.pix_feat_proj", 1, 0), x);
+  x = add(b, conv2d(b, w, pix_feat, kTrackerPrefix + "maskmem_backbone.pix_feat_proj", 1, 0), x);
   // SimpleFuser: CXBlocks (depth-wise conv, LayerNorm2d, pointwise MLP with GELU, layer scale).
   for (int l = 0; l < cfg.memory_fuser_layers; ++l) {
-    const std::string p = kPrefix + "maskmem_backbone.fuser.layers." + std::to_string(l);
+    const std::string p = kTrackerPrefix + "maskmem_backbone.fuser.layers." + std::to_string(l);
     Scope s(b, "fuser" + std::to_string(l));
     int y = conv2d(b, w, x, p + ".dwconv", 1, int(cfg.memory_fuser_kernel / 2), int(D));
     y = layer_norm_2d(b, w, y, p + ".norm", 1e-6f);
@@ -139,7 +135,7 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     y = mul(b, y, b.constant(as_f32(w.get(p + ".gamma")).clone(), "gamma"));
     x = add(b, x, transpose(b, y, {0, 3, 1, 2}));
   }
-  if (w.has(kPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, x, kPrefix + "maskmem_backbone.out_proj", 1, 0);
+  if (w.has(kTrackerPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, x, kTrackerPrefix + "maskmem_backbone.out_proj", 1, 0);
   // no_obj_embed_spatial for every slot whose object is absent (logit <= 0); empty slots count as
   // absent (the official muxes a 0 logit there).
   {
@@ -147,7 +143,7 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     int appearing = b.op1("Cast", {b.op1("Greater", {slot_score, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
     appearing = mul(b, appearing, slot_valid);
     int absent = b.op1("Sub", {b.scalar_f32(1.0f), appearing});  // (1, M)
-    Tensor emb = as_f32(W(w, "no_obj_embed_spatial")).clone();     // (M, D)
+    Tensor emb = as_f32(w.get(kTrackerPrefix + "no_obj_embed_spatial")).clone();     // (M, D)
     int embed = b.op1("MatMul", {absent, b.constant(emb, "no_obj_embed_spatial")});  // (1, D)
     x = add(b, x, reshape(b, embed, {1, D, 1, 1}));
   }

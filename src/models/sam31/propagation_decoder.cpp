@@ -25,12 +25,9 @@ using ir::GraphBuilder;
 using ir::Scope;
 using namespace layers;
 
-const std::string kPrefix = "tracker.model.";
 // Additive key bias for padded memory slots: exp(-1e30 - max) is exactly 0 in fp32, and unlike -inf
 // it never turns an all-padded row into NaN (that row is replaced by the no-memory fallback anyway).
 constexpr float kMaskedKey = -1e30f;
-
-const Tensor& W(const Weights& w, const std::string& key) { return w.get(kPrefix + key); }
 
 struct Sizes {
   int64_t D, g, L, S, P, M, K, heads, hd;
@@ -112,7 +109,7 @@ int propagation_pointer_slots(const ModelConfig& cfg) {
 }
 
 Tensor propagation_dense_pe(const ModelConfig& cfg, const Weights& w) {
-  Tensor pe = random_fourier_dense_pe(W(w, "image_pe_layer.positional_encoding_gaussian_matrix"), cfg.token_grid());
+  Tensor pe = random_fourier_dense_pe(w.get(kTrackerPrefix + "image_pe_layer.positional_encoding_gaussian_matrix"), cfg.token_grid());
   SEGMUX_CHECK(pe.dim(1) == cfg.d_model, "image_pe_layer gives ", pe.dim(1), " channels, d_model is ", cfg.d_model);
   return pe;
 }
@@ -175,7 +172,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int memory_image = b.op1("Concat", {mem_image_tok, zeros}, {{"axis", int64_t(1)}});
 
     // Temporal encodings: maskmem_tpos_enc[index] on every spatial token of a slot.
-    Tensor tpos_table = as_f32(W(w, "maskmem_tpos_enc")).reshaped({cfg.num_maskmem, z.D});
+    Tensor tpos_table = as_f32(w.get(kTrackerPrefix + "maskmem_tpos_enc")).reshaped({cfg.num_maskmem, z.D});
     int tpos = b.op1("Gather", {b.constant(tpos_table.clone(), "maskmem_tpos_enc"), mem_tpos_index}, {{"axis", int64_t(0)}});
     int sp_pos = add(b, pos_tok, reshape(b, tpos, {z.S, 1, z.D}));  // (S, L, D)
     sp_pos = reshape(b, sp_pos, {1, z.S * z.L, z.D});
@@ -189,7 +186,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     }
     int pe_arg = b.op1("Div", {reshape(b, ptr_tpos, {z.P, 1}), b.constant(dim_t, "dim_t")});
     int ptr_pe = b.op1("Concat", {b.op1("Sin", {pe_arg}), b.op1("Cos", {pe_arg})}, {{"axis", int64_t(1)}});
-    ptr_pe = linear(b, w, ptr_pe, kPrefix + "obj_ptr_tpos_proj");  // (P, D)
+    ptr_pe = linear(b, w, ptr_pe, kTrackerPrefix + "obj_ptr_tpos_proj");  // (P, D)
     ptr_pe = b.op1("Expand", {reshape(b, ptr_pe, {z.P, 1, z.D}), b.ints({z.P, z.M, z.D})});
     ptr_pe = reshape(b, ptr_pe, {1, z.K, z.D});
     int memory_image_pos = b.op1("Concat", {sp_pos, ptr_pe}, {{"axis", int64_t(1)}});
@@ -209,10 +206,10 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int tgt = add(b, image_tok, mul(b, pos_tok, b.scalar_f32(0.1f)));
     for (int l = 0; l < cfg.mem_attn_layers; ++l) {
       Scope sl(b, "layer" + std::to_string(l));
-      tgt = memory_attention_layer(b, w, kPrefix + "transformer.encoder.layers." + std::to_string(l), z, tgt, image_tok,
+      tgt = memory_attention_layer(b, w, kTrackerPrefix + "transformer.encoder.layers." + std::to_string(l), z, tgt, image_tok,
                                    memory_image, memory, memory_image_pos, key_bias, rope);
     }
-    tgt = layer_norm(b, w, tgt, kPrefix + "transformer.encoder.norm", 1e-5f);
+    tgt = layer_norm(b, w, tgt, kTrackerPrefix + "transformer.encoder.norm", 1e-5f);
     // No spatial memory at all: the official skips the fusion and uses the raw image features.
     int has_memory = b.op1("Greater", {b.op1("ReduceMax", {mem_valid}, {{"axes", std::vector<int64_t>{0}},
                                                                         {"keepdims", int64_t(0)}}),
@@ -223,15 +220,15 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
   b.output(pix_feat_with_mem, "pix_feat_with_mem");
 
   // ---- multiplex mask decoder ----
-  const std::string md = kPrefix + "sam_mask_decoder";
+  const std::string md = kTrackerPrefix + "sam_mask_decoder";
   int masks, iou_pred, obj_scores, sam_tokens;
   {
     Scope s(b, "mask_decoder");
     int extra;
     {
       int v = reshape(b, slot_valid, {1, z.M, 1});
-      int valid_e = b.constant(as_f32(W(w, "output_valid_embed")).reshaped({1, z.M, z.D}).clone(), "valid_embed");
-      int invalid_e = b.constant(as_f32(W(w, "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
+      int valid_e = b.constant(as_f32(w.get(kTrackerPrefix + "output_valid_embed")).reshaped({1, z.M, z.D}).clone(), "valid_embed");
+      int invalid_e = b.constant(as_f32(w.get(kTrackerPrefix + "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
       extra = add(b, mul(b, v, valid_e), mul(b, b.op1("Sub", {b.scalar_f32(1.0f), v}), invalid_e));
     }
     Tensor mt = as_f32(w.get(md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
@@ -284,8 +281,8 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int best = b.op1("ArgMax", {iou_pred}, {{"axis", int64_t(2)}, {"keepdims", int64_t(1)}});  // (1, M, 1)
     int idx = b.op1("Expand", {reshape(b, best, {1, z.M, 1, 1}), b.ints({1, z.M, 1, z.D})});
     int token = reshape(b, b.op1("GatherElements", {sam_tokens, idx}, {{"axis", int64_t(2)}}), {1, z.M, z.D});
-    int ptr = mlp(b, w, token, kPrefix + "obj_ptr_proj", cfg.obj_ptr_proj_layers);
-    int no_obj = linear(b, w, ptr, kPrefix + "no_obj_ptr_linear");
+    int ptr = mlp(b, w, token, kTrackerPrefix + "obj_ptr_proj", cfg.obj_ptr_proj_layers);
+    int no_obj = linear(b, w, ptr, kTrackerPrefix + "no_obj_ptr_linear");
     int appearing = b.op1("Greater", {obj_scores, b.scalar_f32(0.0f)});  // (1, M, 1)
     ptr = b.op1("Where", {appearing, ptr, no_obj});
     // Stored pointers are mux(data-space pointers): zero in empty and removed slots.

@@ -12,6 +12,9 @@
 
 namespace segmux::sam31 {
 
+// Where the tracker's modules live in the SAM 3.1 checkpoint ("tracker.model.sam_mask_decoder...").
+inline const std::string kTrackerPrefix = "tracker.model.";
+
 // SAM's PositionEmbeddingRandom over a g x g grid, (1, 2F, g, g), from a (2, F) gaussian matrix,
 // computed in fp32 as the official code does.
 Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t grid);
