@@ -220,20 +220,16 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
           }
           const ir::Graph& g = graphs.at(pc.variant);
           const std::string label = pc.variant.empty() ? cand.name : cand.name + "[" + pc.variant + "]";
-          if (opt.reference) {
+          // The interpreter with reference kernels, then with the optimized ones.
+          auto run_session = [&](const char* backend, bool optimized_kernels) {
             SessionOptions so;
             so.num_threads = opt.num_threads;
-            so.use_optimized_kernels = false;
+            so.use_optimized_kernels = optimized_kernels;
             Session s(g, so);
-            check_case(rep, wname, cand, pc, "reference", s.run(pc.inputs));
-          }
-          if (opt.optimized) {
-            SessionOptions so;
-            so.num_threads = opt.num_threads;
-            so.use_optimized_kernels = true;
-            Session s(g, so);
-            check_case(rep, wname, cand, pc, "optimized", s.run(pc.inputs));
-          }
+            check_case(rep, wname, cand, pc, backend, s.run(pc.inputs));
+          };
+          if (opt.reference) run_session("reference", false);
+          if (opt.optimized) run_session("optimized", true);
           if (opt.compiled) {
             compiler::CompileResult cr = compiler::compile_graph(g);
             ExecutorOptions eo;
