@@ -13,6 +13,8 @@
 #   TIMEOUT_S     per-candidate time limit in seconds (default 1800)
 #   THREADS       executor threads (default: nproc)
 #   DOC           output document (default docs/fullsize-check.md)
+#   TOTAL_TIMEOUT_S  limit for the whole run (default none); the rows finished by then are kept
+#   SKIP_BUILD=1  use the binary already in BUILD_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build/release}
@@ -23,8 +25,10 @@ CANDIDATES=${CANDIDATES:-"text_encoder detector memory_encoder memory_encoder:im
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 export CCACHE_BASEDIR="$PWD"
 
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=ON >/dev/null
-cmake --build "$BUILD_DIR" --target segmux -j "$(nproc)"
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=ON >/dev/null
+  cmake --build "$BUILD_DIR" --target segmux -j "$(nproc)"
+fi
 
 args=(fullsize-check --threads "$THREADS" --timeout-s "$TIMEOUT_S")
 [ -n "${CHECKPOINT:-}" ] && args+=(--checkpoint "$CHECKPOINT")
@@ -36,7 +40,9 @@ trap 'rm -f "$tmp_table" "$tmp_doc"' EXIT
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date -u '+%Y-%m-%d %H:%M UTC')
 status=0
-"$BUILD_DIR/segmux" "${args[@]}" --markdown "$tmp_table" || status=$?
+limit=()
+[ -n "${TOTAL_TIMEOUT_S:-}" ] && limit=(timeout --signal=TERM "$TOTAL_TIMEOUT_S")
+"${limit[@]}" "$BUILD_DIR/segmux" "${args[@]}" --markdown "$tmp_table" || status=$?
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 {
@@ -55,7 +61,8 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB"
   echo "- load average (1/5/15 min) before: $load_before, after: $load_after (the machine is shared; timings are"
   echo "  indicative only)"
-  echo "- exit status of \`segmux fullsize-check\`: $status"
+  echo "- exit status of \`segmux fullsize-check\`: $status (124: stopped by TOTAL_TIMEOUT_S=${TOTAL_TIMEOUT_S:-none};"
+  echo "  candidates missing from the table did not run)"
   echo
   echo "Columns: seconds of each stage (executor = kernel creation, weight prepacking and arena touch); peak"
   echo "resident memory (VmHWM) after each stage; the arena the memory planner chose; prepacked weight bytes."

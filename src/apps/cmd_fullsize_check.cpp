@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,6 +205,7 @@ nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, cons
   SEGMUX_CHECK(pid >= 0, "fork(): ", std::strerror(errno));
   if (pid == 0) {
     ::close(fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // an outer time limit that ends the parent ends the child too
     if (timeout_s > 0) ::alarm(unsigned(timeout_s));  // SIGALRM ends the child: reported as a timeout
     int rc = 0;
     try {
@@ -395,10 +397,14 @@ int fullsize_check_main(int argc, char** argv) {
                    fmt_s(r, "run_s").c_str(), fmt_mib(r, "hwm_run_mib").c_str());
     }
     rows.push_back(std::move(r));
+    // Rewritten after every candidate, so an outer time limit still leaves the rows that finished.
+    if (!markdown_out.empty()) {
+      const std::string partial_table = markdown_table(rows);
+      write_file_atomic(markdown_out, partial_table.data(), partial_table.size());
+    }
   }
 
   const std::string table = markdown_table(rows);
-  if (!markdown_out.empty()) write_file_atomic(markdown_out, table.data(), table.size());
   if (json) {
     nlohmann::json j = {{"config", cfg.name}, {"threads", threads}, {"checkpoint", checkpoint}, {"candidates", rows}};
     std::printf("%s\n", j.dump(2).c_str());
