@@ -65,7 +65,9 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "  candidates missing from the table did not run)"
   echo
   echo "Columns: seconds of each stage (executor = kernel creation, weight prepacking and arena touch); peak"
-  echo "resident memory (VmHWM) after each stage; the arena the memory planner chose; prepacked weight bytes."
+  echo "resident memory (VmHWM) after each stage; anonymous vs file-backed (mmapped checkpoint) RSS at the end;"
+  echo "the arena the memory planner chose; prepacked weight bytes; output shapes. status ok = ran, every"
+  echo "output value finite."
   echo
   cat "$tmp_table"
 } >"$tmp_doc"

@@ -260,7 +260,7 @@ nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, cons
 std::string fmt_s(const nlohmann::json& r, const char* key) {
   if (!r.contains(key)) return "-";
   char b[32];
-  std::snprintf(b, sizeof b, "%.1f", r[key].get<double>());
+  std::snprintf(b, sizeof b, "%.2f", r[key].get<double>());
   return b;
 }
 std::string fmt_mib(const nlohmann::json& r, const char* key) {
@@ -273,8 +273,8 @@ std::string fmt_mib(const nlohmann::json& r, const char* key) {
 std::string markdown_table(const std::vector<nlohmann::json>& rows) {
   std::string s =
       "| candidate | build s | compile s | executor s | run s | peak RSS MiB after build / compile / executor / run "
-      "| arena MiB | prepacked MiB | outputs | status |\n"
-      "|---|---:|---:|---:|---:|---|---:|---:|---|---|\n";
+      "| anon / file-backed RSS MiB at the end | arena MiB | prepacked MiB | outputs | status |\n"
+      "|---|---:|---:|---:|---:|---|---|---:|---:|---|---|\n";
   for (const auto& r : rows) {
     std::string outs;
     if (r.contains("outputs"))
@@ -291,7 +291,7 @@ std::string markdown_table(const std::vector<nlohmann::json>& rows) {
     s += "| " + r.value("candidate", std::string("?")) + " | " + fmt_s(r, "build_s") + " | " + fmt_s(r, "compile_s") +
          " | " + fmt_s(r, "executor_s") + " | " + fmt_s(r, "run_s") + " | " + fmt_mib(r, "hwm_build_mib") + " / " +
          fmt_mib(r, "hwm_compile_mib") + " / " + fmt_mib(r, "hwm_executor_mib") + " / " + fmt_mib(r, "hwm_run_mib") +
-         " | " + arena + " | " + packed + " | " + outs + " | " + status + " |\n";
+         " | " + fmt_mib(r, "rss_anon_mib") + " / " + fmt_mib(r, "rss_file_mib") + " | " + arena + " | " + packed + " | " + outs + " | " + status + " |\n";
   }
   return s;
 }
