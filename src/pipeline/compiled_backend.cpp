@@ -268,6 +268,7 @@ class CompiledBackend : public ModelBackend {
     SEGMUX_CHECK(it != sm.pending.end(), "encode_memory on frame ", t, " before the state was propagated there");
     sf.obj_ptr = it->second.stored_obj_ptr;
     sm.bank.non_cond_frames[t] = sf;
+    evict_unreachable_frames(sm, t);
   }
 
   void add_masks(const TrackerStateView& state, int t, const std::vector<int64_t>& obj_ids, const Tensor& masks,
@@ -363,6 +364,7 @@ class CompiledBackend : public ModelBackend {
     } else {
       sm.bank.non_cond_frames[t] = sf;
     }
+    evict_unreachable_frames(sm, t);
   }
 
   void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {
@@ -381,6 +383,34 @@ class CompiledBackend : public ModelBackend {
     auto it = frames_.find(t);
     SEGMUX_CHECK(it != frames_.end(), "frame ", t, " has no backbone features (run_backbone first)");
     return it->second;
+  }
+
+  // Bounded memory on long videos. The tracker reads non-conditioning frames at most
+  // max(num_maskmem, max_obj_ptrs_in_encoder) - 1 frames away from the frame it processes; tracking
+  // proceeds frame by frame from a prompted (conditioning) frame, forward or backward. A stored frame
+  // farther than that from the current frame and from every conditioning frame can never be read again
+  // by such a run, so it is dropped: the bank holds at most 2 * window + 1 frames around the current
+  // frame plus each conditioning frame's neighbourhood (the official code keeps every frame, which
+  // grows without bound). Pending per-frame outputs are kept for conditioning frames only.
+  void evict_unreachable_frames(StateMemory& sm, int t) const {
+    const int window = std::max(cfg_.num_maskmem, cfg_.max_obj_ptrs_in_encoder) - 1;
+    auto near_cond = [&](int f) {
+      for (auto& [c, sf] : sm.bank.cond_frames)
+        if (std::abs(f - c) <= window) return true;
+      return false;
+    };
+    for (auto it = sm.bank.non_cond_frames.begin(); it != sm.bank.non_cond_frames.end();) {
+      if (std::abs(it->first - t) > window && !near_cond(it->first))
+        it = sm.bank.non_cond_frames.erase(it);
+      else
+        ++it;
+    }
+    for (auto it = sm.pending.begin(); it != sm.pending.end();) {
+      if (it->first != t && !sm.bank.cond_frames.count(it->first))
+        it = sm.pending.erase(it);
+      else
+        ++it;
+    }
   }
 
   // Data-space indices of the objects that received a mask input on frame t (control plane's record).
