@@ -138,7 +138,7 @@ void send_line(int fd, const nlohmann::json& j) {
 
 // The child: build -> compile -> executor -> run, reporting after every stage.
 void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31::Weights& w, int threads,
-                    uint64_t seed, int fd) {
+                    int runs, uint64_t seed, int fd) {
   nlohmann::json r = {{"candidate", t.label}, {"stage", "start"}, {"hwm_start_mib", mib(status_kib("VmHWM"))}};
   send_line(fd, r);
   auto t0 = Clock::now();
@@ -188,6 +188,14 @@ void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31:
   r["outputs"] = out_shapes;
   r["non_finite_outputs"] = non_finite;
   r["hwm_run_mib"] = mib(status_kib("VmHWM"));
+  // Further runs (--runs): steady-state time, and whether memory keeps growing after the first run.
+  for (int i = 1; i < runs; ++i) {
+    t0 = Clock::now();
+    outputs = exec.run(inputs);
+    r["later_run_s"].push_back(seconds_since(t0));
+    r["later_hwm_mib"].push_back(mib(status_kib("VmHWM")));
+    r["later_rss_anon_mib"].push_back(mib(status_kib("RssAnon")));
+  }
   r["rss_anon_mib"] = mib(status_kib("RssAnon"));
   r["rss_file_mib"] = mib(status_kib("RssFile"));
   r["stage"] = "done";
@@ -196,7 +204,7 @@ void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31:
 
 // Runs one target in a child process; returns the last report it sent, with "error" set on failure.
 nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, const sam31::Weights& w, int threads,
-                            uint64_t seed, int timeout_s) {
+                            int runs, uint64_t seed, int timeout_s) {
   int fds[2];
   SEGMUX_CHECK(::pipe(fds) == 0, "pipe(): ", std::strerror(errno));
   std::fflush(stdout);
@@ -209,7 +217,7 @@ nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, cons
     if (timeout_s > 0) ::alarm(unsigned(timeout_s));  // SIGALRM ends the child: reported as a timeout
     int rc = 0;
     try {
-      check_in_child(t, cfg, w, threads, seed, fds[1]);
+      check_in_child(t, cfg, w, threads, runs, seed, fds[1]);
     } catch (const std::exception& e) {
       send_line(fds[1], {{"candidate", t.label}, {"stage", "error"}, {"error", e.what()}});
       rc = 1;
@@ -318,7 +326,7 @@ int fullsize_check_main(int argc, char** argv) {
   std::string checkpoint, work_dir, markdown_out;
   bool keep = false, json = false;
   std::vector<std::string> names;
-  int threads = 2, timeout_s = 0;
+  int threads = 2, timeout_s = 0, runs = 1;
   uint64_t seed = 0;
   app.add_option("--checkpoint", checkpoint,
                  "full-size checkpoint to use; written there (and kept) when the file does not exist yet");
@@ -330,6 +338,7 @@ int fullsize_check_main(int argc, char** argv) {
   app.add_option("--markdown", markdown_out, "also write the markdown table to this file (atomically)");
   app.add_option("--threads", threads, "executor threads")->check(CLI::Range(1, 256));
   app.add_option("--timeout-s", timeout_s, "per-candidate time limit in seconds (0 = none)")->check(CLI::NonNegativeNumber);
+  app.add_option("--runs", runs, "run each candidate this many times (later runs: --json only)")->check(CLI::Range(1, 100));
   app.add_option("--seed", seed, "seed of the random weights and inputs");
   app.add_option("--work-dir", work_dir, "where the temporary folder goes (default: $TMPDIR or /tmp)");
   try {
@@ -387,7 +396,7 @@ int fullsize_check_main(int argc, char** argv) {
   bool all_ok = true;
   for (const auto& t : targets) {
     std::fprintf(stderr, "checking %s ...\n", t.label.c_str());
-    nlohmann::json r = check_target(t, cfg, w, threads, seed, timeout_s);
+    nlohmann::json r = check_target(t, cfg, w, threads, runs, seed, timeout_s);
     if (r.contains("error")) {
       all_ok = false;
       std::fprintf(stderr, "  %s FAILED: %s\n", t.label.c_str(), r["error"].get<std::string>().c_str());
