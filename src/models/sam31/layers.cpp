@@ -1,5 +1,7 @@
 #include "models/sam31/layers.h"
 
+#include "ir/schemas/schemas.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -36,21 +38,6 @@ Tensor rows(const Tensor& t_in, int64_t begin, int64_t end) {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// ONNX TensorProto data type codes (Cast's "to").
-int64_t onnx_type(DType t) {
-  switch (t) {
-    case DType::f32: return 1;
-    case DType::u8: return 2;
-    case DType::i8: return 3;
-    case DType::i32: return 6;
-    case DType::i64: return 7;
-    case DType::boolean: return 9;
-    case DType::f16: return 10;
-    case DType::f64: return 11;
-    case DType::bf16: return 16;
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -80,7 +67,7 @@ int sigmoid(GraphBuilder& b, int x) { return b.op1("Sigmoid", {x}); }
 int clip(GraphBuilder& b, int x, float lo, float hi) { return b.op1("Clip", {x, scalar(b, lo), scalar(b, hi)}); }
 int clip_min(GraphBuilder& b, int x, float lo) { return b.op1("Clip", {x, scalar(b, lo)}); }
 int cast(GraphBuilder& b, int x, DType to) {
-  return b.op1("Cast", {x}, {{"to", ir::AttrValue(onnx_type(to))}});
+  return b.op1("Cast", {x}, {{"to", ir::AttrValue(ir::dtype_to_onnx(to))}});
 }
 int round_to_bf16(GraphBuilder& b, int x) { return cast(b, cast(b, x, DType::bf16), DType::f32); }
 
