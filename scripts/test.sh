@@ -14,6 +14,12 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=
 cmake --build build/release -j "$JOBS"
 ctest --test-dir build/release --output-on-failure -j 1
 
+# The acceptance commands of issues 3 and 4 on the golden fixtures: every candidate (both weight files,
+# our runtime and ONNX Runtime, the tokenizer), then the whole predictor against the official trace.
+FIXTURES=${SEGMUX_FIXTURES:-../shared/fixtures}
+build/release/segmux parity "$FIXTURES/sam31-tiny" | tail -n 40
+build/release/segmux parity --video "$FIXTURES/sam31-tiny" --cache-dir build/release/parity-cache | tail -n 20
+
 if [ "${SEGMUX_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEGMUX_WERROR=ON -DSEGMUX_SANITIZE=ON \
         -DSEGMUX_BENCH=OFF >/dev/null
