@@ -272,7 +272,7 @@ class CompiledBackend : public ModelBackend {
   }
 
   void add_masks(const TrackerStateView& state, int t, const std::vector<int64_t>& obj_ids, const Tensor& masks,
-                 MaskInputKind kind, bool conditioning) override {
+                 MaskInputKind /*kind: new objects and reconditioning take the same path*/, bool conditioning) override {
     StateMemory& sm = states_[state.state_id];
     if (!conditioning && sm.bank.cond_frames.count(t)) {
       // Masks given on a frame that is already a conditioning frame of this state without making it
@@ -309,7 +309,7 @@ class CompiledBackend : public ModelBackend {
       auto out = interactive_.run({{"image", f.interactive2}, {"mask", mk}});
       std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at("obj_ptr").data<float>(), size_t(D) * 4);
       scores.data<float>()[row] = out.at("object_score_logit").data<float>()[0];
-      }
+    }
 
     // Memory of this frame as the official preflight encodes it: masks at video resolution (the given
     // masks binarised there, each suppressed by the other given masks; other objects by all of them),
@@ -351,7 +351,6 @@ class CompiledBackend : public ModelBackend {
     // The objects given masks here are this frame's conditioning objects, whether or not the frame
     // becomes a conditioning frame (official: mask_as_output marks every object of its batch).
     std::set<int> cond_objects = given;
-    (void)kind;
     Tensor pix = round_bf16(f.propagation2);
     Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
     sam31::StoredFrame sf;
