@@ -134,7 +134,11 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
                  shape_str(shape), " ", st_name(dt), " needs ", (unsigned long long)(elems * dtype_size(dt)),
                  " bytes but has ", end - begin);
     out.names.push_back(name);
-    out.tensors.emplace(name, Tensor(dt, shape, bytes, data_start + begin));
+    Tensor view(dt, shape, bytes, data_start + begin);
+    // The format does not align tensor data; typed access needs natural alignment (UB otherwise), so a
+    // misaligned tensor is copied into aligned memory; aligned ones (the common case) stay zero-copy.
+    if (reinterpret_cast<uintptr_t>(view.raw()) % dtype_size(dt) != 0) view = view.clone();
+    out.tensors.emplace(name, std::move(view));
   }
   // JSON objects are unordered; file order = order of data offsets.
   std::sort(out.names.begin(), out.names.end(), [&](const std::string& a, const std::string& b) {

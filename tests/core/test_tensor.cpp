@@ -49,3 +49,16 @@ TEST(Safetensors, RoundTripAndRejectsTruncation) {
   ASSERT_EQ(truncate(path.c_str(), size - 4), 0);
   EXPECT_THROW(read_safetensors(path), Error);
 }
+
+TEST(Safetensors, MisalignedTensorsAreCopiedToAlignedMemory) {
+  // A 3-byte bool tensor first puts the following f32 tensor at an odd offset.
+  std::string path = ::testing::TempDir() + "/misaligned.safetensors";
+  Tensor flags = Tensor::from_vector<bool>({3}, {true, false, true});
+  Tensor values = Tensor::from_vector<float>({2}, {1.5f, -2.0f});
+  write_safetensors(path, {{"flags", flags}, {"values", values}});
+  TensorFile f = read_safetensors(path);
+  const Tensor& v = f.at("values");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.raw()) % alignof(float), 0u);
+  EXPECT_TRUE(v.identical(values));
+  EXPECT_TRUE(f.at("flags").identical(flags));
+}
