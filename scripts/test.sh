@@ -26,7 +26,7 @@ if [ "${SEGMUX_SKIP_SANITIZE:-0}" != 1 ]; then
   cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" -DCMAKE_C_FLAGS="-O1 -g1" \
         -DSEGMUX_WERROR=ON -DSEGMUX_SANITIZE=ON -DSEGMUX_BENCH=OFF >/dev/null
   cmake --build build/asan -j "$JOBS"
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions="$PWD/scripts/lsan.supp" \
     ctest --test-dir build/asan --output-on-failure -j 1 -L unit -LE slow
 fi
 
