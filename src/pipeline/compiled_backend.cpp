@@ -485,6 +485,14 @@ std::string home_cache() {
   return std::string(h && *h ? h : "/tmp") + "/.cache/segmux";
 }
 
+// Identifies this build: compiled candidates depend on the code that built them, not only on the
+// weights, so a rebuilt segmux (or test binary) never reuses an older build's cache entries.
+std::string build_identity() {
+  struct stat st {};
+  if (::stat("/proc/self/exe", &st) != 0) return kVersion;
+  return std::string(kVersion) + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtime);
+}
+
 uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) {
     h ^= c;
@@ -581,7 +589,7 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const std::functi
   std::string dir = src.model_dir, vocab = src.vocab;
   if (src.demo) {
     m.config = demo_config();
-    dir = cache + "/demo-" + std::to_string(fnv1a(sam31::config_to_json(m.config) + kVersion) % 1000000007ull);
+    dir = cache + "/demo-" + std::to_string(fnv1a(sam31::config_to_json(m.config) + build_identity()) % 1000000007ull);
     if (!fs::exists(dir + "/model.json")) {
       fs::create_directories(dir);
       log("generating the demo model (tiny, random weights with official key names) in " + dir);
@@ -597,7 +605,7 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const std::functi
     SEGMUX_CHECK(::stat(src.weights.c_str(), &st) == 0, "cannot read checkpoint '", src.weights, "'");
     if (vocab.empty()) vocab = sam31::Tokenizer::find_vocabulary(src.weights);
     std::string key = fs::absolute(src.weights).string() + "|" + std::to_string(st.st_size) + "|" +
-                      std::to_string(st.st_mtime) + "|" + sam31::config_to_json(m.config) + "|" + kVersion;
+                      std::to_string(st.st_mtime) + "|" + sam31::config_to_json(m.config) + "|" + build_identity();
     dir = cache + "/" + m.config.name + "-" + std::to_string(fnv1a(key) % 1000000007ull);
     if (!fs::exists(dir + "/model.json")) {
       log("first use of this checkpoint: compiling the candidates into " + dir);
