@@ -97,7 +97,8 @@ void compare(const Tensor& a, const Tensor& b, const char* what) {
     max_ref = std::max(max_ref, std::fabs(y));
     dot += x * y, na += x * x, nb += y * y;
   }
-  std::printf("    %-28s max|diff| %.3e (max|ref| %.3f), cosine %.9f\n", what, max_abs, max_ref, dot / std::sqrt(na * nb));
+  std::printf("    %-28s max|diff| %.3e (max|ref| %.3f), cosine %.9f\n", what, max_abs, max_ref,
+              dot / std::sqrt(na * nb));
 }
 
 }  // namespace
@@ -170,7 +171,8 @@ int main(int argc, char** argv) {
       std::printf("  %-34s best %7.3f s (%6.1f GFLOP/s)  median %7.3f s", p.name.c_str(), t.front(), gflop / t.front(),
                   t[t.size() / 2]);
       if (have_ort && &p != &peers[0])
-        std::printf("   ORT/segmux best %.2fx, median %.2fx", ort_best / t.front(), sorted_ort[sorted_ort.size() / 2] / t[t.size() / 2]);
+        std::printf("   ORT/segmux best %.2fx, median %.2fx", ort_best / t.front(),
+                    sorted_ort[sorted_ort.size() / 2] / t[t.size() / 2]);
       std::printf("\n");
       if (have_ort && &p != &peers[0]) compare(p.out.at("y"), peers[0].out.at("y"), ("vs ORT: " + p.name).c_str());
     }

@@ -39,15 +39,19 @@ Latency measure(int warmup, int iters, Fn&& fn) {
 }
 
 nlohmann::json latency_json(const Latency& l) {
-  return {{"min_ms", l.min_ms}, {"median_ms", l.median_ms}, {"p99_ms", l.p99_ms}, {"mean_ms", l.mean_ms},
+  return {{"min_ms", l.min_ms},
+          {"median_ms", l.median_ms},
+          {"p99_ms", l.p99_ms},
+          {"mean_ms", l.mean_ms},
           {"throughput_per_s", l.throughput}};
 }
 
 int bench_main(int argc, char** argv) {
-  CLI::App app{"Benchmark a model: latency min/median/p99, throughput (runs/s at batch 1), peak RSS. With "
-               "--peer ort, ONNX Runtime runs the same ONNX model in the same process and the report gives "
-               "ratios (ours / ORT; below 1 = we are faster).",
-               "segmux bench"};
+  CLI::App app{
+      "Benchmark a model: latency min/median/p99, throughput (runs/s at batch 1), peak RSS. With "
+      "--peer ort, ONNX Runtime runs the same ONNX model in the same process and the report gives "
+      "ratios (ours / ORT; below 1 = we are faster).",
+      "segmux bench"};
   std::string model, engine = "compiled", peer, peer_model, precision = "fp32";
   std::vector<std::string> shapes;
   int warmup = 2, iters = 10, threads = 2;
@@ -128,7 +132,8 @@ int bench_main(int argc, char** argv) {
                 ours.min_ms / theirs.min_ms);
   }
   std::printf("  peak RSS %s", human_bytes(double(rss)).c_str());
-  if (runner->executor()) std::printf(", arena %s", human_bytes(double(runner->executor()->plan().arena_bytes)).c_str());
+  if (runner->executor())
+    std::printf(", arena %s", human_bytes(double(runner->executor()->plan().arena_bytes)).c_str());
   std::printf("\n");
   return 0;
 }

@@ -22,10 +22,11 @@ struct CheckResult {
 };
 
 int check_main(int argc, char** argv) {
-  CLI::App app{"Check that a model is usable: it loads (for ONNX: the ONNX checker passes), shape inference "
-               "succeeds, no graph output dangles, every op has a kernel, and a probe run on random inputs "
-               "gives finite outputs. Exit code 0 when all pass, 1 otherwise.",
-               "segmux check"};
+  CLI::App app{
+      "Check that a model is usable: it loads (for ONNX: the ONNX checker passes), shape inference "
+      "succeeds, no graph output dangles, every op has a kernel, and a probe run on random inputs "
+      "gives finite outputs. Exit code 0 when all pass, 1 otherwise.",
+      "segmux check"};
   std::string model;
   std::vector<std::string> shapes;
   bool as_json = false, no_probe = false;
@@ -56,8 +57,10 @@ int check_main(int argc, char** argv) {
   ir::Graph g;
   bool smx = is_smx_file(model);
   bool loaded = record(smx ? "load (checksums, version, ISA)" : "load (ONNX checker)", [&] {
-    if (smx) g = compiler::load_offline_model_file(model).graph;
-    else g = import_model_graph(model, parse_input_shapes(shapes), false);
+    if (smx)
+      g = compiler::load_offline_model_file(model).graph;
+    else
+      g = import_model_graph(model, parse_input_shapes(shapes), false);
     return std::to_string(g.nodes.size()) + " nodes";
   });
   bool shaped = false;
@@ -96,7 +99,8 @@ int check_main(int argc, char** argv) {
       return std::to_string(outs.size()) + " outputs, all finite (" + runner->engine_name() + ")";
     });
   } else {
-    results.push_back(CheckResult{"probe run on random inputs", true, true, no_probe ? "--no-probe" : "earlier check failed"});
+    results.push_back(
+        CheckResult{"probe run on random inputs", true, true, no_probe ? "--no-probe" : "earlier check failed"});
   }
   bool all_ok = true;
   for (auto& r : results) all_ok = all_ok && r.ok;

@@ -12,22 +12,21 @@ namespace segmux::apps {
 namespace {
 
 int compile_main(int argc, char** argv) {
-  CLI::App app{"Compile an ONNX model into an offline model file (.smx): fixed input shapes, graph passes, "
-               "a static memory plan, page-aligned weights.",
-               "segmux compile"};
+  CLI::App app{
+      "Compile an ONNX model into an offline model file (.smx): fixed input shapes, graph passes, "
+      "a static memory plan, page-aligned weights.",
+      "segmux compile"};
   std::string model, output, precision = "fp32", target = "native";
   std::vector<std::string> shapes, skip;
   bool as_json = false;
   app.add_option("model", model, "ONNX model to compile")->required();
   app.add_option("-o,--output", output, "compiled model file to write (.smx)")->required();
-  app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)")
-      ->allow_extra_args(false);
+  app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)")->allow_extra_args(false);
   app.add_option("--precision", precision, "fp32 (default) or bf16 (MatMul/Gemm/Conv weights in bf16)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--target", target, "native (default: this machine's ISA), generic, x86-64-avx512")
       ->check(CLI::IsMember({"native", "generic", "x86-64-avx512"}));
-  app.add_option("--skip-pass", skip, "do not run this pass (repeatable)")
-      ->allow_extra_args(false);
+  app.add_option("--skip-pass", skip, "do not run this pass (repeatable)")->allow_extra_args(false);
   app.add_flag("--json", as_json, "print the report as JSON");
   try {
     app.parse(argc, argv);
@@ -66,9 +65,11 @@ int compile_main(int argc, char** argv) {
     std::printf("compiled %s -> %s (%s, %s) in %.2f s\n", model.c_str(), output.c_str(), r.target_isa.c_str(),
                 precision.c_str(), seconds);
     std::printf("nodes %zu -> %zu, weights %s\n", nodes_in, r.graph.nodes.size(), human_bytes(double(weights)).c_str());
-    double saved = r.plan.sum_tensor_bytes ? 100.0 * (1.0 - double(r.plan.arena_bytes) / double(r.plan.sum_tensor_bytes)) : 0;
-    std::printf("arena %s for %s of intermediate tensors (%.1f%% saved)\n", human_bytes(double(r.plan.arena_bytes)).c_str(),
-                human_bytes(double(r.plan.sum_tensor_bytes)).c_str(), saved);
+    double saved =
+        r.plan.sum_tensor_bytes ? 100.0 * (1.0 - double(r.plan.arena_bytes) / double(r.plan.sum_tensor_bytes)) : 0;
+    std::printf("arena %s for %s of intermediate tensors (%.1f%% saved)\n",
+                human_bytes(double(r.plan.arena_bytes)).c_str(), human_bytes(double(r.plan.sum_tensor_bytes)).c_str(),
+                saved);
     std::printf("%s", r.passes.to_text().c_str());
   }
   return 0;

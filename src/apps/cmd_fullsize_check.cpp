@@ -8,12 +8,12 @@
 // of everything that ran before it; a crash, an out-of-memory kill or a timeout in one candidate is
 // reported and the others still run. The child streams one JSON line per finished stage through a pipe,
 // so the stages that did finish are reported even when a later one dies.
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -92,7 +92,8 @@ Target parse_target(const std::string& spec) {
     return {spec, &d, variant};
   }
   throw Error("--candidate '" + spec + "': unknown candidate (known: " + known +
-              "; a variant is written NAME:VARIANT, e.g. memory_encoder:" + sam31::kMemoryEncoderImageSizeVariant + ")");
+              "; a variant is written NAME:VARIANT, e.g. memory_encoder:" + sam31::kMemoryEncoderImageSizeVariant +
+              ")");
 }
 
 // Random inputs of the graph's declared shapes and dtypes, with values a real caller could give:
@@ -113,9 +114,12 @@ std::map<std::string, Tensor> contract_inputs(const ir::Graph& g, const sam31::M
     std::uniform_real_distribution<double> uf(-1.0, 1.0);
     std::uniform_int_distribution<int> bit(0, 1), vocab(0, cfg.vocab_size - 1);
     for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype_is_float(val.dtype)) t.set_from_double(i, uf(rng));
-      else if (val.dtype == DType::boolean) t.set_from_double(i, i % row == 0 ? 0 : bit(rng));
-      else t.set_from_double(i, token_ids ? vocab(rng) : bit(rng));
+      if (dtype_is_float(val.dtype))
+        t.set_from_double(i, uf(rng));
+      else if (val.dtype == DType::boolean)
+        t.set_from_double(i, i % row == 0 ? 0 : bit(rng));
+      else
+        t.set_from_double(i, token_ids ? vocab(rng) : bit(rng));
     }
     out[val.name] = std::move(t);
   }
@@ -137,8 +141,8 @@ void send_line(int fd, const nlohmann::json& j) {
 }
 
 // The child: build -> compile -> executor -> run, reporting after every stage.
-void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31::Weights& w, int threads,
-                    int runs, uint64_t seed, int fd) {
+void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31::Weights& w, int threads, int runs,
+                    uint64_t seed, int fd) {
   nlohmann::json r = {{"candidate", t.label}, {"stage", "start"}, {"hwm_start_mib", mib(status_kib("VmHWM"))}};
   send_line(fd, r);
   auto t0 = Clock::now();
@@ -213,7 +217,7 @@ nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, cons
   SEGMUX_CHECK(pid >= 0, "fork(): ", std::strerror(errno));
   if (pid == 0) {
     ::close(fds[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // an outer time limit that ends the parent ends the child too
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);               // an outer time limit that ends the parent ends the child too
     if (timeout_s > 0) ::alarm(unsigned(timeout_s));  // SIGALRM ends the child: reported as a timeout
     int rc = 0;
     try {
@@ -248,14 +252,16 @@ nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, cons
     if (nl == std::string::npos) break;
     auto j = nlohmann::json::parse(text.substr(pos, nl - pos), nullptr, false);
     if (!j.is_discarded()) {
-      if (j.value("stage", "") == "error") last["error"] = j["error"];
-      else last = j;
+      if (j.value("stage", "") == "error")
+        last["error"] = j["error"];
+      else
+        last = j;
     }
     pos = nl + 1;
   }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    std::string why = sig == SIGALRM ? "timed out after " + std::to_string(timeout_s) + " s"
+    std::string why = sig == SIGALRM   ? "timed out after " + std::to_string(timeout_s) + " s"
                       : sig == SIGKILL ? "killed (SIGKILL: most likely out of memory)"
                                        : std::string("died of signal ") + strsignal(sig);
     last["error"] = why + " after stage '" + last.value("stage", "none") + "'";
@@ -288,7 +294,8 @@ std::string markdown_table(const std::vector<nlohmann::json>& rows) {
     if (r.contains("outputs"))
       for (auto& [k, v] : r["outputs"].items()) outs += (outs.empty() ? "" : "<br>") + k + " " + v.get<std::string>();
     char arena[32] = "-", packed[32] = "-";
-    if (r.contains("arena_bytes")) std::snprintf(arena, sizeof arena, "%.0f", r["arena_bytes"].get<double>() / 1048576.0);
+    if (r.contains("arena_bytes"))
+      std::snprintf(arena, sizeof arena, "%.0f", r["arena_bytes"].get<double>() / 1048576.0);
     if (r.contains("prepacked_bytes"))
       std::snprintf(packed, sizeof packed, "%.0f", r["prepacked_bytes"].get<double>() / 1048576.0);
     std::string status = r.contains("error") ? "FAILED: " + r["error"].get<std::string>() : "ok";
@@ -299,7 +306,8 @@ std::string markdown_table(const std::vector<nlohmann::json>& rows) {
     s += "| " + r.value("candidate", std::string("?")) + " | " + fmt_s(r, "build_s") + " | " + fmt_s(r, "compile_s") +
          " | " + fmt_s(r, "executor_s") + " | " + fmt_s(r, "run_s") + " | " + fmt_mib(r, "hwm_build_mib") + " / " +
          fmt_mib(r, "hwm_compile_mib") + " / " + fmt_mib(r, "hwm_executor_mib") + " / " + fmt_mib(r, "hwm_run_mib") +
-         " | " + fmt_mib(r, "rss_anon_mib") + " / " + fmt_mib(r, "rss_file_mib") + " | " + arena + " | " + packed + " | " + outs + " | " + status + " |\n";
+         " | " + fmt_mib(r, "rss_anon_mib") + " / " + fmt_mib(r, "rss_file_mib") + " | " + arena + " | " + packed +
+         " | " + outs + " | " + status + " |\n";
   }
   return s;
 }
@@ -316,13 +324,14 @@ struct TempDir {
 };
 
 int fullsize_check_main(int argc, char** argv) {
-  CLI::App app{"Build, compile and run once every SAM 3.1 candidate at the FULL official configuration with random "
-               "weights (a random full-size .pt with the official 1,623 keys is written to a temporary folder, "
-               "~3.4 GB, unless --checkpoint names one). Each candidate runs in its own child process; per "
-               "candidate it prints build/compile/executor/run seconds, the peak resident memory after each "
-               "stage, the arena size and the output shapes. Exit code 0 when every candidate ran. Takes "
-               "minutes and ~10+ GB of memory: not part of CI.",
-               "segmux fullsize-check"};
+  CLI::App app{
+      "Build, compile and run once every SAM 3.1 candidate at the FULL official configuration with random "
+      "weights (a random full-size .pt with the official 1,623 keys is written to a temporary folder, "
+      "~3.4 GB, unless --checkpoint names one). Each candidate runs in its own child process; per "
+      "candidate it prints build/compile/executor/run seconds, the peak resident memory after each "
+      "stage, the arena size and the output shapes. Exit code 0 when every candidate ran. Takes "
+      "minutes and ~10+ GB of memory: not part of CI.",
+      "segmux fullsize-check"};
   std::string checkpoint, work_dir, markdown_out;
   bool keep = false, json = false;
   std::vector<std::string> names;
@@ -337,8 +346,10 @@ int fullsize_check_main(int argc, char** argv) {
   app.add_flag("--json", json, "print the results as JSON instead of a markdown table");
   app.add_option("--markdown", markdown_out, "also write the markdown table to this file (atomically)");
   app.add_option("--threads", threads, "executor threads")->check(CLI::Range(1, 256));
-  app.add_option("--timeout-s", timeout_s, "per-candidate time limit in seconds (0 = none)")->check(CLI::NonNegativeNumber);
-  app.add_option("--runs", runs, "run each candidate this many times (later runs: --json only)")->check(CLI::Range(1, 100));
+  app.add_option("--timeout-s", timeout_s, "per-candidate time limit in seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--runs", runs, "run each candidate this many times (later runs: --json only)")
+      ->check(CLI::Range(1, 100));
   app.add_option("--seed", seed, "seed of the random weights and inputs");
   app.add_option("--work-dir", work_dir, "where the temporary folder goes (default: $TMPDIR or /tmp)");
   try {
@@ -389,8 +400,8 @@ int fullsize_check_main(int argc, char** argv) {
   auto t0 = Clock::now();
   sam31::Weights w = sam31::Weights::load(checkpoint);  // mmapped: pages are read when a child touches them
   sam31::check_weights(w, cfg);
-  std::fprintf(stderr, "opened and checked %zu tensors in %.1f s (resident: %.0f MiB)\n", w.size(),
-               seconds_since(t0), mib(status_kib("VmRSS")));
+  std::fprintf(stderr, "opened and checked %zu tensors in %.1f s (resident: %.0f MiB)\n", w.size(), seconds_since(t0),
+               mib(status_kib("VmRSS")));
 
   std::vector<nlohmann::json> rows;
   bool all_ok = true;

@@ -19,9 +19,10 @@ nlohmann::json value_json(const ir::Value& v) {
 }
 
 int inspect_main(int argc, char** argv) {
-  CLI::App app{"Describe a model (ONNX or .smx): inputs and outputs, op histogram, parameter count, FLOP estimate, "
-               "ops segmux cannot run.",
-               "segmux inspect"};
+  CLI::App app{
+      "Describe a model (ONNX or .smx): inputs and outputs, op histogram, parameter count, FLOP estimate, "
+      "ops segmux cannot run.",
+      "segmux inspect"};
   std::string model;
   std::vector<std::string> shapes;
   bool as_json = false;

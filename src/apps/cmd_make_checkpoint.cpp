@@ -41,10 +41,11 @@ Rss rss_kib() {
 }
 
 int make_checkpoint_main(int argc, char** argv) {
-  CLI::App app{"Write a PyTorch (.pt zip) checkpoint holding exactly the SAM 3.1 state dict of a config: "
-               "same keys, order and shapes as the official checkpoint, RoPE tables computed, all other "
-               "weights seeded uniform noise. --drop/--rename/--mis-shape make broken variants.",
-               "segmux make-checkpoint"};
+  CLI::App app{
+      "Write a PyTorch (.pt zip) checkpoint holding exactly the SAM 3.1 state dict of a config: "
+      "same keys, order and shapes as the official checkpoint, RoPE tables computed, all other "
+      "weights seeded uniform noise. --drop/--rename/--mis-shape make broken variants.",
+      "segmux make-checkpoint"};
   bool random = false;
   std::string config = "full", out;
   uint64_t seed = 0;
@@ -78,10 +79,11 @@ int make_checkpoint_main(int argc, char** argv) {
 }
 
 int check_weights_main(int argc, char** argv) {
-  CLI::App app{"Open a SAM 3.1 checkpoint (.pt or .safetensors, chosen by content) and check it against "
-               "the state dict of a config: one report of every missing, unexpected and mis-shaped key. "
-               "Prints the open time and the resident memory it cost. Exit code 0 when it matches.",
-               "segmux check-weights"};
+  CLI::App app{
+      "Open a SAM 3.1 checkpoint (.pt or .safetensors, chosen by content) and check it against "
+      "the state dict of a config: one report of every missing, unexpected and mis-shaped key. "
+      "Prints the open time and the resident memory it cost. Exit code 0 when it matches.",
+      "segmux check-weights"};
   std::string file, config = "full";
   app.add_option("checkpoint", file, "checkpoint file")->required();
   app.add_option("--config", config, "'full' (official full size) or a config file");
@@ -98,11 +100,12 @@ int check_weights_main(int argc, char** argv) {
   const auto after = rss_kib();
   size_t bytes = 0;
   for (auto& k : w.keys()) bytes += w.get(k).nbytes();
-  std::printf("opened %s: %zu tensors, %.1f MiB of weights, in %.3f s\n"
-              "resident memory before -> after opening: total %.1f -> %.1f MiB (anonymous %.1f -> %.1f, "
-              "file-backed %.1f -> %.1f), peak %.1f MiB\n",
-              file.c_str(), w.size(), bytes / 1048576.0, open_s, before.total / 1024.0, after.total / 1024.0,
-              before.anon / 1024.0, after.anon / 1024.0, before.file / 1024.0, after.file / 1024.0, after.peak / 1024.0);
+  std::printf(
+      "opened %s: %zu tensors, %.1f MiB of weights, in %.3f s\n"
+      "resident memory before -> after opening: total %.1f -> %.1f MiB (anonymous %.1f -> %.1f, "
+      "file-backed %.1f -> %.1f), peak %.1f MiB\n",
+      file.c_str(), w.size(), bytes / 1048576.0, open_s, before.total / 1024.0, after.total / 1024.0,
+      before.anon / 1024.0, after.anon / 1024.0, before.file / 1024.0, after.file / 1024.0, after.peak / 1024.0);
   sam31::WeightsProblems problems = sam31::compare_weights(w, cfg);
   if (!problems.ok()) {
     std::fprintf(stderr, "segmux: error: config '%s': %s\n", cfg.name.c_str(), problems.message().c_str());

@@ -12,16 +12,18 @@ namespace segmux::apps {
 namespace {
 
 int parity_main(int argc, char** argv) {
-  CLI::App app{"Check the SAM 3.1 deployment candidates against a golden fixture folder: build each from the "
-               "folder's config.json and weights, run it on the folder's module inputs through our runtime and "
-               "through ONNX Runtime, compare every output with the official tensors. Exits 1 on any miss.",
-               "segmux parity"};
+  CLI::App app{
+      "Check the SAM 3.1 deployment candidates against a golden fixture folder: build each from the "
+      "folder's config.json and weights, run it on the folder's module inputs through our runtime and "
+      "through ONNX Runtime, compare every output with the official tensors. Exits 1 on any miss.",
+      "segmux parity"};
   sam31::ParityOptions opt;
   bool no_ref = false, no_opt = false, no_comp = false, no_ort = false, no_tok = false, video = false;
   std::string cache_dir;
   app.add_option("fixture_dir", opt.fixture_dir, "fixture folder (config.json, weights.*, modules/)")->required();
   app.add_option("--weights", opt.weights_files, "weights file(s) to use (default: every weights.* in the folder)");
-  app.add_option("--candidate", opt.candidates, "only these candidates (default: all; 'tokenizer' names the tokenizer check)");
+  app.add_option("--candidate", opt.candidates,
+                 "only these candidates (default: all; 'tokenizer' names the tokenizer check)");
   app.add_option("--threads", opt.num_threads, "threads per run");
   app.add_flag("--no-reference", no_ref, "skip the reference-kernel runs");
   app.add_flag("--no-optimized", no_opt, "skip the optimized-kernel runs");

@@ -15,9 +15,10 @@ namespace segmux::apps {
 namespace {
 
 int run_main(int argc, char** argv) {
-  CLI::App app{"Run a model (ONNX or compiled .smx) on inputs from .npy/.safetensors files; write every output, "
-               "keyed by its graph name, to one .safetensors file.",
-               "segmux run"};
+  CLI::App app{
+      "Run a model (ONNX or compiled .smx) on inputs from .npy/.safetensors files; write every output, "
+      "keyed by its graph name, to one .safetensors file.",
+      "segmux run"};
   std::string model, output, engine = "auto";
   std::vector<std::string> inputs, shapes;
   bool random = false, reference = false, as_json = false;
@@ -80,7 +81,8 @@ int run_main(int argc, char** argv) {
   } else {
     std::printf("ran %s (%s) in %.3f s\n", model.c_str(), runner->engine_name().c_str(), seconds);
     for (auto& [name, t] : ordered)
-      std::printf("  %s: %s %s\n", name.c_str(), std::string(dtype_name(t.dtype())).c_str(), shape_str(t.shape()).c_str());
+      std::printf("  %s: %s %s\n", name.c_str(), std::string(dtype_name(t.dtype())).c_str(),
+                  shape_str(t.shape()).c_str());
     std::printf("wrote %s\n", output.c_str());
   }
   return 0;

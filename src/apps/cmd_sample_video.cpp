@@ -12,9 +12,10 @@ namespace segmux::apps {
 namespace {
 
 int run_sample_video(int argc, char** argv) {
-  CLI::App app{"(maintenance) Write the built-in synthetic sample video: a red disc, a blue square and a green\n"
-               "triangle moving over a gradient, 10 fps. The format follows OUT's extension (.mp4, .gif, ...).",
-               "segmux sample-video"};
+  CLI::App app{
+      "(maintenance) Write the built-in synthetic sample video: a red disc, a blue square and a green\n"
+      "triangle moving over a gradient, 10 fps. The format follows OUT's extension (.mp4, .gif, ...).",
+      "segmux sample-video"};
   std::string out, size = "320x240";
   int frames = 20;
   app.add_option("out", out, "output file (.mp4, .mkv, .gif, ...)")->required();
@@ -26,8 +27,8 @@ int run_sample_video(int argc, char** argv) {
     return app.exit(e);
   }
   std::smatch m;
-  SEGMUX_CHECK(std::regex_match(size, m, std::regex("([0-9]{1,5})x([0-9]{1,5})")),
-               "--size '", size, "' is not WIDTHxHEIGHT (e.g. 320x240)");
+  SEGMUX_CHECK(std::regex_match(size, m, std::regex("([0-9]{1,5})x([0-9]{1,5})")), "--size '", size,
+               "' is not WIDTHxHEIGHT (e.g. 320x240)");
   const int width = std::stoi(m[1]), height = std::stoi(m[2]);
   // Even sizes: H.264 and MPEG-4 encoders with 4:2:0 chroma need them.
   SEGMUX_CHECK(width >= 16 && height >= 16 && width <= 8192 && height <= 8192 && width % 2 == 0 && height % 2 == 0,

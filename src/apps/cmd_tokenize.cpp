@@ -13,10 +13,11 @@ namespace segmux::apps {
 namespace {
 
 int tokenize_main(int argc, char** argv) {
-  CLI::App app{"Tokenize text prompts as SAM 3.1 does ([SOT] BPE ids [EOT], truncated and zero-padded to the "
-               "context length). Prints one JSON object per text, or writes int64 ids [N, context] to a "
-               ".safetensors file (tensor 'input_ids').",
-               "segmux tokenize"};
+  CLI::App app{
+      "Tokenize text prompts as SAM 3.1 does ([SOT] BPE ids [EOT], truncated and zero-padded to the "
+      "context length). Prints one JSON object per text, or writes int64 ids [N, context] to a "
+      ".safetensors file (tensor 'input_ids').",
+      "segmux tokenize"};
   std::vector<std::string> texts;
   std::string vocab, config, out;
   int context = 0;

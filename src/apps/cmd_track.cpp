@@ -46,7 +46,8 @@ class Progress {
       open_line_ = true;
       if (done >= total_) end_line();
     } else if (done == total_ || done % 10 == 0) {
-      std::fprintf(stderr, "frame %d (%d/%d), %.2f s/frame, ETA %s\n", frame_index, done, total_, per, fmt(eta).c_str());
+      std::fprintf(stderr, "frame %d (%d/%d), %.2f s/frame, ETA %s\n", frame_index, done, total_, per,
+                   fmt(eta).c_str());
     }
   }
   // Ends the bar's line when the run stopped short of the planned count.
@@ -133,9 +134,12 @@ class Spool {
   void put(const FrameOutput& out) {
     nlohmann::json rles = nlohmann::json::array();
     for (const auto& m : out.masks) rles.push_back(rle_encode(m).counts);
-    nlohmann::json j = {{"ids", out.obj_ids},           {"probs", out.probs},
-                        {"boxes", out.boxes_xywh},      {"rles", rles},
-                        {"tracked", out.stats.num_obj_tracked}, {"dropped", out.stats.num_obj_dropped}};
+    nlohmann::json j = {{"ids", out.obj_ids},
+                        {"probs", out.probs},
+                        {"boxes", out.boxes_xywh},
+                        {"rles", rles},
+                        {"tracked", out.stats.num_obj_tracked},
+                        {"dropped", out.stats.num_obj_dropped}};
     std::string line = j.dump();
     SEGMUX_CHECK(std::fseek(file_, 0, SEEK_END) == 0, "temporary file: seek failed");
     long at = std::ftell(file_);
@@ -188,9 +192,10 @@ The first use of a checkpoint compiles it (minutes at full size) into --cache-di
 Details: docs/track.md)";
 
 int run_track(int argc, char** argv) {
-  CLI::App app{"Segment and track every object matching a text prompt through a video.\n"
-               "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
-               "segmux track"};
+  CLI::App app{
+      "Segment and track every object matching a text prompt through a video.\n"
+      "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
+      "segmux track"};
   app.footer(kFooter);
   std::string input, prompt, out_dir, direction = "forward", overlay = "auto";
   ModelSource src;
@@ -212,7 +217,8 @@ int run_track(int argc, char** argv) {
   app.add_option("--max-frames", max_frames, "frames per direction, the prompted one included (default: all)");
   app.add_option("--direction", direction, "forward (default), backward or both")
       ->check(CLI::IsMember({"forward", "backward", "both"}));
-  app.add_option("--overlay", overlay, "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
+  app.add_option("--overlay", overlay,
+                 "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
   app.add_flag("--no-masks", no_masks, "do not write per-frame mask PNGs");
   app.add_option("--threads", src.num_threads, "CPU threads (default 2)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
@@ -226,7 +232,8 @@ int run_track(int argc, char** argv) {
                "no model: give --weights CHECKPOINT, --model DIR or --demo");
   SEGMUX_CHECK(!prompt.empty(), "--prompt is empty");
   SEGMUX_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
-  SEGMUX_CHECK(src.num_threads >= 1 && src.num_threads <= 1024, "--threads ", src.num_threads, " must be within 1..1024");
+  SEGMUX_CHECK(src.num_threads >= 1 && src.num_threads <= 1024, "--threads ", src.num_threads,
+               " must be within 1..1024");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
   };

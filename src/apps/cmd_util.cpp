@@ -47,8 +47,10 @@ std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptio
   auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   auto t0 = clock::now();
   if (is_smx_file(path)) {
-    SEGMUX_CHECK(opt.engine != Engine::session, "'", path, "' is a compiled model; it runs only with the compiled engine");
-    SEGMUX_CHECK(opt.input_shapes.empty(), "'", path, "' is a compiled model with fixed input shapes; "
+    SEGMUX_CHECK(opt.engine != Engine::session, "'", path,
+                 "' is a compiled model; it runs only with the compiled engine");
+    SEGMUX_CHECK(opt.input_shapes.empty(), "'", path,
+                 "' is a compiled model with fixed input shapes; "
                  "--input-shape applies to ONNX models only");
     r->offline_ = std::make_unique<compiler::OfflineModel>(compiler::load_offline_model_file(path));
     r->load_seconds_ = since(t0);
@@ -109,9 +111,12 @@ std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
     std::uniform_real_distribution<double> uf(-1.0, 1.0);
     std::uniform_int_distribution<int> ui(0, 1);  // small: integer inputs are often indices
     for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype_is_float(val.dtype)) t.set_from_double(i, uf(rng));
-      else if (val.dtype == DType::boolean) t.set_from_double(i, ui(rng) & 1);
-      else t.set_from_double(i, ui(rng));
+      if (dtype_is_float(val.dtype))
+        t.set_from_double(i, uf(rng));
+      else if (val.dtype == DType::boolean)
+        t.set_from_double(i, ui(rng) & 1);
+      else
+        t.set_from_double(i, ui(rng));
     }
     out[val.name] = std::move(t);
   }

@@ -14,13 +14,14 @@ namespace segmux::apps {
 namespace {
 
 int verify_main(int argc, char** argv) {
-  CLI::App app{"Compare the tensors of A against the reference B (per tensor: cosine, max abs, mean abs, max rel "
-               "|a-b|/(|b|+1e-8), allclose, outlier ratio) and give the deployment-route tier of each.\n"
-               "Tiers: cosine >= 0.9999 pass, >= 0.999 review, else fail; max abs (fp32) < 1e-4 pass, < 1e-3 review, "
-               "else fail (fp16/bf16: 1e-2, 5e-2); integer tensors must match exactly; a missing tensor or a "
-               "dtype/shape mismatch fails. A tensor's verdict is its worse tier; the overall verdict is the worst.\n"
-               "Exit code: 0 pass, 1 review, 2 fail, 3 error (bad usage or unreadable file).",
-               "segmux verify"};
+  CLI::App app{
+      "Compare the tensors of A against the reference B (per tensor: cosine, max abs, mean abs, max rel "
+      "|a-b|/(|b|+1e-8), allclose, outlier ratio) and give the deployment-route tier of each.\n"
+      "Tiers: cosine >= 0.9999 pass, >= 0.999 review, else fail; max abs (fp32) < 1e-4 pass, < 1e-3 review, "
+      "else fail (fp16/bf16: 1e-2, 5e-2); integer tensors must match exactly; a missing tensor or a "
+      "dtype/shape mismatch fails. A tensor's verdict is its worse tier; the overall verdict is the worst.\n"
+      "Exit code: 0 pass, 1 review, 2 fail, 3 error (bad usage or unreadable file).",
+      "segmux verify"};
   std::string a_path, b_path, tier = "auto";
   double atol = 1e-5, rtol = 1e-5;
   bool as_json = false, allow_extra = false;
@@ -59,8 +60,9 @@ int verify_main(int argc, char** argv) {
         bool extra = !b.has(name);
         v = extra && allow_extra ? Verdict::pass : Verdict::fail;
         t["error"] = extra ? "only in A" : "missing from A";
-        if (!as_json) std::printf("%-40s %s  %s\n", name.c_str(), t["error"].get<std::string>().c_str(),
-                                  std::string(verdict_name(v)).c_str());
+        if (!as_json)
+          std::printf("%-40s %s  %s\n", name.c_str(), t["error"].get<std::string>().c_str(),
+                      std::string(verdict_name(v)).c_str());
       } else {
         Comparison c = compare_tensors(a.at(name), b.at(name), opt);
         v = c.verdict;
@@ -89,8 +91,10 @@ int verify_main(int argc, char** argv) {
     }
     report["verdict"] = verdict_name(overall);
     report["exit_code"] = int(overall);
-    if (as_json) std::printf("%s\n", report.dump(1).c_str());
-    else std::printf("verdict: %s\n", std::string(verdict_name(overall)).c_str());
+    if (as_json)
+      std::printf("%s\n", report.dump(1).c_str());
+    else
+      std::printf("verdict: %s\n", std::string(verdict_name(overall)).c_str());
     return int(overall);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "segmux verify: error: %s\n", e.what());

@@ -15,8 +15,9 @@ CommandRegistration::CommandRegistration(std::string name, std::string summary, 
 }
 
 static void usage(FILE* out) {
-  std::fprintf(out, "segmux: SAM 3.1 text-prompted video segmentation through compiled models\n\n"
-                    "usage: segmux <command> [options]   (segmux <command> --help for details)\n\ncommands:\n");
+  std::fprintf(out,
+               "segmux: SAM 3.1 text-prompted video segmentation through compiled models\n\n"
+               "usage: segmux <command> [options]   (segmux <command> --help for details)\n\ncommands:\n");
   for (auto& c : commands()) std::fprintf(out, "  %-12s %s\n", c.name.c_str(), c.summary.c_str());
 }
 

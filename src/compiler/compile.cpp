@@ -15,8 +15,8 @@ CompileResult compile_graph(ir::Graph g, const CompileOptions& opt) {
     for (int64_t d : shape) SEGMUX_CHECK(d >= 0, "--input-shape ", name, ": dimension ", d, " is not a size");
     ir::Value& val = g.value(v);
     if (val.has_shape) {
-      SEGMUX_CHECK(val.shape.size() == shape.size(), "--input-shape ", name, shape_str(shape), ": the model's input has rank ",
-                   val.shape.size(), " ", shape_str(val.shape));
+      SEGMUX_CHECK(val.shape.size() == shape.size(), "--input-shape ", name, shape_str(shape),
+                   ": the model's input has rank ", val.shape.size(), " ", shape_str(val.shape));
       for (size_t i = 0; i < shape.size(); ++i)
         SEGMUX_CHECK(val.shape[i] < 0 || val.shape[i] == shape[i], "--input-shape ", name, shape_str(shape),
                      " disagrees with the model's fixed shape ", shape_str(val.shape));
@@ -44,8 +44,8 @@ CompileResult compile_graph(ir::Graph g, const CompileOptions& opt) {
   r.plan = plan_memory(g);
   r.graph = std::move(g);
   r.target_isa = opt.target_isa == "native" ? host_isa() : opt.target_isa;
-  SEGMUX_CHECK(r.target_isa == "generic" || r.target_isa == "x86-64-avx512", "unknown target ISA '",
-               opt.target_isa, "' (known: native, generic, x86-64-avx512)");
+  SEGMUX_CHECK(r.target_isa == "generic" || r.target_isa == "x86-64-avx512", "unknown target ISA '", opt.target_isa,
+               "' (known: native, generic, x86-64-avx512)");
   return r;
 }
 

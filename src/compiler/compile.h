@@ -15,12 +15,12 @@ namespace segmux::compiler {
 
 struct CompileOptions {
   std::map<std::string, Shape> input_shapes;  // fixes graph input shapes ("name" -> dims)
-  std::string precision = "fp32";              // fp32 | bf16
+  std::string precision = "fp32";             // fp32 | bf16
   std::set<std::string> skip_passes;
-  std::string target_isa = "native";           // native (= host_isa()) | generic | x86-64-avx512
+  std::string target_isa = "native";  // native (= host_isa()) | generic | x86-64-avx512
   FoldOptions fold;
   int max_rounds = 10;
-  std::string command_line;                    // recorded in the file's META section
+  std::string command_line;  // recorded in the file's META section
 };
 
 struct CompileResult {

@@ -98,8 +98,10 @@ GraphStats graph_stats(const ir::Graph& g) {
       init.constants.push_back(g.initializer(n.inputs[k]));
     }
     for (int o : n.outputs) {
-      if (o < 0) init.outputs.push_back({});
-      else init.outputs.push_back(ir::TensorType{g.value(o).dtype, g.value(o).shape, g.value(o).has_shape});
+      if (o < 0)
+        init.outputs.push_back({});
+      else
+        init.outputs.push_back(ir::TensorType{g.value(o).dtype, g.value(o).shape, g.value(o).has_shape});
     }
     bool has_kernel = false;
     try {

@@ -10,11 +10,11 @@ namespace segmux::compiler {
 
 struct GraphStats {
   std::map<std::string, int> op_histogram;  // "MatMul", "segmux.Linear", ...
-  int64_t parameters = 0;                    // elements over all initializers
+  int64_t parameters = 0;                   // elements over all initializers
   size_t weight_bytes = 0;
-  double flops = 0;                          // multiply-add = 2 FLOP; MatMul/Gemm/Conv/Linear/Attention only
-  int nodes_without_flops_estimate = 0;      // heavy nodes whose shapes were unknown
-  std::vector<std::string> unsupported;      // "Op: reason" (no schema / no reference kernel)
+  double flops = 0;                      // multiply-add = 2 FLOP; MatMul/Gemm/Conv/Linear/Attention only
+  int nodes_without_flops_estimate = 0;  // heavy nodes whose shapes were unknown
+  std::vector<std::string> unsupported;  // "Op: reason" (no schema / no reference kernel)
 };
 
 // Shapes should have been inferred (values without shapes give no FLOP estimate).

@@ -58,19 +58,22 @@ int64_t checked_numel(const Shape& shape, const std::string& what) {
 
 json shape_json(const ir::Value& v) { return v.has_shape ? json(v.shape) : json(nullptr); }
 
-json tensor_meta(const Tensor& t) {
-  return json{{"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()}};
-}
+json tensor_meta(const Tensor& t) { return json{{"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()}}; }
 
 json attr_json(const ir::AttrValue& a) {
   return std::visit(
       [](const auto& v) -> json {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, int64_t>) return json{{"t", "i"}, {"v", v}};
-        else if constexpr (std::is_same_v<T, float>) return json{{"t", "f"}, {"v", v}};
-        else if constexpr (std::is_same_v<T, std::string>) return json{{"t", "s"}, {"v", json::binary_t(std::vector<uint8_t>(v.begin(), v.end()))}};
-        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return json{{"t", "ints"}, {"v", v}};
-        else if constexpr (std::is_same_v<T, std::vector<float>>) return json{{"t", "floats"}, {"v", v}};
+        if constexpr (std::is_same_v<T, int64_t>)
+          return json{{"t", "i"}, {"v", v}};
+        else if constexpr (std::is_same_v<T, float>)
+          return json{{"t", "f"}, {"v", v}};
+        else if constexpr (std::is_same_v<T, std::string>)
+          return json{{"t", "s"}, {"v", json::binary_t(std::vector<uint8_t>(v.begin(), v.end()))}};
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return json{{"t", "ints"}, {"v", v}};
+        else if constexpr (std::is_same_v<T, std::vector<float>>)
+          return json{{"t", "floats"}, {"v", v}};
         else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           json arr = json::array();
           for (auto& s : v) arr.push_back(json::binary_t(std::vector<uint8_t>(s.begin(), s.end())));
@@ -134,8 +137,8 @@ struct WeightEntry {
 
 struct Section {
   SectionKind kind;
-  std::string bytes;                  // small sections are materialised
-  std::vector<WeightEntry> weights;   // the weights section streams from the graph's tensors
+  std::string bytes;                 // small sections are materialised
+  std::vector<WeightEntry> weights;  // the weights section streams from the graph's tensors
   size_t size = 0;
   size_t offset = 0;
   uint64_t checksum = 0;
@@ -152,8 +155,12 @@ std::string graph_section(const ir::Graph& g, std::vector<WeightEntry>& weights,
   for (const auto& n : g.nodes) {
     json attrs = json::object();
     for (auto& [k, a] : n.attrs) attrs[k] = attr_json(a);
-    nodes.push_back(json{{"op", n.op_type}, {"domain", n.domain}, {"name", n.name}, {"in", n.inputs},
-                         {"out", n.outputs}, {"attrs", attrs}});
+    nodes.push_back(json{{"op", n.op_type},
+                         {"domain", n.domain},
+                         {"name", n.name},
+                         {"in", n.inputs},
+                         {"out", n.outputs},
+                         {"attrs", attrs}});
   }
   j["nodes"] = std::move(nodes);
   j["inputs"] = g.inputs;
@@ -232,10 +239,12 @@ void emit(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt, c
   meta["target_isa"] = opt.target_isa;
   json sig_in = json::array(), sig_out = json::array();
   for (int v : g.inputs)
-    sig_in.push_back(json{{"name", g.value(v).name}, {"dtype", std::string(dtype_name(g.value(v).dtype))},
+    sig_in.push_back(json{{"name", g.value(v).name},
+                          {"dtype", std::string(dtype_name(g.value(v).dtype))},
                           {"shape", shape_json(g.value(v))}});
   for (int v : g.outputs)
-    sig_out.push_back(json{{"name", g.value(v).name}, {"dtype", std::string(dtype_name(g.value(v).dtype))},
+    sig_out.push_back(json{{"name", g.value(v).name},
+                           {"dtype", std::string(dtype_name(g.value(v).dtype))},
                            {"shape", shape_json(g.value(v))}});
   meta["signature"] = json{{"inputs", sig_in}, {"outputs", sig_out}};
   meta["arena_bytes"] = plan.arena_bytes;
@@ -365,8 +374,8 @@ json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
 std::string host_isa() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
     return "x86-64-avx512";
 #endif
   return "generic";
@@ -384,8 +393,7 @@ std::string serialize_offline_model(const ir::Graph& g, const MemoryPlan& plan, 
   return out;
 }
 
-void write_offline_model(const std::string& path, const ir::Graph& g, const MemoryPlan& plan,
-                         const WriteOptions& opt) {
+void write_offline_model(const std::string& path, const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
   SEGMUX_CHECK(f != nullptr, "cannot create '", tmp, "': ", std::strerror(errno));
@@ -393,8 +401,8 @@ void write_offline_model(const std::string& path, const ir::Graph& g, const Memo
     emit(g, plan, opt, [&](const void* p, size_t n) {
       SEGMUX_CHECK(n == 0 || std::fwrite(p, 1, n, f) == n, "writing '", tmp, "' failed: ", std::strerror(errno));
     });
-    SEGMUX_CHECK(std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0, "flushing '", tmp, "' failed: ",
-                 std::strerror(errno));
+    SEGMUX_CHECK(std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0, "flushing '", tmp,
+                 "' failed: ", std::strerror(errno));
   } catch (...) {
     std::fclose(f);
     std::remove(tmp.c_str());
@@ -442,9 +450,9 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
   SEGMUX_CHECK(count >= 4 && count <= kMaxSections, what, ": bad section count ", count);
   const size_t table_end = kHeaderBytes + size_t(count) * kEntryBytes;
   SEGMUX_CHECK(table_end <= size, what, " is truncated inside the section table");
-  SEGMUX_CHECK(!opt.verify_checksums ||
-                   get<uint64_t>(base + 48) == XXH3_64bits(base + kHeaderBytes, table_end - kHeaderBytes),
-               what, ": section table checksum mismatch (corrupted)");
+  SEGMUX_CHECK(
+      !opt.verify_checksums || get<uint64_t>(base + 48) == XXH3_64bits(base + kHeaderBytes, table_end - kHeaderBytes),
+      what, ": section table checksum mismatch (corrupted)");
   m.file_bytes = size;
 
   struct Entry {
@@ -513,8 +521,8 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
     }
     const int nv = int(g.values.size());
     auto check_id = [&](int id, bool allow_missing, const std::string& where) {
-      SEGMUX_CHECK((allow_missing && id == -1) || (id >= 0 && id < nv), what, ": ", where, " refers to value id ",
-                   id, " of ", nv);
+      SEGMUX_CHECK((allow_missing && id == -1) || (id >= 0 && id < nv), what, ": ", where, " refers to value id ", id,
+                   " of ", nv);
       return id;
     };
     for (const json& nj : gj.at("nodes")) {
@@ -540,8 +548,8 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
       int64_t n = checked_numel(val.shape, what + " weight '" + val.name + "'");
       SEGMUX_CHECK(nb == uint64_t(n) * dtype_size(val.dtype), what, ": weight '", val.name, "' holds ", nb,
                    " bytes for ", dtype_name(val.dtype), " ", shape_str(val.shape));
-      SEGMUX_CHECK(off % kTensorAlignment == 0 && off <= we.size && nb <= we.size - off, what, ": weight '",
-                   val.name, "' lies outside the weights section");
+      SEGMUX_CHECK(off % kTensorAlignment == 0 && off <= we.size && nb <= we.size - off, what, ": weight '", val.name,
+                   "' lies outside the weights section");
       SEGMUX_CHECK(!g.is_initializer(id), what, ": weight '", val.name, "' is listed twice");
       g.initializers.emplace(id, Tensor(val.dtype, val.shape, storage_keep, we.offset + size_t(off)));
     }
@@ -594,8 +602,8 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
         uint64_t off = b.at("offset").get<uint64_t>(), len = b.at("size").get<uint64_t>();
         SEGMUX_CHECK(blob.node >= 0 && size_t(blob.node) < g.nodes.size(), what, ": prepacked blob for node ",
                      blob.node, " of ", g.nodes.size());
-        SEGMUX_CHECK(off <= xe.size - blob_base && len <= xe.size - blob_base - off, what,
-                     ": prepacked blob '", blob.key, "' lies outside its section");
+        SEGMUX_CHECK(off <= xe.size - blob_base && len <= xe.size - blob_base - off, what, ": prepacked blob '",
+                     blob.key, "' lies outside its section");
         // Blobs for another ISA are ignored: kernels repack from the weights at load.
         if (m.prepacked_isa == host_isa())
           blob.data = Tensor(DType::u8, {int64_t(len)}, storage, xe.offset + blob_base + size_t(off));

@@ -22,8 +22,8 @@ constexpr size_t kTensorAlignment = 64;     // each weight inside it is 64-byte 
 enum class SectionKind : uint32_t { meta = 1, graph = 2, plan = 3, weights = 4, prepacked = 5 };
 
 // The instruction set a compiled model targets: "generic" or "x86-64-avx512".
-std::string host_isa();                           // best ISA this machine supports (cpuid)
-bool host_supports_isa(const std::string& isa);   // "generic" always; unknown names: false
+std::string host_isa();                          // best ISA this machine supports (cpuid)
+bool host_supports_isa(const std::string& isa);  // "generic" always; unknown names: false
 
 // A prepacked weight blob some kernel produced for one ISA (keyed by node index and a kernel key).
 struct PrepackedBlob {
@@ -33,13 +33,13 @@ struct PrepackedBlob {
 };
 
 struct OfflineModel {
-  ir::Graph graph;                 // final graph; initializers alias the file mapping
+  ir::Graph graph;  // final graph; initializers alias the file mapping
   MemoryPlan plan;
   std::string target_isa;
-  std::string producer;            // e.g. "segmux 0.1.0"
+  std::string producer;  // e.g. "segmux 0.1.0"
   uint32_t format_version = 0;
-  std::string meta_json;           // the META section as written (signature, options, stats)
-  std::string prepacked_isa;       // ISA the prepacked blobs were made for ("" when none)
+  std::string meta_json;                 // the META section as written (signature, options, stats)
+  std::string prepacked_isa;             // ISA the prepacked blobs were made for ("" when none)
   std::vector<PrepackedBlob> prepacked;  // empty when the ISA differs from the host (kernels repack)
   size_t file_bytes = 0;
   size_t weights_bytes = 0;
@@ -54,8 +54,7 @@ struct WriteOptions {
 
 // Serialises graph + plan (+ prepacked blobs) into the .smx byte layout.
 std::string serialize_offline_model(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt);
-void write_offline_model(const std::string& path, const ir::Graph& g, const MemoryPlan& plan,
-                         const WriteOptions& opt);
+void write_offline_model(const std::string& path, const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt);
 
 struct LoadOptions {
   bool verify_checksums = true;  // header, section table and every section, the weights included
@@ -63,8 +62,7 @@ struct LoadOptions {
 };
 
 // Parses a mapped file (or any bytes). `what` names the source in errors.
-OfflineModel load_offline_model(std::shared_ptr<Storage> bytes, const std::string& what,
-                                const LoadOptions& opt = {});
+OfflineModel load_offline_model(std::shared_ptr<Storage> bytes, const std::string& what, const LoadOptions& opt = {});
 OfflineModel load_offline_model_file(const std::string& path, const LoadOptions& opt = {});
 
 // True when the file starts with the .smx magic (cheap sniff for commands taking either format).

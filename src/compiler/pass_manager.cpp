@@ -15,8 +15,7 @@
 namespace segmux::compiler {
 
 std::vector<Pass> default_passes(const std::string& precision, const FoldOptions& fold) {
-  SEGMUX_CHECK(precision == "fp32" || precision == "bf16", "unknown precision '", precision,
-               "' (known: fp32, bf16)");
+  SEGMUX_CHECK(precision == "fp32" || precision == "bf16", "unknown precision '", precision, "' (known: fp32, bf16)");
   std::vector<Pass> passes;
   passes.push_back(Pass{"fold-shapes", fold_shape_ops});
   passes.push_back(Pass{"fold-constants", [fold](ir::Graph& g) { return fold_constants(g, fold); }});
@@ -96,8 +95,11 @@ std::string PassReport::to_json() const {
   j["nodes_after"] = nodes_after;
   j["passes"] = nlohmann::json::array();
   for (auto& p : passes)
-    j["passes"].push_back({{"name", p.name}, {"runs", p.runs}, {"changes", p.changes},
-                           {"nodes_removed", p.nodes_removed}, {"weights_added", p.weights_added},
+    j["passes"].push_back({{"name", p.name},
+                           {"runs", p.runs},
+                           {"changes", p.changes},
+                           {"nodes_removed", p.nodes_removed},
+                           {"weights_added", p.weights_added},
                            {"seconds", p.seconds}});
   return j.dump();
 }

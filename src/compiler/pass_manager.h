@@ -13,18 +13,18 @@ namespace segmux::compiler {
 
 struct PassStats {
   std::string name;
-  int runs = 0;              // times the pass ran
-  int changes = 0;           // times it changed the graph
-  long nodes_removed = 0;    // net node count decrease it caused (negative: it added nodes)
-  long weights_added = 0;    // net initializer count increase
+  int runs = 0;            // times the pass ran
+  int changes = 0;         // times it changed the graph
+  long nodes_removed = 0;  // net node count decrease it caused (negative: it added nodes)
+  long weights_added = 0;  // net initializer count increase
   double seconds = 0;
 };
 
 struct PassManagerOptions {
   int max_rounds = 10;
   std::set<std::string> skip;  // pass names not to run
-  bool verify_each = false;     // structural verification after every pass (tests, debugging)
-  bool reinfer_shapes = true;   // shape inference after every pass that changed the graph
+  bool verify_each = false;    // structural verification after every pass (tests, debugging)
+  bool reinfer_shapes = true;  // shape inference after every pass that changed the graph
 };
 
 struct PassReport {

@@ -18,8 +18,8 @@ namespace segmux::compiler {
 namespace {
 
 bool is_random_op(const ir::Node& n) {
-  static const std::set<std::string> random = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                               "RandomUniformLike", "Multinomial", "Bernoulli"};
+  static const std::set<std::string> random = {"RandomNormal",      "RandomUniform", "RandomNormalLike",
+                                               "RandomUniformLike", "Multinomial",   "Bernoulli"};
   return n.domain.empty() && random.count(n.op_type) != 0;
 }
 
@@ -128,8 +128,10 @@ bool fold_constants(ir::Graph& g, const FoldOptions& opt) {
       for (auto& t : out_types) {
         bool known = t.has_shape;
         for (int64_t d : t.shape) known = known && d >= 0;
-        if (!known) ok = false;
-        else out_bytes += size_t(shape_numel(t.shape)) * dtype_size(t.dtype);
+        if (!known)
+          ok = false;
+        else
+          out_bytes += size_t(shape_numel(t.shape)) * dtype_size(t.dtype);
       }
       if (!ok || out_bytes > std::max(in_bytes, opt.max_growth_bytes)) continue;
       KernelInit init{node, tin, vin, out_types, 1};
@@ -191,8 +193,7 @@ namespace {
 
 // True when the node passes its first input through unchanged (same dtype, shape and bytes).
 bool is_noop(const ir::Graph& g, const ir::Node& node, const std::vector<std::vector<int>>& consumers) {
-  if (!node.domain.empty() || node.inputs.empty() || node.inputs[0] < 0 || node.outputs.empty() ||
-      node.outputs[0] < 0)
+  if (!node.domain.empty() || node.inputs.empty() || node.inputs[0] < 0 || node.outputs.empty() || node.outputs[0] < 0)
     return false;
   const ir::Value& in = g.value(node.inputs[0]);
   const ir::Value& out = g.value(node.outputs[0]);

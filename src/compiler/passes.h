@@ -42,7 +42,7 @@ constexpr const char* kPrecisionAttr = "segmux_precision";
 bool mark_bf16_precision(ir::Graph& g);
 
 // Small helpers shared by the passes (and tests).
-void replace_uses(ir::Graph& g, int from, int to);        // node inputs only
+void replace_uses(ir::Graph& g, int from, int to);                 // node inputs only
 void remove_nodes(ir::Graph& g, const std::vector<char>& remove);  // keeps order; fixes producers
 
 }  // namespace segmux::compiler

@@ -6,37 +6,55 @@ namespace segmux {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    case DType::f64: return 8;
-    case DType::i64: return 8;
-    case DType::i32: return 4;
-    case DType::i8: return 1;
-    case DType::u8: return 1;
-    case DType::boolean: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f16:
+      return 2;
+    case DType::bf16:
+      return 2;
+    case DType::f64:
+      return 8;
+    case DType::i64:
+      return 8;
+    case DType::i32:
+      return 4;
+    case DType::i8:
+      return 1;
+    case DType::u8:
+      return 1;
+    case DType::boolean:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::f64: return "f64";
-    case DType::i64: return "i64";
-    case DType::i32: return "i32";
-    case DType::i8: return "i8";
-    case DType::u8: return "u8";
-    case DType::boolean: return "bool";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
+    case DType::f64:
+      return "f64";
+    case DType::i64:
+      return "i64";
+    case DType::i32:
+      return "i32";
+    case DType::i8:
+      return "i8";
+    case DType::u8:
+      return "u8";
+    case DType::boolean:
+      return "bool";
   }
   return "?";
 }
 
 bool dtype_from_name(std::string_view name, DType* out) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32, DType::i8,
-                  DType::u8, DType::boolean}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32, DType::i8, DType::u8,
+                  DType::boolean}) {
     if (dtype_name(t) == name) {
       *out = t;
       return true;
@@ -45,9 +63,7 @@ bool dtype_from_name(std::string_view name, DType* out) {
   return false;
 }
 
-bool dtype_is_float(DType t) {
-  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64;
-}
+bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 
 float f16_to_f32(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
@@ -80,7 +96,7 @@ uint16_t f32_to_f16(float f) {
   std::memcpy(&bits, &f, 4);
   uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow -> inf
   if (abs < 0x38800000u) {                                  // subnormal or zero in f16
     float a;

@@ -10,19 +10,41 @@ namespace segmux {
 enum class DType : uint8_t { f32, f16, bf16, f64, i64, i32, i8, u8, boolean };
 
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);      // "f32", "bf16", "bool", ...
+std::string_view dtype_name(DType t);  // "f32", "bf16", "bool", ...
 bool dtype_from_name(std::string_view name, DType* out);
 bool dtype_is_float(DType t);
 
 // Maps a C++ type to its DType (bool, float, double, int64_t, int32_t, int8_t, uint8_t).
-template <typename T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
-template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <typename T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::f64;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::i8;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::u8;
+};
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::boolean;
+};
 
 // bf16 / f16 stored as raw uint16_t bit patterns.
 inline float bf16_to_f32(uint16_t v) {

@@ -30,7 +30,7 @@ template <typename... Parts>
 
 }  // namespace segmux
 
-#define SEGMUX_CHECK(cond, ...)                  \
-  do {                                           \
-    if (!(cond)) ::segmux::fail(__VA_ARGS__);    \
+#define SEGMUX_CHECK(cond, ...)               \
+  do {                                        \
+    if (!(cond)) ::segmux::fail(__VA_ARGS__); \
   } while (0)

@@ -51,14 +51,12 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset)
     : dtype_(dtype), shape_(std::move(shape)), storage_(std::move(storage)), offset_(byte_offset) {
   SEGMUX_CHECK(storage_ != nullptr, "tensor view without storage");
-  SEGMUX_CHECK(offset_ + nbytes() <= storage_->nbytes, "tensor view ", shape_str(shape_), " ",
-               dtype_name(dtype_), " at offset ", offset_, " overruns its ", storage_->nbytes,
-               "-byte storage");
+  SEGMUX_CHECK(offset_ + nbytes() <= storage_->nbytes, "tensor view ", shape_str(shape_), " ", dtype_name(dtype_),
+               " at offset ", offset_, " overruns its ", storage_->nbytes, "-byte storage");
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  SEGMUX_CHECK(shape_numel(shape) == numel(), "cannot reshape ", shape_str(shape_), " to ",
-               shape_str(shape));
+  SEGMUX_CHECK(shape_numel(shape) == numel(), "cannot reshape ", shape_str(shape_), " to ", shape_str(shape));
   return Tensor(dtype_, std::move(shape), storage_, offset_);
 }
 
@@ -71,15 +69,42 @@ Tensor Tensor::clone() const {
 double Tensor::get_as_double(int64_t i) const {
   const std::byte* p = static_cast<const std::byte*>(raw()) + size_t(i) * dtype_size(dtype_);
   switch (dtype_) {
-    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::f16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_f32(v); }
-    case DType::bf16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_f32(v); }
-    case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
-    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::i8: return double(*reinterpret_cast<const int8_t*>(p));
-    case DType::u8: return double(*reinterpret_cast<const uint8_t*>(p));
-    case DType::boolean: return *reinterpret_cast<const uint8_t*>(p) ? 1.0 : 0.0;
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::f16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return f16_to_f32(v);
+    }
+    case DType::bf16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16_to_f32(v);
+    }
+    case DType::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return double(v);
+    }
+    case DType::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::i8:
+      return double(*reinterpret_cast<const int8_t*>(p));
+    case DType::u8:
+      return double(*reinterpret_cast<const uint8_t*>(p));
+    case DType::boolean:
+      return *reinterpret_cast<const uint8_t*>(p) ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -87,15 +112,43 @@ double Tensor::get_as_double(int64_t i) const {
 void Tensor::set_from_double(int64_t i, double v) {
   std::byte* p = static_cast<std::byte*>(raw()) + size_t(i) * dtype_size(dtype_);
   switch (dtype_) {
-    case DType::f32: { float x = float(v); std::memcpy(p, &x, 4); break; }
-    case DType::f64: std::memcpy(p, &v, 8); break;
-    case DType::f16: { uint16_t x = f32_to_f16(float(v)); std::memcpy(p, &x, 2); break; }
-    case DType::bf16: { uint16_t x = f32_to_bf16(float(v)); std::memcpy(p, &x, 2); break; }
-    case DType::i64: { int64_t x = int64_t(v); std::memcpy(p, &x, 8); break; }
-    case DType::i32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
-    case DType::i8: *reinterpret_cast<int8_t*>(p) = int8_t(v); break;
-    case DType::u8: *reinterpret_cast<uint8_t*>(p) = uint8_t(v); break;
-    case DType::boolean: *reinterpret_cast<uint8_t*>(p) = v != 0; break;
+    case DType::f32: {
+      float x = float(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::f64:
+      std::memcpy(p, &v, 8);
+      break;
+    case DType::f16: {
+      uint16_t x = f32_to_f16(float(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t x = f32_to_bf16(float(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::i64: {
+      int64_t x = int64_t(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case DType::i32: {
+      int32_t x = int32_t(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::i8:
+      *reinterpret_cast<int8_t*>(p) = int8_t(v);
+      break;
+    case DType::u8:
+      *reinterpret_cast<uint8_t*>(p) = uint8_t(v);
+      break;
+    case DType::boolean:
+      *reinterpret_cast<uint8_t*>(p) = v != 0;
+      break;
   }
 }
 

@@ -37,8 +37,8 @@ class Tensor {
   template <typename T>
   static Tensor from_vector(const Shape& shape, const std::vector<T>& values) {
     Tensor t(dtype_of<T>::value, shape);
-    SEGMUX_CHECK(int64_t(values.size()) == t.numel(), "from_vector: ", values.size(),
-                 " values for shape ", shape_str(shape));
+    SEGMUX_CHECK(int64_t(values.size()) == t.numel(), "from_vector: ", values.size(), " values for shape ",
+                 shape_str(shape));
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i];
     } else {
@@ -47,7 +47,9 @@ class Tensor {
     return t;
   }
   template <typename T>
-  static Tensor scalar(T v) { return from_vector<T>({}, {v}); }
+  static Tensor scalar(T v) {
+    return from_vector<T>({}, {v});
+  }
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
@@ -59,8 +61,16 @@ class Tensor {
 
   void* raw() { return storage_ ? storage_->data + offset_ : nullptr; }
   const void* raw() const { return storage_ ? storage_->data + offset_ : nullptr; }
-  template <typename T> T* data() { check_type<T>(); return static_cast<T*>(raw()); }
-  template <typename T> const T* data() const { check_type<T>(); return static_cast<const T*>(raw()); }
+  template <typename T>
+  T* data() {
+    check_type<T>();
+    return static_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    check_type<T>();
+    return static_cast<const T*>(raw());
+  }
 
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   size_t byte_offset() const { return offset_; }
@@ -77,7 +87,8 @@ class Tensor {
   bool identical(const Tensor& other) const;
 
  private:
-  template <typename T> void check_type() const {
+  template <typename T>
+  void check_type() const {
     if constexpr (std::is_same_v<T, uint16_t>) {
       SEGMUX_CHECK(dtype_ == DType::f16 || dtype_ == DType::bf16, "tensor is ", dtype_name(dtype_),
                    ", not a 16-bit float");

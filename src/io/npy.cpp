@@ -14,8 +14,8 @@ struct DescrMap {
   const char* descr;
   DType dtype;
 };
-const DescrMap kDescrs[] = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<f2", DType::f16}, {"<i8", DType::i64},
-                            {"<i4", DType::i32}, {"|i1", DType::i8},  {"|u1", DType::u8},  {"|b1", DType::boolean},
+const DescrMap kDescrs[] = {{"<f4", DType::f32}, {"<f8", DType::f64}, {"<f2", DType::f16},    {"<i8", DType::i64},
+                            {"<i4", DType::i32}, {"|i1", DType::i8},  {"|u1", DType::u8},     {"|b1", DType::boolean},
                             {"<u1", DType::u8},  {"<i1", DType::i8},  {"<b1", DType::boolean}};
 
 // Finds the value text after 'key': in the header dict.
@@ -124,9 +124,11 @@ std::string npy_bytes(const Tensor& t) {
       descr = d.descr;
       break;
     }
-  SEGMUX_CHECK(descr != nullptr, "cannot write ", dtype_name(t.dtype()), " to .npy (NumPy has no such dtype; cast to f32)");
+  SEGMUX_CHECK(descr != nullptr, "cannot write ", dtype_name(t.dtype()),
+               " to .npy (NumPy has no such dtype; cast to f32)");
   std::string shape = "(";
-  for (size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + (t.rank() == 1 ? "," : i + 1 < t.shape().size() ? ", " : "");
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    shape += std::to_string(t.shape()[i]) + (t.rank() == 1 ? "," : i + 1 < t.shape().size() ? ", " : "");
   shape += ")";
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad with spaces so magic + length field + header + '\n' is a multiple of 64.

@@ -17,74 +17,142 @@ constexpr int kMaxDepth = 200;
 // Every pickle opcode (protocols 0-5), so a refusal can name what it saw.
 const char* opcode_name(uint8_t op) {
   switch (op) {
-    case '(': return "MARK";
-    case '.': return "STOP";
-    case '0': return "POP";
-    case '1': return "POP_MARK";
-    case '2': return "DUP";
-    case 'F': return "FLOAT";
-    case 'I': return "INT";
-    case 'J': return "BININT";
-    case 'K': return "BININT1";
-    case 'L': return "LONG";
-    case 'M': return "BININT2";
-    case 'N': return "NONE";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 'R': return "REDUCE";
-    case 'S': return "STRING";
-    case 'T': return "BINSTRING";
-    case 'U': return "SHORT_BINSTRING";
-    case 'V': return "UNICODE";
-    case 'X': return "BINUNICODE";
-    case 'a': return "APPEND";
-    case 'b': return "BUILD";
-    case 'c': return "GLOBAL";
-    case 'd': return "DICT";
-    case '}': return "EMPTY_DICT";
-    case 'e': return "APPENDS";
-    case 'g': return "GET";
-    case 'h': return "BINGET";
-    case 'i': return "INST";
-    case 'j': return "LONG_BINGET";
-    case 'l': return "LIST";
-    case ']': return "EMPTY_LIST";
-    case 'o': return "OBJ";
-    case 'p': return "PUT";
-    case 'q': return "BINPUT";
-    case 'r': return "LONG_BINPUT";
-    case 's': return "SETITEM";
-    case 't': return "TUPLE";
-    case ')': return "EMPTY_TUPLE";
-    case 'u': return "SETITEMS";
-    case 'G': return "BINFLOAT";
-    case 0x80: return "PROTO";
-    case 0x81: return "NEWOBJ";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x85: return "TUPLE1";
-    case 0x86: return "TUPLE2";
-    case 0x87: return "TUPLE3";
-    case 0x88: return "NEWTRUE";
-    case 0x89: return "NEWFALSE";
-    case 0x8a: return "LONG1";
-    case 0x8b: return "LONG4";
-    case 'B': return "BINBYTES";
-    case 'C': return "SHORT_BINBYTES";
-    case 0x8c: return "SHORT_BINUNICODE";
-    case 0x8d: return "BINUNICODE8";
-    case 0x8e: return "BINBYTES8";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x93: return "STACK_GLOBAL";
-    case 0x94: return "MEMOIZE";
-    case 0x95: return "FRAME";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
+    case '(':
+      return "MARK";
+    case '.':
+      return "STOP";
+    case '0':
+      return "POP";
+    case '1':
+      return "POP_MARK";
+    case '2':
+      return "DUP";
+    case 'F':
+      return "FLOAT";
+    case 'I':
+      return "INT";
+    case 'J':
+      return "BININT";
+    case 'K':
+      return "BININT1";
+    case 'L':
+      return "LONG";
+    case 'M':
+      return "BININT2";
+    case 'N':
+      return "NONE";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    case 'R':
+      return "REDUCE";
+    case 'S':
+      return "STRING";
+    case 'T':
+      return "BINSTRING";
+    case 'U':
+      return "SHORT_BINSTRING";
+    case 'V':
+      return "UNICODE";
+    case 'X':
+      return "BINUNICODE";
+    case 'a':
+      return "APPEND";
+    case 'b':
+      return "BUILD";
+    case 'c':
+      return "GLOBAL";
+    case 'd':
+      return "DICT";
+    case '}':
+      return "EMPTY_DICT";
+    case 'e':
+      return "APPENDS";
+    case 'g':
+      return "GET";
+    case 'h':
+      return "BINGET";
+    case 'i':
+      return "INST";
+    case 'j':
+      return "LONG_BINGET";
+    case 'l':
+      return "LIST";
+    case ']':
+      return "EMPTY_LIST";
+    case 'o':
+      return "OBJ";
+    case 'p':
+      return "PUT";
+    case 'q':
+      return "BINPUT";
+    case 'r':
+      return "LONG_BINPUT";
+    case 's':
+      return "SETITEM";
+    case 't':
+      return "TUPLE";
+    case ')':
+      return "EMPTY_TUPLE";
+    case 'u':
+      return "SETITEMS";
+    case 'G':
+      return "BINFLOAT";
+    case 0x80:
+      return "PROTO";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 0x85:
+      return "TUPLE1";
+    case 0x86:
+      return "TUPLE2";
+    case 0x87:
+      return "TUPLE3";
+    case 0x88:
+      return "NEWTRUE";
+    case 0x89:
+      return "NEWFALSE";
+    case 0x8a:
+      return "LONG1";
+    case 0x8b:
+      return "LONG4";
+    case 'B':
+      return "BINBYTES";
+    case 'C':
+      return "SHORT_BINBYTES";
+    case 0x8c:
+      return "SHORT_BINUNICODE";
+    case 0x8d:
+      return "BINUNICODE8";
+    case 0x8e:
+      return "BINBYTES8";
+    case 0x8f:
+      return "EMPTY_SET";
+    case 0x90:
+      return "ADDITEMS";
+    case 0x91:
+      return "FROZENSET";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 0x94:
+      return "MEMOIZE";
+    case 0x95:
+      return "FRAME";
+    case 0x96:
+      return "BYTEARRAY8";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
   }
   return nullptr;
 }
@@ -114,17 +182,29 @@ class Machine {
           SEGMUX_CHECK(v >= 2 && v <= 5, err_prefix(), "unsupported pickle protocol ", int(v));
           break;
         }
-        case 0x95: read_bytes(8); break;  // FRAME: a length hint only
-        case '.': {                       // STOP
-          SEGMUX_CHECK(stack_.size() == 1 && marks_.empty(), err_prefix(), "STOP with ", stack_.size(),
-                       " values and ", marks_.size(), " marks on the stack (expected exactly one value)");
+        case 0x95:
+          read_bytes(8);
+          break;     // FRAME: a length hint only
+        case '.': {  // STOP
+          SEGMUX_CHECK(stack_.size() == 1 && marks_.empty(), err_prefix(), "STOP with ", stack_.size(), " values and ",
+                       marks_.size(), " marks on the stack (expected exactly one value)");
           return stack_.back();
         }
-        case '(': marks_.push_back(stack_.size()); break;
-        case '0': pop(); break;
-        case '1': pop_mark(); break;
-        case '2': push(top()); break;
-        case 'N': push(Value::make(Value::Kind::none)); break;
+        case '(':
+          marks_.push_back(stack_.size());
+          break;
+        case '0':
+          pop();
+          break;
+        case '1':
+          pop_mark();
+          break;
+        case '2':
+          push(top());
+          break;
+        case 'N':
+          push(Value::make(Value::Kind::none));
+          break;
         case 0x88:
         case 0x89: {
           auto v = Value::make(Value::Kind::boolean);
@@ -138,15 +218,21 @@ class Machine {
           push(Value::make_int(int32_t(u)));
           break;
         }
-        case 'K': push(Value::make_int(read_u8())); break;
+        case 'K':
+          push(Value::make_int(read_u8()));
+          break;
         case 'M': {
           uint16_t u;
           std::memcpy(&u, read_bytes(2), 2);
           push(Value::make_int(u));
           break;
         }
-        case 0x8a: push(read_long(read_u8())); break;
-        case 0x8b: push(read_long(read_u32())); break;
+        case 0x8a:
+          push(read_long(read_u8()));
+          break;
+        case 0x8b:
+          push(read_long(read_u32()));
+          break;
         case 'G': {
           const uint8_t* b = read_bytes(8);
           uint64_t bits = 0;
@@ -156,14 +242,30 @@ class Machine {
           push(v);
           break;
         }
-        case 'X': push_text(Value::Kind::string, read_u32()); break;
-        case 0x8c: push_text(Value::Kind::string, read_u8()); break;
-        case 0x8d: push_text(Value::Kind::string, read_u64()); break;
-        case 'B': push_text(Value::Kind::bytes, read_u32()); break;
-        case 'C': push_text(Value::Kind::bytes, read_u8()); break;
-        case 0x8e: push_text(Value::Kind::bytes, read_u64()); break;
-        case ')': push(Value::make_tuple({})); break;
-        case 't': push(Value::make_tuple(pop_mark())); break;
+        case 'X':
+          push_text(Value::Kind::string, read_u32());
+          break;
+        case 0x8c:
+          push_text(Value::Kind::string, read_u8());
+          break;
+        case 0x8d:
+          push_text(Value::Kind::string, read_u64());
+          break;
+        case 'B':
+          push_text(Value::Kind::bytes, read_u32());
+          break;
+        case 'C':
+          push_text(Value::Kind::bytes, read_u8());
+          break;
+        case 0x8e:
+          push_text(Value::Kind::bytes, read_u64());
+          break;
+        case ')':
+          push(Value::make_tuple({}));
+          break;
+        case 't':
+          push(Value::make_tuple(pop_mark()));
+          break;
         case 0x85:
         case 0x86:
         case 0x87: {
@@ -174,7 +276,9 @@ class Machine {
           push(Value::make_tuple(std::move(items)));
           break;
         }
-        case ']': push(Value::make(Value::Kind::list)); break;
+        case ']':
+          push(Value::make(Value::Kind::list));
+          break;
         case 'l': {
           auto list = Value::make(Value::Kind::list);
           for (auto& item : pop_mark()) {
@@ -195,7 +299,9 @@ class Machine {
           for (auto& item : items) append(list, item);
           break;
         }
-        case '}': push(Value::make(Value::Kind::dict)); break;
+        case '}':
+          push(Value::make(Value::Kind::dict));
+          break;
         case 'd': {
           auto items = pop_mark();
           SEGMUX_CHECK(items.size() % 2 == 0, err_prefix(), "DICT with an odd number of items");
@@ -262,11 +368,21 @@ class Machine {
           push(out);
           break;
         }
-        case 'h': get(read_u8()); break;
-        case 'j': get(read_u32()); break;
-        case 'q': put(read_u8()); break;
-        case 'r': put(read_u32()); break;
-        case 0x94: put(uint32_t(memo_.size())); break;  // MEMOIZE
+        case 'h':
+          get(read_u8());
+          break;
+        case 'j':
+          get(read_u32());
+          break;
+        case 'q':
+          put(read_u8());
+          break;
+        case 'r':
+          put(read_u32());
+          break;
+        case 0x94:
+          put(uint32_t(memo_.size()));
+          break;  // MEMOIZE
         default: {
           const char* name = opcode_name(op);
           if (name) fail(err_prefix(), "pickle opcode ", name, " is not allowed in a tensor checkpoint");
@@ -449,17 +565,28 @@ ValuePtr Value::get(const std::string& key) const {
 
 std::string describe(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::none: return "None";
-    case Value::Kind::boolean: return v.b ? "True" : "False";
-    case Value::Kind::integer: return "int " + std::to_string(v.i);
-    case Value::Kind::floating: return "float " + std::to_string(v.f);
-    case Value::Kind::string: return "str '" + (v.s.size() > 60 ? v.s.substr(0, 60) + "..." : v.s) + "'";
-    case Value::Kind::bytes: return "bytes of length " + std::to_string(v.s.size());
-    case Value::Kind::tuple: return "tuple of " + std::to_string(v.items.size());
-    case Value::Kind::list: return "list of " + std::to_string(v.items.size());
-    case Value::Kind::dict: return "dict of " + std::to_string(v.entries.size());
-    case Value::Kind::global: return "global " + v.s + "." + v.name;
-    case Value::Kind::opaque: return v.opaque_type;
+    case Value::Kind::none:
+      return "None";
+    case Value::Kind::boolean:
+      return v.b ? "True" : "False";
+    case Value::Kind::integer:
+      return "int " + std::to_string(v.i);
+    case Value::Kind::floating:
+      return "float " + std::to_string(v.f);
+    case Value::Kind::string:
+      return "str '" + (v.s.size() > 60 ? v.s.substr(0, 60) + "..." : v.s) + "'";
+    case Value::Kind::bytes:
+      return "bytes of length " + std::to_string(v.s.size());
+    case Value::Kind::tuple:
+      return "tuple of " + std::to_string(v.items.size());
+    case Value::Kind::list:
+      return "list of " + std::to_string(v.items.size());
+    case Value::Kind::dict:
+      return "dict of " + std::to_string(v.entries.size());
+    case Value::Kind::global:
+      return "global " + v.s + "." + v.name;
+    case Value::Kind::opaque:
+      return v.opaque_type;
   }
   return "?";
 }

@@ -25,13 +25,13 @@ struct Value {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;                                  // string (UTF-8), bytes, global module
-  std::string name;                               // global name
-  std::vector<ValuePtr> items;                    // tuple, list
+  std::string s;                                       // string (UTF-8), bytes, global module
+  std::string name;                                    // global name
+  std::vector<ValuePtr> items;                         // tuple, list
   std::vector<std::pair<ValuePtr, ValuePtr>> entries;  // dict, in insertion order
-  std::shared_ptr<void> opaque;                   // hook-made object
-  std::string opaque_type;                        // what the opaque object is, for messages
-  int depth = 1;                                  // nesting depth, bounded against hostile input
+  std::shared_ptr<void> opaque;                        // hook-made object
+  std::string opaque_type;                             // what the opaque object is, for messages
+  int depth = 1;                                       // nesting depth, bounded against hostile input
   bool frozen = false;  // a list/dict stored inside another container may no longer change
   std::shared_ptr<std::unordered_map<std::string, size_t>> key_positions;  // dict: key -> entry index
 

@@ -43,9 +43,7 @@ bool fits(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b <= li
 
 }  // namespace
 
-bool looks_like_zip(const Storage& bytes) {
-  return bytes.nbytes >= 4 && rd32(bytes.data) == kLocalHeaderSig;
-}
+bool looks_like_zip(const Storage& bytes) { return bytes.nbytes >= 4 && rd32(bytes.data) == kLocalHeaderSig; }
 
 ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(std::move(file)), what_(std::move(what)) {
   const std::byte* base = file_->data;
@@ -64,7 +62,8 @@ ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(st
   uint64_t count = rd16(base + eocd + 10);
   uint64_t cd_size = rd32(base + eocd + 12);
   uint64_t cd_offset = rd32(base + eocd + 16);
-  SEGMUX_CHECK(rd16(base + eocd + 4) == 0 && rd16(base + eocd + 6) == 0, what_, ": multi-disk zip archives are not supported");
+  SEGMUX_CHECK(rd16(base + eocd + 4) == 0 && rd16(base + eocd + 6) == 0, what_,
+               ": multi-disk zip archives are not supported");
   if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
     SEGMUX_CHECK(eocd >= 20 && rd32(base + eocd - 20) == kZip64LocatorSig, what_,
                  ": zip64 archive without a zip64 end-of-central-directory locator");
@@ -82,8 +81,8 @@ ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(st
   uint64_t pos = cd_offset;
   const uint64_t cd_end = cd_offset + cd_size;
   for (uint64_t k = 0; k < count; ++k) {
-    SEGMUX_CHECK(fits(pos, 46, cd_end) && rd32(base + pos) == kCentralHeaderSig, what_,
-                 ": central directory entry ", k, " is damaged");
+    SEGMUX_CHECK(fits(pos, 46, cd_end) && rd32(base + pos) == kCentralHeaderSig, what_, ": central directory entry ", k,
+                 " is damaged");
     const std::byte* h = base + pos;
     ZipEntry e;
     const uint16_t flags = rd16(h + 8);
@@ -120,8 +119,8 @@ ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(st
                  ": local header of entry '", e.name, "' is missing or out of bounds (truncated?)");
     const std::byte* lh = base + e.local_header_offset;
     e.data_offset = e.local_header_offset + 30 + rd16(lh + 26) + rd16(lh + 28);
-    SEGMUX_CHECK(fits(e.data_offset, e.compressed_size, size), what_, ": data of entry '", e.name, "' [",
-                 e.data_offset, ", +", e.compressed_size, ") lies outside the ", size, "-byte file (truncated?)");
+    SEGMUX_CHECK(fits(e.data_offset, e.compressed_size, size), what_, ": data of entry '", e.name, "' [", e.data_offset,
+                 ", +", e.compressed_size, ") lies outside the ", size, "-byte file (truncated?)");
     SEGMUX_CHECK(e.method == 0 || e.method == 8, what_, ": entry '", e.name, "' uses compression method ", e.method,
                  " (only stored and deflate are supported)");
     SEGMUX_CHECK(e.method != 0 || e.compressed_size == e.uncompressed_size, what_, ": stored entry '", e.name,
@@ -168,7 +167,8 @@ std::shared_ptr<Storage> ZipReader::read(const ZipEntry& e) const {
                "' does not inflate to its recorded size (damaged data)");
   uLong crc = crc32(0L, Z_NULL, 0);
   for (uint64_t off = 0; off < out_done; off += 1u << 30)
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(out->data + off), uInt(std::min<uint64_t>(out_done - off, 1u << 30)));
+    crc =
+        crc32(crc, reinterpret_cast<const Bytef*>(out->data + off), uInt(std::min<uint64_t>(out_done - off, 1u << 30)));
   SEGMUX_CHECK(uint32_t(crc) == e.crc32, what_, ": entry '", e.name, "' fails its CRC-32 check");
   return out;
 }
@@ -180,9 +180,9 @@ namespace {
 
 struct StorageType {
   const char* global_name;  // torch.<name>
-  DType dtype;               // element type (for complex: the component type)
+  DType dtype;              // element type (for complex: the component type)
   bool complex;
-  size_t element_bytes;      // bytes of one storage element
+  size_t element_bytes;  // bytes of one storage element
 };
 
 constexpr StorageType kStorageTypes[] = {
@@ -226,8 +226,8 @@ std::vector<int64_t> int_tuple(const pickle::Value& v, const char* what_field, c
                ", not a tuple");
   std::vector<int64_t> out;
   for (auto& e : v.items) {
-    SEGMUX_CHECK(e->is(pickle::Value::Kind::integer), what, ": tensor ", what_field, " holds ",
-                 pickle::describe(*e), ", not an int");
+    SEGMUX_CHECK(e->is(pickle::Value::Kind::integer), what, ": tensor ", what_field, " holds ", pickle::describe(*e),
+                 ", not an int");
     out.push_back(e->i);
   }
   return out;
@@ -235,19 +235,17 @@ std::vector<int64_t> int_tuple(const pickle::Value& v, const char* what_field, c
 
 pickle::Hooks checkpoint_hooks(const std::string& what) {
   pickle::Hooks h;
-  h.allowed_globals = {{"collections", "OrderedDict"},
-                       {"torch._utils", "_rebuild_tensor_v2"},
-                       {"torch._utils", "_rebuild_parameter"}};
+  h.allowed_globals = {
+      {"collections", "OrderedDict"}, {"torch._utils", "_rebuild_tensor_v2"}, {"torch._utils", "_rebuild_parameter"}};
   for (auto& t : kStorageTypes) h.allowed_globals.emplace_back("torch", t.global_name);
   // Named so that a checkpoint using it gets "not supported" (int16 has no DType) rather than "not allowed".
   h.allowed_globals.emplace_back("torch", "ShortStorage");
 
   h.persistent_load = [what](const pickle::Value& pid) -> pickle::ValuePtr {
     using K = pickle::Value::Kind;
-    SEGMUX_CHECK(pid.is(K::tuple) && pid.items.size() == 5 && pid.items[0]->is(K::string) &&
-                     pid.items[0]->s == "storage",
-                 what, ": persistent id ", pickle::describe(pid),
-                 " is not ('storage', type, key, location, numel)");
+    SEGMUX_CHECK(
+        pid.is(K::tuple) && pid.items.size() == 5 && pid.items[0]->is(K::string) && pid.items[0]->s == "storage", what,
+        ": persistent id ", pickle::describe(pid), " is not ('storage', type, key, location, numel)");
     const auto& type = *pid.items[1];
     SEGMUX_CHECK(type.is(K::global) && type.s == "torch", what, ": storage type ", pickle::describe(type),
                  " is not a torch storage class");
@@ -276,12 +274,13 @@ pickle::Hooks checkpoint_hooks(const std::string& what) {
       return pickle::Value::make(K::dict);
     }
     if (full == "torch._utils._rebuild_tensor_v2") {
-      SEGMUX_CHECK(args.items.size() == 6 || args.items.size() == 7, what, ": _rebuild_tensor_v2 takes 6 or 7 arguments, got ",
-                   args.items.size());
+      SEGMUX_CHECK(args.items.size() == 6 || args.items.size() == 7, what,
+                   ": _rebuild_tensor_v2 takes 6 or 7 arguments, got ", args.items.size());
       const auto& st = *args.items[0];
-      SEGMUX_CHECK(st.is(K::opaque) && st.opaque_type == kStorageRefType, what,
-                   ": _rebuild_tensor_v2 storage is ", pickle::describe(st));
-      SEGMUX_CHECK(args.items[1]->is(K::integer), what, ": tensor storage offset is ", pickle::describe(*args.items[1]));
+      SEGMUX_CHECK(st.is(K::opaque) && st.opaque_type == kStorageRefType, what, ": _rebuild_tensor_v2 storage is ",
+                   pickle::describe(st));
+      SEGMUX_CHECK(args.items[1]->is(K::integer), what, ": tensor storage offset is ",
+                   pickle::describe(*args.items[1]));
       auto t = std::make_shared<TensorRef>();
       t->storage = std::static_pointer_cast<StorageRef>(st.opaque);
       t->offset = args.items[1]->i;
@@ -295,8 +294,7 @@ pickle::Hooks checkpoint_hooks(const std::string& what) {
       return v;
     }
     if (full == "torch._utils._rebuild_parameter") {
-      SEGMUX_CHECK(args.items.size() == 3 && args.items[0]->is(K::opaque) &&
-                       args.items[0]->opaque_type == kTensorType,
+      SEGMUX_CHECK(args.items.size() == 3 && args.items[0]->is(K::opaque) && args.items[0]->opaque_type == kTensorType,
                    what, ": _rebuild_parameter expects (tensor, requires_grad, hooks)");
       return args.items[0];
     }
@@ -344,7 +342,8 @@ void gather_strided(std::byte* dst, const std::byte* src, size_t elem, const std
 
 TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const std::string& what,
                                          const std::string& unwrap_key) {
-  SEGMUX_CHECK(looks_like_zip(*file), what, ": not a PyTorch zip checkpoint (no zip signature; legacy "
+  SEGMUX_CHECK(looks_like_zip(*file), what,
+               ": not a PyTorch zip checkpoint (no zip signature; legacy "
                "non-zip torch.save files are not supported)");
   ZipReader zip(file, what);
   TorchCheckpoint out;
@@ -426,10 +425,14 @@ TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const st
     Tensor tensor;
     if (is_contiguous(t.size, t.stride) && aligned) {
       tensor = Tensor(s.type->dtype, shape, bytes, byte_offset);
-      if (bytes->keepalive == file) ++out.zero_copy_tensors; else ++out.copied_tensors;
+      if (bytes->keepalive == file)
+        ++out.zero_copy_tensors;
+      else
+        ++out.copied_tensors;
     } else {
       tensor = Tensor(s.type->dtype, shape);
-      if (numel > 0) gather_strided(static_cast<std::byte*>(tensor.raw()), bytes->data + byte_offset, elem, t.size, t.stride);
+      if (numel > 0)
+        gather_strided(static_cast<std::byte*>(tensor.raw()), bytes->data + byte_offset, elem, t.size, t.stride);
       ++out.copied_tensors;
     }
     out.tensors.push_back(TorchTensor{name, std::move(tensor), s.type->complex});
@@ -502,7 +505,7 @@ class ZipWriter {
     put16(h, big ? 45 : 20);
     put16(h, 0);  // flags
     put16(h, e.method);
-    put16(h, 0);  // time
+    put16(h, 0);     // time
     put16(h, 0x21);  // date 1980-01-01
     put32(h, e.crc);
     put32(h, big ? 0xFFFFFFFF : uint32_t(stored_size));
@@ -512,8 +515,10 @@ class ZipWriter {
     h += name;
     h += extra;
     write(h.data(), h.size());
-    if (deflate) write(packed.data(), packed.size());
-    else if (size) write(data, size);
+    if (deflate)
+      write(packed.data(), packed.size());
+    else if (size)
+      write(data, size);
     entries_.push_back(std::move(e));
   }
 
@@ -536,7 +541,7 @@ class ZipWriter {
       put32(h, kCentralHeaderSig);
       put16(h, (big_size || big_off) ? 45 : 20);  // made by
       put16(h, (big_size || big_off) ? 45 : 20);  // needed
-      put16(h, 0);  // flags
+      put16(h, 0);                                // flags
       put16(h, e.method);
       put16(h, 0);     // time
       put16(h, 0x21);  // date
@@ -710,7 +715,8 @@ void write_pytorch_checkpoint(const std::string& path, const std::vector<TorchTe
                               const std::string& archive_name) {
   std::vector<TorchTensorSpec> specs;
   for (auto& t : tensors) specs.push_back(TorchTensorSpec{t.name, t.tensor.dtype(), t.tensor.shape(), t.complex});
-  write_pytorch_checkpoint_streaming(path, specs, [&](size_t i) { return tensors[i].tensor; }, archive_name);
+  write_pytorch_checkpoint_streaming(
+      path, specs, [&](size_t i) { return tensors[i].tensor; }, archive_name);
 }
 
 }  // namespace segmux

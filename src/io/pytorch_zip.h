@@ -23,12 +23,12 @@ namespace segmux {
 
 struct ZipEntry {
   std::string name;
-  uint16_t method = 0;             // 0 stored, 8 deflated
+  uint16_t method = 0;  // 0 stored, 8 deflated
   uint64_t compressed_size = 0;
   uint64_t uncompressed_size = 0;
   uint32_t crc32 = 0;
   uint64_t local_header_offset = 0;
-  uint64_t data_offset = 0;        // where the (compressed) bytes start in the file
+  uint64_t data_offset = 0;  // where the (compressed) bytes start in the file
 };
 
 class ZipReader {
@@ -61,8 +61,8 @@ void write_stored_zip(const std::string& path, const std::vector<std::pair<std::
 
 struct TorchTensor {
   std::string name;
-  Tensor tensor;          // complex64 comes back as f32 with a trailing dimension 2 (real, imag)
-  bool complex = false;   // stored as complex64 (ComplexFloatStorage) in the checkpoint
+  Tensor tensor;         // complex64 comes back as f32 with a trailing dimension 2 (real, imag)
+  bool complex = false;  // stored as complex64 (ComplexFloatStorage) in the checkpoint
 };
 
 struct TorchCheckpoint {

@@ -55,9 +55,8 @@ namespace {
 
 bool st_dtype(const std::string& s, DType* out) {
   static const std::pair<const char*, DType> table[] = {
-      {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},
-      {"I64", DType::i64}, {"I32", DType::i32}, {"I8", DType::i8},     {"U8", DType::u8},
-      {"BOOL", DType::boolean}};
+      {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},     {"I64", DType::i64},
+      {"I32", DType::i32}, {"I8", DType::i8},   {"U8", DType::u8},     {"BOOL", DType::boolean}};
   for (auto& [name, t] : table)
     if (s == name) {
       *out = t;
@@ -68,15 +67,24 @@ bool st_dtype(const std::string& s, DType* out) {
 
 const char* st_name(DType t) {
   switch (t) {
-    case DType::f32: return "F32";
-    case DType::f16: return "F16";
-    case DType::bf16: return "BF16";
-    case DType::f64: return "F64";
-    case DType::i64: return "I64";
-    case DType::i32: return "I32";
-    case DType::i8: return "I8";
-    case DType::u8: return "U8";
-    case DType::boolean: return "BOOL";
+    case DType::f32:
+      return "F32";
+    case DType::f16:
+      return "F16";
+    case DType::bf16:
+      return "BF16";
+    case DType::f64:
+      return "F64";
+    case DType::i64:
+      return "I64";
+    case DType::i32:
+      return "I32";
+    case DType::i8:
+      return "I8";
+    case DType::u8:
+      return "U8";
+    case DType::boolean:
+      return "BOOL";
   }
   return "?";
 }
@@ -109,21 +117,21 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
     }
     const std::string& name = it.key();
     const auto& e = *it;
-    SEGMUX_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"),
-                 what, ": entry '", name, "' lacks dtype/shape/data_offsets");
+    SEGMUX_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"), what,
+                 ": entry '", name, "' lacks dtype/shape/data_offsets");
     DType dt;
-    SEGMUX_CHECK(e["dtype"].is_string() && st_dtype(e["dtype"].get<std::string>(), &dt), what,
-                 ": tensor '", name, "' has unsupported dtype ", e["dtype"].dump());
+    SEGMUX_CHECK(e["dtype"].is_string() && st_dtype(e["dtype"].get<std::string>(), &dt), what, ": tensor '", name,
+                 "' has unsupported dtype ", e["dtype"].dump());
     Shape shape;
     SEGMUX_CHECK(e["shape"].is_array(), what, ": tensor '", name, "' shape is not a list");
     for (auto& d : e["shape"]) {
-      SEGMUX_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() < (int64_t(1) << 40),
-                   what, ": tensor '", name, "' has a bad dimension ", d.dump());
+      SEGMUX_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() < (int64_t(1) << 40), what,
+                   ": tensor '", name, "' has a bad dimension ", d.dump());
       shape.push_back(d.get<int64_t>());
     }
     const auto& off = e["data_offsets"];
-    SEGMUX_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
-                 what, ": tensor '", name, "' data_offsets must be two unsigned integers");
+    SEGMUX_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(), what,
+                 ": tensor '", name, "' data_offsets must be two unsigned integers");
     uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     SEGMUX_CHECK(begin <= end && end <= data_len, what, ": tensor '", name, "' data [", begin, ",", end,
                  ") lies outside the ", data_len, "-byte data section");
@@ -160,7 +168,8 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   size_t offset = 0;
   for (auto& [name, t] : tensors) {
     SEGMUX_CHECK(!header.contains(name), "write_safetensors: duplicate tensor name '", name, "'");
-    header[name] = {{"dtype", st_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
+    header[name] = {
+        {"dtype", st_name(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }
   std::string h = header.dump();

@@ -10,7 +10,7 @@
 namespace segmux {
 
 struct TensorFile {
-  std::vector<std::string> names;             // in file order
+  std::vector<std::string> names;  // in file order
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::string> metadata;  // the "__metadata__" entry
   const Tensor& at(const std::string& name) const;

@@ -148,10 +148,10 @@ void verify_structure(const Graph& g) {
   for (auto& [id, t] : g.initializers) {
     SEGMUX_CHECK(id >= 0 && id < nv, "graph '", g.name, "': initializer id ", id, " does not exist");
     const Value& v = g.value(id);
-    SEGMUX_CHECK(v.dtype == t.dtype(), "initializer '", v.name, "' is declared ", dtype_name(v.dtype),
-                 " but holds ", dtype_name(t.dtype()));
-    SEGMUX_CHECK(!v.has_shape || v.shape == t.shape(), "initializer '", v.name, "' is declared ",
-                 shape_str(v.shape), " but holds ", shape_str(t.shape()));
+    SEGMUX_CHECK(v.dtype == t.dtype(), "initializer '", v.name, "' is declared ", dtype_name(v.dtype), " but holds ",
+                 dtype_name(t.dtype()));
+    SEGMUX_CHECK(!v.has_shape || v.shape == t.shape(), "initializer '", v.name, "' is declared ", shape_str(v.shape),
+                 " but holds ", shape_str(t.shape()));
     defined[size_t(id)] = 1;
   }
   for (size_t n = 0; n < g.nodes.size(); ++n) {

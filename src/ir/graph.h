@@ -17,9 +17,9 @@ using AttrValue = std::variant<int64_t, float, std::string, std::vector<int64_t>
 struct Value {
   std::string name;
   DType dtype = DType::f32;
-  Shape shape;              // meaningful only when has_shape
-  bool has_shape = false;   // false until inference (or the producer) fixes it
-  int producer = -1;        // node index, -1 for graph inputs and initializers
+  Shape shape;             // meaningful only when has_shape
+  bool has_shape = false;  // false until inference (or the producer) fixes it
+  int producer = -1;       // node index, -1 for graph inputs and initializers
 };
 
 struct Node {
@@ -48,7 +48,7 @@ class Graph {
   std::vector<Node> nodes;  // topological order is kept by the builder and checked by verify()
   std::vector<int> inputs;
   std::vector<int> outputs;
-  std::map<int, Tensor> initializers;  // value id -> constant data
+  std::map<int, Tensor> initializers;           // value id -> constant data
   std::map<std::string, std::string> metadata;  // free-form (producer, contract notes)
 
   int add_value(const std::string& name, DType dtype, std::optional<Shape> shape = std::nullopt);

@@ -43,12 +43,14 @@ std::vector<const OpSchema*> all_schemas() {
 std::vector<TensorType> infer_node(const Node& node, const std::vector<const TensorType*>& inputs,
                                    const std::vector<const Tensor*>& input_values) {
   const OpSchema* s = find_schema(node.domain, node.op_type);
-  if (!s) fail(node.describe(), ": unknown op type '", node.op_type, "'", node.domain.empty() ? "" : " in domain '" + node.domain + "'");
+  if (!s)
+    fail(node.describe(), ": unknown op type '", node.op_type, "'",
+         node.domain.empty() ? "" : " in domain '" + node.domain + "'");
   int ni = int(node.inputs.size()), no = int(node.outputs.size());
   SEGMUX_CHECK(ni >= s->min_inputs && ni <= s->max_inputs, node.describe(), ": has ", ni, " inputs, expected ",
                s->min_inputs, "..", s->max_inputs);
-  SEGMUX_CHECK(no >= s->min_outputs && no <= s->max_outputs, node.describe(), ": has ", no,
-               " outputs, expected ", s->min_outputs, "..", s->max_outputs);
+  SEGMUX_CHECK(no >= s->min_outputs && no <= s->max_outputs, node.describe(), ": has ", no, " outputs, expected ",
+               s->min_outputs, "..", s->max_outputs);
   InferContext ctx{node, inputs, input_values, {}};
   ctx.outputs.resize(size_t(no));
   s->infer(ctx);

@@ -18,12 +18,12 @@ struct TensorType {
 
 struct InferContext {
   const Node& node;
-  std::vector<const TensorType*> inputs;   // nullptr where an optional input is omitted
+  std::vector<const TensorType*> inputs;    // nullptr where an optional input is omitted
   std::vector<const Tensor*> input_values;  // known values (constants, or real data at run time); else nullptr
-  std::vector<TensorType> outputs;         // filled by the schema, one per node output
+  std::vector<TensorType> outputs;          // filled by the schema, one per node output
   // Output shape dimensions that depend on data no one knows yet (NonZero) may be -1.
 
-  const TensorType& in(size_t i) const;    // throws a clear error when input i is missing
+  const TensorType& in(size_t i) const;  // throws a clear error when input i is missing
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor* value(size_t i) const { return i < input_values.size() ? input_values[i] : nullptr; }
   [[noreturn]] void error(const std::string& what) const;  // "node 'x' (Op): what"

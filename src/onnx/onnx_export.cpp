@@ -25,8 +25,10 @@ void set_type(onnx::ValueInfoProto* vi, const ir::Value& v) {
   if (v.has_shape) {
     auto* shape = tt->mutable_shape();
     for (int64_t d : v.shape) {
-      if (d >= 0) shape->add_dim()->set_dim_value(d);
-      else shape->add_dim();  // data-dependent: unknown dim
+      if (d >= 0)
+        shape->add_dim()->set_dim_value(d);
+      else
+        shape->add_dim();  // data-dependent: unknown dim
     }
   }
 }

@@ -80,14 +80,14 @@ void check_structure(const onnx::ModelProto& m) {
     check_type(in, "graph input");
     SEGMUX_CHECK(!in.name().empty(), "a graph input has no name");
     SEGMUX_CHECK(defined.insert(in.name()).second || std::any_of(g.initializer().begin(), g.initializer().end(),
-                                                                  [&](auto& t) { return t.name() == in.name(); }),
+                                                                 [&](auto& t) { return t.name() == in.name(); }),
                  "graph input '", in.name(), "' is defined twice");
   }
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
     for (const auto& a : n.attribute())
-      SEGMUX_CHECK(a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS &&
-                       !a.has_g() && a.graphs_size() == 0,
+      SEGMUX_CHECK(a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS && !a.has_g() &&
+                       a.graphs_size() == 0,
                    node_label(n, i), ": attribute '", a.name(),
                    "' is a subgraph; control flow (If, Loop, Scan) is not supported");
     for (const std::string& in : n.input())
@@ -128,8 +128,8 @@ void fix_input_shapes(onnx::ModelProto& m, const ImportOptions& opt) {
                      tt->shape().dim_size(), ", the given shape ", shape_str(want), " has rank ", want.size());
         for (int k = 0; k < tt->shape().dim_size(); ++k) {
           const auto& d = tt->shape().dim(k);
-          SEGMUX_CHECK(!d.has_dim_value() || d.dim_value() == want[size_t(k)], "input '", in.name(), "' has dim ",
-                       k, " = ", d.dim_value(), ", the given shape is ", shape_str(want));
+          SEGMUX_CHECK(!d.has_dim_value() || d.dim_value() == want[size_t(k)], "input '", in.name(), "' has dim ", k,
+                       " = ", d.dim_value(), ", the given shape is ", shape_str(want));
         }
       }
       tt->clear_shape();
@@ -189,22 +189,33 @@ ir::AttrValue convert_attribute(const onnx::AttributeProto& a, ExternalData& ext
   const std::string what = where + ": attribute '" + a.name() + "'";
   SEGMUX_CHECK(a.ref_attr_name().empty(), what, " refers to a function attribute; functions are not supported");
   switch (a.type()) {
-    case onnx::AttributeProto::FLOAT: return a.f();
-    case onnx::AttributeProto::INT: return int64_t(a.i());
-    case onnx::AttributeProto::STRING: return a.s();
-    case onnx::AttributeProto::TENSOR: return tensor_from_proto(a.t(), external, what);
-    case onnx::AttributeProto::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
-    case onnx::AttributeProto::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case onnx::AttributeProto::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case onnx::AttributeProto::FLOAT:
+      return a.f();
+    case onnx::AttributeProto::INT:
+      return int64_t(a.i());
+    case onnx::AttributeProto::STRING:
+      return a.s();
+    case onnx::AttributeProto::TENSOR:
+      return tensor_from_proto(a.t(), external, what);
+    case onnx::AttributeProto::FLOATS:
+      return std::vector<float>(a.floats().begin(), a.floats().end());
+    case onnx::AttributeProto::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::STRINGS:
+      return std::vector<std::string>(a.strings().begin(), a.strings().end());
     case onnx::AttributeProto::GRAPH:
     case onnx::AttributeProto::GRAPHS:
       fail(what, " is a subgraph; control flow (If, Loop, Scan) is not supported");
     case onnx::AttributeProto::SPARSE_TENSOR:
-    case onnx::AttributeProto::SPARSE_TENSORS: fail(what, " is a sparse tensor, which is not supported");
-    case onnx::AttributeProto::TENSORS: fail(what, " is a list of tensors, which is not supported");
+    case onnx::AttributeProto::SPARSE_TENSORS:
+      fail(what, " is a sparse tensor, which is not supported");
+    case onnx::AttributeProto::TENSORS:
+      fail(what, " is a list of tensors, which is not supported");
     case onnx::AttributeProto::TYPE_PROTO:
-    case onnx::AttributeProto::TYPE_PROTOS: fail(what, " is a type, which is not supported");
-    default: fail(what, " has unknown attribute type ", int(a.type()));
+    case onnx::AttributeProto::TYPE_PROTOS:
+      fail(what, " is a type, which is not supported");
+    default:
+      fail(what, " has unknown attribute type ", int(a.type()));
   }
 }
 
@@ -333,7 +344,8 @@ ir::Graph import_model(const std::string& bytes, const std::string& what, const 
     SEGMUX_CHECK(bytes.size() < size_t(INT_MAX), "the model is ", bytes.size(),
                  " bytes; ONNX models over 2 GB keep their weights in external data files");
     onnx::ModelProto m;
-    SEGMUX_CHECK(m.ParseFromArray(bytes.data(), int(bytes.size())), "not a valid ONNX ModelProto (protobuf parse failed)");
+    SEGMUX_CHECK(m.ParseFromArray(bytes.data(), int(bytes.size())),
+                 "not a valid ONNX ModelProto (protobuf parse failed)");
     SEGMUX_CHECK(m.has_graph(), "the model has no graph");
     check_structure(m);
     fix_input_shapes(m, opt);
@@ -342,8 +354,7 @@ ir::Graph import_model(const std::string& bytes, const std::string& what, const 
       run_checker(m, model_dir);
       opset = default_opset(m);
       SEGMUX_CHECK(opset >= 1 || m.graph().node_size() == 0 || opset == -1, "bad default opset ", opset);
-      if (opset > kTargetOpset)
-        fail("default-domain opset ", opset, " is newer than segmux's opset ", kTargetOpset);
+      if (opset > kTargetOpset) fail("default-domain opset ", opset, " is newer than segmux's opset ", kTargetOpset);
       if (opset >= 1 && opset < kTargetOpset) {
         SEGMUX_CHECK(opt.upgrade_opset, "default-domain opset ", opset, " (segmux implements opset ", kTargetOpset,
                      "; enable ImportOptions::upgrade_opset to convert)");

@@ -11,30 +11,58 @@ using onnx::TensorProto;
 
 bool dtype_from_onnx(int elem_type, DType* out) {
   switch (elem_type) {
-    case TensorProto::FLOAT: *out = DType::f32; return true;
-    case TensorProto::FLOAT16: *out = DType::f16; return true;
-    case TensorProto::BFLOAT16: *out = DType::bf16; return true;
-    case TensorProto::DOUBLE: *out = DType::f64; return true;
-    case TensorProto::INT64: *out = DType::i64; return true;
-    case TensorProto::INT32: *out = DType::i32; return true;
-    case TensorProto::INT8: *out = DType::i8; return true;
-    case TensorProto::UINT8: *out = DType::u8; return true;
-    case TensorProto::BOOL: *out = DType::boolean; return true;
-    default: return false;
+    case TensorProto::FLOAT:
+      *out = DType::f32;
+      return true;
+    case TensorProto::FLOAT16:
+      *out = DType::f16;
+      return true;
+    case TensorProto::BFLOAT16:
+      *out = DType::bf16;
+      return true;
+    case TensorProto::DOUBLE:
+      *out = DType::f64;
+      return true;
+    case TensorProto::INT64:
+      *out = DType::i64;
+      return true;
+    case TensorProto::INT32:
+      *out = DType::i32;
+      return true;
+    case TensorProto::INT8:
+      *out = DType::i8;
+      return true;
+    case TensorProto::UINT8:
+      *out = DType::u8;
+      return true;
+    case TensorProto::BOOL:
+      *out = DType::boolean;
+      return true;
+    default:
+      return false;
   }
 }
 
 int dtype_to_onnx(DType t) {
   switch (t) {
-    case DType::f32: return TensorProto::FLOAT;
-    case DType::f16: return TensorProto::FLOAT16;
-    case DType::bf16: return TensorProto::BFLOAT16;
-    case DType::f64: return TensorProto::DOUBLE;
-    case DType::i64: return TensorProto::INT64;
-    case DType::i32: return TensorProto::INT32;
-    case DType::i8: return TensorProto::INT8;
-    case DType::u8: return TensorProto::UINT8;
-    case DType::boolean: return TensorProto::BOOL;
+    case DType::f32:
+      return TensorProto::FLOAT;
+    case DType::f16:
+      return TensorProto::FLOAT16;
+    case DType::bf16:
+      return TensorProto::BFLOAT16;
+    case DType::f64:
+      return TensorProto::DOUBLE;
+    case DType::i64:
+      return TensorProto::INT64;
+    case DType::i32:
+      return TensorProto::INT32;
+    case DType::i8:
+      return TensorProto::INT8;
+    case DType::u8:
+      return TensorProto::UINT8;
+    case DType::boolean:
+      return TensorProto::BOOL;
   }
   fail("dtype_to_onnx: unknown dtype");
 }
@@ -79,7 +107,8 @@ int64_t checked_numel(const TensorProto& p, const std::string& what, Shape* shap
   for (int64_t d : p.dims()) {
     SEGMUX_CHECK(d >= 0, what, ": negative dimension ", d);
     shape->push_back(d);
-    if (d == 0) n = 0;
+    if (d == 0)
+      n = 0;
     else if (n != 0) {
       SEGMUX_CHECK(n <= (int64_t(1) << 40) / d, what, ": too many elements");
       n *= d;
@@ -90,8 +119,8 @@ int64_t checked_numel(const TensorProto& p, const std::string& what, Shape* shap
 
 template <typename Src, typename Dst>
 void copy_typed(const Src& field, Tensor& t, const std::string& what, const char* field_name) {
-  SEGMUX_CHECK(int64_t(field.size()) == t.numel(), what, ": ", field_name, " has ", field.size(),
-               " values for shape ", shape_str(t.shape()));
+  SEGMUX_CHECK(int64_t(field.size()) == t.numel(), what, ": ", field_name, " has ", field.size(), " values for shape ",
+               shape_str(t.shape()));
   Dst* out = static_cast<Dst*>(t.raw());
   for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Dst>(field.Get(i));
 }
@@ -114,9 +143,12 @@ Tensor tensor_from_proto(const TensorProto& p, ExternalData& external, const std
     for (const auto& kv : p.external_data()) {
       const std::string& k = kv.key();
       try {
-        if (k == "location") location = kv.value();
-        else if (k == "offset") offset = std::stoll(kv.value());
-        else if (k == "length") length = std::stoll(kv.value());
+        if (k == "location")
+          location = kv.value();
+        else if (k == "offset")
+          offset = std::stoll(kv.value());
+        else if (k == "length")
+          length = std::stoll(kv.value());
       } catch (const std::exception&) {
         fail(what, ": external data ", k, " '", kv.value(), "' is not a number");
       }
@@ -125,9 +157,8 @@ Tensor tensor_from_proto(const TensorProto& p, ExternalData& external, const std
     SEGMUX_CHECK(length < 0 || size_t(length) == nbytes, what, ": external data length ", length, " but shape ",
                  shape_str(shape), " needs ", nbytes, " bytes");
     std::shared_ptr<Storage> file = external.file(location, what);
-    SEGMUX_CHECK(size_t(offset) <= file->nbytes && nbytes <= file->nbytes - size_t(offset), what,
-                 ": external data [", offset, ", +", nbytes, ") lies outside '", location, "' (", file->nbytes,
-                 " bytes)");
+    SEGMUX_CHECK(size_t(offset) <= file->nbytes && nbytes <= file->nbytes - size_t(offset), what, ": external data [",
+                 offset, ", +", nbytes, ") lies outside '", location, "' (", file->nbytes, " bytes)");
     // Aligned data is used in place (the mapping stays alive); unaligned data is copied.
     if (size_t(offset) % 64 == 0 && nbytes > 0) return Tensor(dt, shape, file, size_t(offset));
     Tensor t(dt, shape);
@@ -147,12 +178,24 @@ Tensor tensor_from_proto(const TensorProto& p, ExternalData& external, const std
     return t;
   }
   switch (dt) {
-    case DType::f32: copy_typed<decltype(p.float_data()), float>(p.float_data(), t, what, "float_data"); break;
-    case DType::f64: copy_typed<decltype(p.double_data()), double>(p.double_data(), t, what, "double_data"); break;
-    case DType::i64: copy_typed<decltype(p.int64_data()), int64_t>(p.int64_data(), t, what, "int64_data"); break;
-    case DType::i32: copy_typed<decltype(p.int32_data()), int32_t>(p.int32_data(), t, what, "int32_data"); break;
-    case DType::i8: copy_typed<decltype(p.int32_data()), int8_t>(p.int32_data(), t, what, "int32_data"); break;
-    case DType::u8: copy_typed<decltype(p.int32_data()), uint8_t>(p.int32_data(), t, what, "int32_data"); break;
+    case DType::f32:
+      copy_typed<decltype(p.float_data()), float>(p.float_data(), t, what, "float_data");
+      break;
+    case DType::f64:
+      copy_typed<decltype(p.double_data()), double>(p.double_data(), t, what, "double_data");
+      break;
+    case DType::i64:
+      copy_typed<decltype(p.int64_data()), int64_t>(p.int64_data(), t, what, "int64_data");
+      break;
+    case DType::i32:
+      copy_typed<decltype(p.int32_data()), int32_t>(p.int32_data(), t, what, "int32_data");
+      break;
+    case DType::i8:
+      copy_typed<decltype(p.int32_data()), int8_t>(p.int32_data(), t, what, "int32_data");
+      break;
+    case DType::u8:
+      copy_typed<decltype(p.int32_data()), uint8_t>(p.int32_data(), t, what, "int32_data");
+      break;
     case DType::f16:
     case DType::bf16:  // 16-bit patterns stored in int32_data
       copy_typed<decltype(p.int32_data()), uint16_t>(p.int32_data(), t, what, "int32_data");
@@ -172,8 +215,10 @@ void tensor_to_proto(const Tensor& t, const std::string& name, TensorProto* p) {
   p->set_name(name);
   p->set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) p->add_dims(d);
-  if (t.nbytes()) p->set_raw_data(static_cast<const char*>(t.raw()), t.nbytes());
-  else p->set_raw_data("");
+  if (t.nbytes())
+    p->set_raw_data(static_cast<const char*>(t.raw()), t.nbytes());
+  else
+    p->set_raw_data("");
 }
 
 }  // namespace segmux::onnx_io::detail

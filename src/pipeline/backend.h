@@ -33,9 +33,9 @@ struct BackendGeometry {
 
 // Detector output for one frame, all queries, before NMS (official forward_grounding output).
 struct DetectorOutput {
-  Tensor pred_logits;     // f32 [Q]: class logit with the presence logit already folded in
-  Tensor boxes_xyxy;      // f32 [Q, 4]: normalised to [0, 1]
-  Tensor mask_logits;     // f32 [Q, Hm, Wm], Hm = Wm = low_res_mask_size
+  Tensor pred_logits;  // f32 [Q]: class logit with the presence logit already folded in
+  Tensor boxes_xyxy;   // f32 [Q, 4]: normalised to [0, 1]
+  Tensor mask_logits;  // f32 [Q, Hm, Wm], Hm = Wm = low_res_mask_size
 };
 
 // Tracker propagation result of one state on one frame (data space, the state's object order).
@@ -47,23 +47,23 @@ struct TrackerOutput {
 // One frame of a state's memory bank as the control plane sees it.
 struct MemoryFrame {
   int frame_index = 0;
-  bool conditioning = false;            // conditioning frame (mask input on an untracked frame)
-  std::vector<int64_t> input_obj_ids;   // objects that received a mask input on this frame
+  bool conditioning = false;           // conditioning frame (mask input on an untracked frame)
+  std::vector<int64_t> input_obj_ids;  // objects that received a mask input on this frame
 };
 
 // Everything a backend needs to know about one tracker state for a call.
 struct TrackerStateView {
-  int state_id = 0;                           // stable while the state exists
-  std::vector<int64_t> obj_ids;               // object index i of the state -> object id
-  std::vector<std::vector<int>> buckets;      // bucket -> slots (object index, -1 padding, -1116 removed)
-  std::vector<int> bucket_ids;                // stable id per bucket (memory of a deleted bucket can go)
-  std::vector<MemoryFrame> memory_frames;     // frames with encoded memory, ascending frame index
-  int num_frames = 0;                         // frames in the video (temporal position encodings)
+  int state_id = 0;                        // stable while the state exists
+  std::vector<int64_t> obj_ids;            // object index i of the state -> object id
+  std::vector<std::vector<int>> buckets;   // bucket -> slots (object index, -1 padding, -1116 removed)
+  std::vector<int> bucket_ids;             // stable id per bucket (memory of a deleted bucket can go)
+  std::vector<MemoryFrame> memory_frames;  // frames with encoded memory, ascending frame index
+  int num_frames = 0;                      // frames in the video (temporal position encodings)
 };
 
 enum class MaskInputKind {
-  NewObjects,     // new objects from detections (official add_new_masks(add_mask_to_memory=True))
-  Recondition,    // existing objects re-anchored to detector masks (add_new_masks(reconditioning=True))
+  NewObjects,   // new objects from detections (official add_new_masks(add_mask_to_memory=True))
+  Recondition,  // existing objects re-anchored to detector masks (add_new_masks(reconditioning=True))
 };
 
 class ModelBackend {

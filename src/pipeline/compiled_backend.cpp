@@ -231,7 +231,8 @@ class CompiledBackend : public ModelBackend {
       // Debug aid for parity work: SEGMUX_DEBUG_DUMP=DIR writes every propagation input set.
       if (const char* dump = std::getenv("SEGMUX_DEBUG_DUMP")) {
         std::vector<std::pair<std::string, Tensor>> v(in.tensors.begin(), in.tensors.end());
-        write_safetensors(std::string(dump) + "/prop_f" + std::to_string(t) + "_b" + std::to_string(b) + ".safetensors", v);
+        write_safetensors(std::string(dump) + "/prop_f" + std::to_string(t) + "_b" + std::to_string(b) + ".safetensors",
+                          v);
       }
       outs.push_back(propagation_.run(in.tensors));
     }
@@ -272,7 +273,8 @@ class CompiledBackend : public ModelBackend {
   }
 
   void add_masks(const TrackerStateView& state, int t, const std::vector<int64_t>& obj_ids, const Tensor& masks,
-                 MaskInputKind /*kind: new objects and reconditioning take the same path*/, bool conditioning) override {
+                 MaskInputKind /*kind: new objects and reconditioning take the same path*/,
+                 bool conditioning) override {
     StateMemory& sm = states_[state.state_id];
     if (!conditioning && sm.bank.cond_frames.count(t)) {
       // Masks given on a frame that is already a conditioning frame of this state without making it
@@ -285,9 +287,9 @@ class CompiledBackend : public ModelBackend {
     const int M = cfg_.multiplex_count;
     const int64_t n = int64_t(state.obj_ids.size()), hm = cfg_.low_res_mask_size(), hi = cfg_.input_mask_size(),
                   D = cfg_.d_model;
-    SEGMUX_CHECK(masks.rank() == 3 && masks.dim(0) == int64_t(obj_ids.size()) && masks.dim(1) == hi &&
-                     masks.dim(2) == hi,
-                 "add_masks: masks ", shape_str(masks.shape()), " for ", obj_ids.size(), " objects at ", hi);
+    SEGMUX_CHECK(
+        masks.rank() == 3 && masks.dim(0) == int64_t(obj_ids.size()) && masks.dim(1) == hi && masks.dim(2) == hi,
+        "add_masks: masks ", shape_str(masks.shape()), " for ", obj_ids.size(), " objects at ", hi);
     // Current data-space outputs of the state on this frame (objects without any get "absent").
     Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
     for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
@@ -515,7 +517,12 @@ void write_byte_level_vocab(const std::string& path) {
 }  // namespace
 
 std::vector<std::string> model_dir_files() {
-  return {"text_encoder", "backbone", "detector", "interactive_decoder", "propagation_decoder", "memory_encoder",
+  return {"text_encoder",
+          "backbone",
+          "detector",
+          "interactive_decoder",
+          "propagation_decoder",
+          "memory_encoder",
           "memory_encoder_image_size"};
 }
 

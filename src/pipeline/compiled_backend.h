@@ -13,12 +13,12 @@
 namespace segmux::pipeline {
 
 struct ModelSource {
-  std::string weights;     // .pt or .safetensors with official key names
-  std::string config;      // optional model config (flat JSON or a fixtures config.json)
-  std::string vocab;       // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
-  std::string model_dir;   // a folder of compiled candidates (written by `segmux compile-model`)
-  std::string cache_dir;   // where compiled candidates are cached; default ~/.cache/segmux
-  bool demo = false;       // built-in tiny random-weight model (meaningless masks)
+  std::string weights;    // .pt or .safetensors with official key names
+  std::string config;     // optional model config (flat JSON or a fixtures config.json)
+  std::string vocab;      // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
+  std::string model_dir;  // a folder of compiled candidates (written by `segmux compile-model`)
+  std::string cache_dir;  // where compiled candidates are cached; default ~/.cache/segmux
+  bool demo = false;      // built-in tiny random-weight model (meaningless masks)
   int num_threads = 2;
 };
 

@@ -45,8 +45,10 @@ ControlConfig parse_control_config(const std::string& text, const std::string& w
     fail(what, ": not valid JSON: ", e.what());
   }
   const json* settings = nullptr;
-  if (root.contains("control_plane_and_tracker_settings")) settings = &root["control_plane_and_tracker_settings"];
-  else if (root.contains("control_plane_hyperparameters")) settings = &root["control_plane_hyperparameters"];
+  if (root.contains("control_plane_and_tracker_settings"))
+    settings = &root["control_plane_and_tracker_settings"];
+  else if (root.contains("control_plane_hyperparameters"))
+    settings = &root["control_plane_hyperparameters"];
   SEGMUX_CHECK(settings && settings->is_object(), what,
                ": neither 'control_plane_and_tracker_settings' nor 'control_plane_hyperparameters' found");
   ControlConfig c;

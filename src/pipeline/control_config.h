@@ -10,20 +10,20 @@ namespace segmux::pipeline {
 struct ControlConfig {
   // Detection: probs = sigmoid(class logit, presence included). Mask NMS over probs > score threshold.
   float score_threshold_detection = 0.4f;
-  float image_only_det_thresh = 0.5f;       // new-object threshold for single-image resources
-  float det_nms_thresh = 0.1f;              // NMS runs only when > 0
-  bool det_nms_use_iom = true;              // intersection over the smaller mask instead of IoU
+  float image_only_det_thresh = 0.5f;  // new-object threshold for single-image resources
+  float det_nms_thresh = 0.1f;         // NMS runs only when > 0
+  bool det_nms_use_iom = true;         // intersection over the smaller mask instead of IoU
   bool suppress_det_close_to_boundary = true;
-  float boundary_margin = 0.025f;           // box centre must be inside [margin, 1 - margin]
+  float boundary_margin = 0.025f;  // box centre must be inside [margin, 1 - margin]
   // Association (overlap of binarised low-res masks; IoM when use_iom_recondition, else IoU).
-  float assoc_iou_thresh = 0.1f;            // detection "matched" to a track
-  float trk_assoc_iou_thresh = 0.5f;        // track counted as matched (else "unmatched")
-  float new_det_thresh = 0.65f;             // kept detection with no track overlap >= assoc -> new object
-  float high_conf_thresh = 0.8f;            // recondition candidates: detection score and tracker prob
+  float assoc_iou_thresh = 0.1f;      // detection "matched" to a track
+  float trk_assoc_iou_thresh = 0.5f;  // track counted as matched (else "unmatched")
+  float new_det_thresh = 0.65f;       // kept detection with no track overlap >= assoc -> new object
+  float high_conf_thresh = 0.8f;      // recondition candidates: detection score and tracker prob
   // Object count cap (-1 or 0 = none); new detections beyond it are dropped, lowest scores first.
   int max_num_objects = 16;
   // Hot start.
-  int hotstart_delay = 15;                  // frames outputs are held back; 0 = none
+  int hotstart_delay = 15;  // frames outputs are held back; 0 = none
   int hotstart_unmatch_thresh = 8;
   int hotstart_dup_thresh = 8;
   bool suppress_unmatched_only_within_hotstart = false;
@@ -43,7 +43,7 @@ struct ControlConfig {
   int fill_hole_area = 0;
   // Reconditioning from high-confidence detections every n-th frame (<= 0 = off).
   int recondition_every_nth_frame = 16;
-  bool use_iom_recondition = true;          // also switches the association metric to IoM
+  bool use_iom_recondition = true;  // also switches the association metric to IoM
   float iom_thresh_recondition = 0.5f;
   float iou_thresh_recondition = 0.8f;
   // Masklet confirmation: shown only once detected in this many consecutive frames (looked up
@@ -53,8 +53,8 @@ struct ControlConfig {
   // Output batching (affects when outputs are produced, and therefore which confirmation states exist).
   int postprocess_batch_size = 16;
   // Multiplex buckets.
-  int bucket_capacity = 16;                 // allowed slots per bucket (multiplex_count in eval)
-  int multiplex_count = 16;                 // slots per bucket
+  int bucket_capacity = 16;  // allowed slots per bucket (multiplex_count in eval)
+  int multiplex_count = 16;  // slots per bucket
   // Tracker memory (for the glue's frame selection; reported in TrackerStateView).
   int num_maskmem = 7;
   int max_obj_ptrs_in_encoder = 16;

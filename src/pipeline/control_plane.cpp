@@ -188,8 +188,7 @@ void VideoControlPlane::remove_from_states(const std::vector<int64_t>& ids) {
   states_ = std::move(kept);
 }
 
-void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64_t>& ids,
-                                        const MaskStack& det_masks) {
+void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks) {
   const int n = int(ids.size());
   // Best fit: the existing state with the fewest free slots that still holds all new objects.
   TrackerState* target = nullptr;
@@ -281,9 +280,8 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
     TrackerOutput out = backend_.propagate(view(s), frame_index, reverse);
     MaskStack m = MaskStack::from_tensor(out.low_res_masks, "tracker low-res masks");
     std::vector<float> sc = tensor_to_floats(out.object_score_logits, "tracker object scores");
-    SEGMUX_CHECK(m.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id,
-                 " has ", s.obj_ids.size(), " objects but propagation returned ", m.count, " masks and ",
-                 sc.size(), " scores");
+    SEGMUX_CHECK(m.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id, " has ",
+                 s.obj_ids.size(), " objects but propagation returned ", m.count, " masks and ", sc.size(), " scores");
     SEGMUX_CHECK(m.height == hm && m.width == hm, "tracker masks are ", m.height, "x", m.width, ", expected ", hm);
     for (size_t i = 0; i < s.obj_ids.size(); ++i) trk_rows.emplace_back(s.obj_ids[i], trk_cat.count + int(i));
     trk_cat.append(m);
@@ -360,7 +358,8 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
       for (int j = 1; j < M; ++j)
         if (at(i, j) > at(i, best)) best = j;
       det_argmax[size_t(i)] = best;
-      det_high_conf[size_t(i)] = det_scores[size_t(i)] >= cfg_.high_conf_thresh && det_keep[size_t(i)] && !is_new[size_t(i)];
+      det_high_conf[size_t(i)] =
+          det_scores[size_t(i)] >= cfg_.high_conf_thresh && det_keep[size_t(i)] && !is_new[size_t(i)];
       det_high_iou[size_t(i)] = at(i, best) >= rec_thresh;
       for (int j = 0; j < M; ++j) im[size_t(i) * size_t(M) + size_t(j)] = at(i, j) >= cfg_.assoc_iou_thresh;
     }
@@ -380,8 +379,10 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
       int64_t tid = trk_ids[size_t(det_argmax[size_t(i)])];
       auto it = std::find_if(recond_candidates.begin(), recond_candidates.end(),
                              [&](const auto& p) { return p.first == tid; });
-      if (it != recond_candidates.end()) it->second = i;
-      else recond_candidates.emplace_back(tid, i);
+      if (it != recond_candidates.end())
+        it->second = i;
+      else
+        recond_candidates.emplace_back(tid, i);
       d.trk_id_to_max_iou_high_conf_det[tid] = i;
     }
   }
@@ -451,8 +452,10 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
         auto& ids = states_[si].obj_ids;
         if (std::find(ids.begin(), ids.end(), tid) == ids.end()) continue;
         auto it = std::find_if(per_state.begin(), per_state.end(), [&](const auto& p) { return p.first == si; });
-        if (it == per_state.end()) per_state.push_back({si, {{tid, di}}});
-        else it->second.emplace_back(tid, di);
+        if (it == per_state.end())
+          per_state.push_back({si, {{tid, di}}});
+        else
+          it->second.emplace_back(tid, di);
         break;
       }
     }
@@ -523,7 +526,8 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
     for (auto& s : states_) {
       if (s.obj_ids.empty()) continue;
       std::vector<int> srows;
-      for (int64_t id : s.obj_ids) srows.push_back(int(std::find(trk_ids.begin(), trk_ids.end(), id) - trk_ids.begin()));
+      for (int64_t id : s.obj_ids)
+        srows.push_back(int(std::find(trk_ids.begin(), trk_ids.end(), id) - trk_ids.begin()));
       std::vector<float> sl = pick(obj_logits, srows);
       MemoryFrame& mf = s.memory[frame_index];
       mf.frame_index = frame_index;
@@ -612,7 +616,8 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
     m.overlap_pair_counts.assign(n_new * n_new, 0);
     for (size_t a = 0; a < keep_pos.size(); ++a)
       for (size_t b = 0; b < keep_pos.size(); ++b)
-        m.overlap_pair_counts[a * n_new + b] = meta_.overlap_pair_counts[size_t(keep_pos[a]) * size_t(M) + size_t(keep_pos[b])];
+        m.overlap_pair_counts[a * n_new + b] =
+            meta_.overlap_pair_counts[size_t(keep_pos[a]) * size_t(M) + size_t(keep_pos[b])];
     for (size_t k = 0; k < new_ids.size(); ++k) {
       m.obj_first_frame.push_back(frame_index);
       m.consecutive_unmatch_count.push_back(0);
@@ -679,8 +684,8 @@ FrameOutput VideoControlPlane::postprocess(const PendingFrame& f, const std::set
     out.probs.push_back(sc == f.scores.end() ? 0.f : sc->second);
     auto s2 = f.sam2_scores.find(id);
     sam2.push_back(s2 == f.sam2_scores.end() ? 0.f : s2->second);
-    out.boxes_xywh.push_back({box[0] / float(W), box[1] / float(H), (box[2] - box[0]) / float(W),
-                              (box[3] - box[1]) / float(H)});
+    out.boxes_xywh.push_back(
+        {box[0] / float(W), box[1] / float(H), (box[2] - box[0]) / float(W), (box[3] - box[1]) / float(H)});
     out.masks.push_back(std::move(m));
   }
   object_wise_non_overlap(out.masks, sam2);
@@ -719,7 +724,8 @@ void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
       int lookup = reverse ? item.first.frame_index - delay : item.first.frame_index + delay;
       lookup = std::clamp(lookup, 0, num_frames - 1);
       auto it = unconfirmed.find(lookup);
-      if (cfg_.masklet_confirmation_enable && it != unconfirmed.end()) hidden.insert(it->second.begin(), it->second.end());
+      if (cfg_.masklet_confirmation_enable && it != unconfirmed.end())
+        hidden.insert(it->second.begin(), it->second.end());
       if (!stop && !sink(postprocess(item.first, hidden))) stop = true;
     }
   };
@@ -750,7 +756,8 @@ void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
       ready.push_back(std::move(pf));
     }
     for (auto& r : ready) post_buffer.emplace_back(std::move(r), removed_so_far);
-    while (int(post_buffer.size()) >= cfg_.postprocess_batch_size && !stop) flush_batch(static_cast<size_t>(cfg_.postprocess_batch_size));
+    while (int(post_buffer.size()) >= cfg_.postprocess_batch_size && !stop)
+      flush_batch(static_cast<size_t>(cfg_.postprocess_batch_size));
   }
   if (!stop) flush_batch(post_buffer.size());
 }

@@ -33,9 +33,9 @@ struct FrameStats {
 struct FrameOutput {
   int frame_index = 0;
   std::vector<int64_t> obj_ids;
-  std::vector<float> probs;                       // detection score that created the object (-10000 if removed)
-  std::vector<std::array<float, 4>> boxes_xywh;   // from the mask before non-overlap, normalised
-  std::vector<BinaryMask> masks;                  // video resolution, after the object-wise non-overlap
+  std::vector<float> probs;                      // detection score that created the object (-10000 if removed)
+  std::vector<std::array<float, 4>> boxes_xywh;  // from the mask before non-overlap, normalised
+  std::vector<BinaryMask> masks;                 // video resolution, after the object-wise non-overlap
   FrameStats stats;
 };
 
@@ -60,16 +60,16 @@ struct FrameDecisions {
   std::string phase;  // "add_prompt" or "propagate"
   int frame_index = 0;
   std::vector<int64_t> tracker_obj_ids_before;
-  std::vector<int> det_kept_queries;    // query indices kept after NMS / boundary suppression, ascending
-  std::vector<int> det_order;           // permutation applied to detections (kept first)
-  std::vector<int> new_det_fa_inds;     // indices into the reordered detections
+  std::vector<int> det_kept_queries;  // query indices kept after NMS / boundary suppression, ascending
+  std::vector<int> det_order;         // permutation applied to detections (kept first)
+  std::vector<int> new_det_fa_inds;   // indices into the reordered detections
   std::vector<int64_t> new_det_obj_ids;
   std::vector<int64_t> unmatched_trk_obj_ids;
   std::map<int, std::vector<int64_t>> det_to_matched_trk_obj_ids;
   std::vector<int64_t> obj_ids_newly_removed;  // ascending
   int num_obj_dropped_due_to_limit = 0;
   std::map<int64_t, int> trk_id_to_max_iou_high_conf_det;
-  std::vector<int64_t> reconditioned_obj_ids;  // ascending
+  std::vector<int64_t> reconditioned_obj_ids;          // ascending
   std::vector<int64_t> keep_alive_suppressed_obj_ids;  // computed as officially, not applied by default
   std::vector<int64_t> occlusion_suppressed_obj_ids;
   std::vector<int64_t> obj_ids_after;
@@ -83,7 +83,6 @@ struct FrameDecisions {
   MaskStack memory_update_low_res_masks;           // tracker masks fed to memory encoding (low res)
   HotstartMetadata metadata_after;                 // hot-start / confirmation metadata after the frame
 };
-
 
 class VideoControlPlane {
  public:

@@ -12,7 +12,7 @@ class FrameSource {
  public:
   virtual ~FrameSource() = default;
   virtual int num_frames() const = 0;
-  virtual int width() const = 0;   // original size of every frame
+  virtual int width() const = 0;  // original size of every frame
   virtual int height() const = 0;
   // Frame i (0-based) as RGB u8 height x width x 3. Out-of-range i -> segmux::Error.
   virtual RgbFrame frame(int index) = 0;

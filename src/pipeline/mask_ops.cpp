@@ -24,8 +24,8 @@ void MaskStack::append(const MaskStack& other) {
     height = other.height;
     width = other.width;
   }
-  SEGMUX_CHECK(other.height == height && other.width == width, "cannot stack masks of ", other.height, "x",
-               other.width, " onto masks of ", height, "x", width);
+  SEGMUX_CHECK(other.height == height && other.width == width, "cannot stack masks of ", other.height, "x", other.width,
+               " onto masks of ", height, "x", width);
   values.insert(values.end(), other.values.begin(), other.values.end());
   count += other.count;
 }
@@ -153,8 +153,7 @@ std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind) {
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       float inter = float(count_and(bm[i], bm[j]));
-      float denom = kind == Overlap::IoU ? float(area[i]) + float(area[j]) - inter
-                                         : float(std::min(area[i], area[j]));
+      float denom = kind == Overlap::IoU ? float(area[i]) + float(area[j]) - inter : float(std::min(area[i], area[j]));
       out[i * n + j] = inter / (denom + 1e-8f);
     }
   }

@@ -8,8 +8,8 @@ namespace segmux::pipeline {
 
 MultiplexBuckets::MultiplexBuckets(int num_objects, int capacity, int multiplex_count)
     : capacity_(capacity), multiplex_count_(multiplex_count) {
-  SEGMUX_CHECK(capacity > 0 && capacity <= multiplex_count, "multiplex: bucket capacity ", capacity,
-               " must be in [1, ", multiplex_count, "]");
+  SEGMUX_CHECK(capacity > 0 && capacity <= multiplex_count, "multiplex: bucket capacity ", capacity, " must be in [1, ",
+               multiplex_count, "]");
   SEGMUX_CHECK(num_objects > 0, "multiplex: a tracker state needs at least one object");
   add_objects(num_objects, true);
 }

@@ -26,8 +26,8 @@ struct OutputOptions {
   bool write_json = true;
   std::string overlay_path;  // "" = none; ".gif" or a video extension
   double fps = 25;
-  std::string prompt;        // recorded in the JSON
-  std::string source;        // recorded in the JSON
+  std::string prompt;  // recorded in the JSON
+  std::string source;  // recorded in the JSON
 };
 
 class TrackWriter {

@@ -61,8 +61,8 @@ inline uint8_t clip8(int64_t v) {
 }  // namespace
 
 RgbImage resize_bilinear_pil(const RgbImage& in, int out_w, int out_h) {
-  SEGMUX_CHECK(in.width > 0 && in.height > 0 && out_w > 0 && out_h > 0, "resize: bad sizes ", in.width, "x",
-               in.height, " -> ", out_w, "x", out_h);
+  SEGMUX_CHECK(in.width > 0 && in.height > 0 && out_w > 0 && out_h > 0, "resize: bad sizes ", in.width, "x", in.height,
+               " -> ", out_w, "x", out_h);
   const bool need_h = out_w != in.width, need_v = out_h != in.height;
   Coefficients ch = bilinear_coefficients(in.width, out_w);
   Coefficients cv = bilinear_coefficients(in.height, out_h);

@@ -113,10 +113,10 @@ TrackerOutput ReplayBackend::propagate(const TrackerStateView& state, int frame_
     out.object_score_logits.data<float>()[i] = scores.data<float>()[row];
   }
   bool stored = false;  // frames with mask inputs return their stored outputs (no decoder run)
-  for (const auto& m : state.memory_frames) stored = stored || (m.frame_index == frame_index && !m.input_obj_ids.empty());
+  for (const auto& m : state.memory_frames)
+    stored = stored || (m.frame_index == frame_index && !m.input_obj_ids.empty());
   log_.push_back(std::string(stored ? "stored_output" : "propagate") + " f=" + std::to_string(frame_index) +
-                 " state=" + std::to_string(state.state_id) +
-                 " n=" + std::to_string(n) + (reverse ? " reverse" : ""));
+                 " state=" + std::to_string(state.state_id) + " n=" + std::to_string(n) + (reverse ? " reverse" : ""));
   return out;
 }
 

@@ -11,8 +11,8 @@ int64_t BinaryMask::area() const {
 }
 
 RleMask rle_encode(const BinaryMask& mask) {
-  SEGMUX_CHECK(mask.pixels.size() == size_t(mask.height) * size_t(mask.width), "rle_encode: mask of ",
-               mask.height, "x", mask.width, " holds ", mask.pixels.size(), " pixels");
+  SEGMUX_CHECK(mask.pixels.size() == size_t(mask.height) * size_t(mask.width), "rle_encode: mask of ", mask.height, "x",
+               mask.width, " holds ", mask.pixels.size(), " pixels");
   RleMask rle;
   rle.height = mask.height;
   rle.width = mask.width;
@@ -61,8 +61,8 @@ int64_t rle_area(const RleMask& rle) {
 }
 
 double mask_iou(const BinaryMask& a, const BinaryMask& b) {
-  SEGMUX_CHECK(a.height == b.height && a.width == b.width, "mask_iou: sizes differ (", a.height, "x", a.width,
-               " vs ", b.height, "x", b.width, ")");
+  SEGMUX_CHECK(a.height == b.height && a.width == b.width, "mask_iou: sizes differ (", a.height, "x", a.width, " vs ",
+               b.height, "x", b.width, ")");
   int64_t inter = 0, uni = 0;
   for (size_t i = 0; i < a.pixels.size(); ++i) {
     bool pa = a.pixels[i] != 0, pb = b.pixels[i] != 0;

@@ -53,7 +53,9 @@ void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRe
   if (!stopped && req.direction != PropagationDirection::Forward) s.control->propagate(start, max_frames, true, sink);
 }
 
-bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id) { return get(id).control->remove_object(obj_id); }
+bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id) {
+  return get(id).control->remove_object(obj_id);
+}
 
 void VideoPredictor::reset_session(const std::string& id) { get(id).control->reset(); }
 

@@ -40,7 +40,7 @@ struct Prompt {
   std::vector<int> box_labels;                   // 1 positive, 0 negative
   std::vector<std::array<float, 2>> points_xy;   // normalised [0, 1]
   std::vector<int> point_labels;
-  std::optional<int64_t> obj_id;                 // the object points refine
+  std::optional<int64_t> obj_id;  // the object points refine
 
   static Prompt from_text(std::string t) {
     Prompt p;
@@ -53,8 +53,8 @@ enum class PropagationDirection { Forward, Backward, Both };
 
 struct PropagateRequest {
   PropagationDirection direction = PropagationDirection::Both;  // the official request default
-  std::optional<int> start_frame_index;      // default: the first prompted frame
-  std::optional<int> max_frame_num_to_track;  // default: all frames
+  std::optional<int> start_frame_index;                         // default: the first prompted frame
+  std::optional<int> max_frame_num_to_track;                    // default: all frames
 };
 
 class VideoPredictor {

@@ -38,8 +38,8 @@ std::string lower_ext(const std::string& path) {
 }
 
 bool is_image_ext(const std::string& e) {
-  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".webp" || e == ".tif" ||
-         e == ".tiff" || e == ".ppm";
+  return e == ".png" || e == ".jpg" || e == ".jpeg" || e == ".bmp" || e == ".webp" || e == ".tif" || e == ".tiff" ||
+         e == ".ppm";
 }
 
 std::string temp_path_for(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
@@ -58,9 +58,9 @@ RgbImage to_rgb(const AVFrame* f, SwsContext** sws) {
   img.height = f->height;
   img.pixels.resize(size_t(f->width) * size_t(f->height) * 3);
   // Exact conversion for already-RGB sources; swscale for everything else.
-  *sws = sws_getCachedContext(*sws, f->width, f->height, AVPixelFormat(f->format), f->width, f->height,
-                              AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr,
-                              nullptr, nullptr);
+  *sws =
+      sws_getCachedContext(*sws, f->width, f->height, AVPixelFormat(f->format), f->width, f->height, AV_PIX_FMT_RGB24,
+                           SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr);
   SEGMUX_CHECK(*sws != nullptr, "cannot convert pixel format ", av_get_pix_fmt_name(AVPixelFormat(f->format)));
   uint8_t* dst[4] = {img.pixels.data(), nullptr, nullptr, nullptr};
   int dst_stride[4] = {f->width * 3, 0, 0, 0};
@@ -446,12 +446,13 @@ void write_png_rgb(const std::string& path, const RgbImage& img) {
 
 void write_png_gray(const std::string& path, int width, int height, const std::vector<uint16_t>& values,
                     bool sixteen_bit) {
-  SEGMUX_CHECK(values.size() == size_t(width) * size_t(height), "write_png_gray: ", values.size(),
-               " values for ", width, "x", height);
+  SEGMUX_CHECK(values.size() == size_t(width) * size_t(height), "write_png_gray: ", values.size(), " values for ",
+               width, "x", height);
   std::vector<uint8_t> buf;
   std::vector<const uint8_t*> rows;
   if (sixteen_bit) {
-    for (int y = 0; y < height; ++y) rows.push_back(reinterpret_cast<const uint8_t*>(&values[size_t(y) * size_t(width)]));
+    for (int y = 0; y < height; ++y)
+      rows.push_back(reinterpret_cast<const uint8_t*>(&values[size_t(y) * size_t(width)]));
   } else {
     buf.resize(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
@@ -504,8 +505,8 @@ class GifWriter : public VideoWriter {
     if (cmap_) GifFreeMapObject(cmap_);
   }
   void add(const RgbImage& f) override {
-    SEGMUX_CHECK(f.width == width_ && f.height == height_, "GIF frame size ", f.width, "x", f.height,
-                 " differs from ", width_, "x", height_);
+    SEGMUX_CHECK(f.width == width_ && f.height == height_, "GIF frame size ", f.width, "x", f.height, " differs from ",
+                 width_, "x", height_);
     GraphicsControlBlock gcb{};
     gcb.DisposalMode = DISPOSE_DO_NOT;
     gcb.DelayTime = delay_cs_;
@@ -581,8 +582,8 @@ class AvWriter : public VideoWriter {
     frame_->height = enc_->height;
     av_frame_get_buffer(frame_, 0);
     pkt_ = av_packet_alloc();
-    sws_ = sws_getContext(width, height, AV_PIX_FMT_RGB24, enc_->width, enc_->height, AV_PIX_FMT_YUV420P,
-                          SWS_BICUBIC, nullptr, nullptr, nullptr);
+    sws_ = sws_getContext(width, height, AV_PIX_FMT_RGB24, enc_->width, enc_->height, AV_PIX_FMT_YUV420P, SWS_BICUBIC,
+                          nullptr, nullptr, nullptr);
   }
   ~AvWriter() override {
     if (fmt_ && fmt_->pb) avio_closep(&fmt_->pb);

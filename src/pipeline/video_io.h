@@ -25,7 +25,7 @@ inline const uint8_t* pixel_at(const RgbImage& img, int x, int y) {
 // sequential access is fastest, random access seeks).
 class VideoReader : public FrameSource {
  public:
-  virtual double fps() const = 0;  // frames per second (folders: 25 by convention)
+  virtual double fps() const = 0;            // frames per second (folders: 25 by convention)
   virtual std::string describe() const = 0;  // "video.mp4: 120 frames 640x480 @ 30 fps (h264)"
 };
 
@@ -34,10 +34,10 @@ class VideoReader : public FrameSource {
 std::unique_ptr<VideoReader> open_video(const std::string& path);
 
 // Single images.
-RgbImage read_image(const std::string& path);  // PNG/JPEG/BMP/... through libavcodec
-void write_png_rgb(const std::string& path, const RgbImage& img);                       // atomic
+RgbImage read_image(const std::string& path);                      // PNG/JPEG/BMP/... through libavcodec
+void write_png_rgb(const std::string& path, const RgbImage& img);  // atomic
 void write_png_gray(const std::string& path, int width, int height, const std::vector<uint16_t>& values,
-                    bool sixteen_bit);                                                   // atomic
+                    bool sixteen_bit);  // atomic
 
 // Writes an animated GIF (frames quantised to a fixed 6x7x6 palette) or a video file (libav; MP4
 // with H.264 when the encoder exists, else MPEG-4 Part 2). Chosen by extension. Atomic: frames go

@@ -156,9 +156,11 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   }
   predictor.close_session(session);
   log << "video parity: " << rep.frames_compared << " frames, " << rep.objects_compared << " object-frames; id "
-      << "mismatches " << rep.id_mismatches << ", prob " << rep.prob_mismatches << ", mask " << rep.mask_misses << "; worst IoU " << std::setprecision(4) << rep.worst_iou << " (frame "
-      << rep.worst_frame << ", object " << rep.worst_obj << ", " << rep.worst_diff_pixels << " px differ); worst box deviation " << rep.worst_box_px << " px; "
-      << std::setprecision(3) << rep.seconds_per_frame << " s/frame -> " << (rep.passed() ? "PASS" : "FAIL") << "\n";
+      << "mismatches " << rep.id_mismatches << ", prob " << rep.prob_mismatches << ", mask " << rep.mask_misses
+      << "; worst IoU " << std::setprecision(4) << rep.worst_iou << " (frame " << rep.worst_frame << ", object "
+      << rep.worst_obj << ", " << rep.worst_diff_pixels << " px differ); worst box deviation " << rep.worst_box_px
+      << " px; " << std::setprecision(3) << rep.seconds_per_frame << " s/frame -> " << (rep.passed() ? "PASS" : "FAIL")
+      << "\n";
   return rep;
 }
 

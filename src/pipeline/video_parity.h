@@ -23,11 +23,11 @@ struct VideoParityOptions {
 
 struct VideoParityReport {
   int frames_compared = 0;
-  int objects_compared = 0;       // object-frame pairs
-  int id_mismatches = 0;          // frames whose id lists differ
+  int objects_compared = 0;  // object-frame pairs
+  int id_mismatches = 0;     // frames whose id lists differ
   int prob_mismatches = 0;
-  double worst_box_px = 0;        // largest box-coordinate deviation, pixels
-  int mask_misses = 0;            // object-frame pairs under the mask bar
+  double worst_box_px = 0;  // largest box-coordinate deviation, pixels
+  int mask_misses = 0;      // object-frame pairs under the mask bar
   double worst_iou = 1.0;
   int worst_frame = -1;
   long long worst_obj = -1;

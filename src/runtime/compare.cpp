@@ -6,9 +6,12 @@ namespace segmux {
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::pass: return "pass";
-    case Verdict::review: return "review";
-    case Verdict::fail: return "fail";
+    case Verdict::pass:
+      return "pass";
+    case Verdict::review:
+      return "review";
+    case Verdict::fail:
+      return "fail";
   }
   return "?";
 }
@@ -48,21 +51,25 @@ Comparison compare_tensors(const Tensor& a, const Tensor& ref, const CompareOpti
   c.mean_abs = n ? sum_abs / double(n) : 0;
   c.outlier_ratio = n ? double(outliers) / double(n) : 0;
   c.allclose = outliers == 0;
-  if (na == 0 && nr == 0) c.cosine = 1;
-  else if (na == 0 || nr == 0) c.cosine = 0;
-  else c.cosine = dot / (std::sqrt(na) * std::sqrt(nr));
+  if (na == 0 && nr == 0)
+    c.cosine = 1;
+  else if (na == 0 || nr == 0)
+    c.cosine = 0;
+  else
+    c.cosine = dot / (std::sqrt(na) * std::sqrt(nr));
   if (c.nonfinite_mismatch) c.cosine = std::min(c.cosine, 0.0);
 
   if (!dtype_is_float(a.dtype())) {
     // Integer and bool outputs (ids, masks) must match exactly.
-    c.verdict = c.cosine_tier = c.max_abs_tier = c.max_abs == 0 && !c.nonfinite_mismatch ? Verdict::pass : Verdict::fail;
+    c.verdict = c.cosine_tier = c.max_abs_tier =
+        c.max_abs == 0 && !c.nonfinite_mismatch ? Verdict::pass : Verdict::fail;
     return c;
   }
   c.cosine_tier = c.cosine >= 0.9999 ? Verdict::pass : c.cosine >= 0.999 ? Verdict::review : Verdict::fail;
   bool half = opt.tier_precision == "fp16" ||
               (opt.tier_precision == "auto" && (a.dtype() == DType::f16 || a.dtype() == DType::bf16));
   double pass_below = half ? 1e-2 : 1e-4, fail_from = half ? 5e-2 : 1e-3;
-  c.max_abs_tier = c.nonfinite_mismatch ? Verdict::fail
+  c.max_abs_tier = c.nonfinite_mismatch     ? Verdict::fail
                    : c.max_abs < pass_below ? Verdict::pass
                    : c.max_abs < fail_from  ? Verdict::review
                                             : Verdict::fail;

@@ -159,9 +159,8 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
       if (planned.defined() && outs[k].raw() != planned.raw()) {
         // A kernel replaced its preallocated output: bring the result back into the arena.
         SEGMUX_CHECK(outs[k].dtype() == planned.dtype() && outs[k].shape() == planned.shape(), node.describe(),
-                     ": kernel produced ", dtype_name(outs[k].dtype()), " ", shape_str(outs[k].shape()),
-                     " for output ", k, ", the plan expects ", dtype_name(planned.dtype()), " ",
-                     shape_str(planned.shape()));
+                     ": kernel produced ", dtype_name(outs[k].dtype()), " ", shape_str(outs[k].shape()), " for output ",
+                     k, ", the plan expects ", dtype_name(planned.dtype()), " ", shape_str(planned.shape()));
         if (planned.nbytes()) std::memcpy(values[size_t(o)].raw(), outs[k].raw(), planned.nbytes());
       } else {
         values[size_t(o)] = std::move(outs[k]);

@@ -28,9 +28,9 @@ namespace segmux {
 struct MemoryPlan {
   static constexpr int64_t kNotPlanned = -1;
   size_t arena_bytes = 0;
-  size_t sum_tensor_bytes = 0;     // what the planned tensors would take without any reuse
-  std::vector<int64_t> offsets;    // per value id: byte offset in the arena, or kNotPlanned
-  std::vector<char> view_nodes;    // per node: 1 when its output aliases its input (the kernel is skipped)
+  size_t sum_tensor_bytes = 0;   // what the planned tensors would take without any reuse
+  std::vector<int64_t> offsets;  // per value id: byte offset in the arena, or kNotPlanned
+  std::vector<char> view_nodes;  // per node: 1 when its output aliases its input (the kernel is skipped)
   size_t alignment = 64;
 };
 

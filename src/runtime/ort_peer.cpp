@@ -61,9 +61,8 @@ OrtRuntime& runtime() {
     const OrtApiBase* base = get_base();
     const OrtApi* api = base ? base->GetApi(ORT_API_VERSION) : nullptr;
     if (!api) {
-      rt.error = "ONNX Runtime at '" + path + "' (version " +
-                 std::string(base ? base->GetVersionString() : "?") + ") does not offer C API version " +
-                 std::to_string(ORT_API_VERSION);
+      rt.error = "ONNX Runtime at '" + path + "' (version " + std::string(base ? base->GetVersionString() : "?") +
+                 ") does not offer C API version " + std::to_string(ORT_API_VERSION);
       return;
     }
     OrtEnv* env = nullptr;
@@ -94,31 +93,59 @@ void check(const OrtApi& api, OrtStatus* st, const char* what) {
 
 ONNXTensorElementDataType to_ort(DType t) {
   switch (t) {
-    case DType::f32: return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
-    case DType::f16: return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
-    case DType::bf16: return ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16;
-    case DType::f64: return ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE;
-    case DType::i64: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
-    case DType::i32: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
-    case DType::i8: return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;
-    case DType::u8: return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
-    case DType::boolean: return ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL;
+    case DType::f32:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+    case DType::f16:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+    case DType::bf16:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16;
+    case DType::f64:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE;
+    case DType::i64:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+    case DType::i32:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32;
+    case DType::i8:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8;
+    case DType::u8:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8;
+    case DType::boolean:
+      return ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL;
   }
   fail("unknown dtype");
 }
 
 bool from_ort(ONNXTensorElementDataType t, DType* out) {
   switch (t) {
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: *out = DType::f32; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: *out = DType::f16; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: *out = DType::bf16; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: *out = DType::f64; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: *out = DType::i64; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: *out = DType::i32; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: *out = DType::i8; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: *out = DType::u8; return true;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL: *out = DType::boolean; return true;
-    default: return false;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+      *out = DType::f32;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+      *out = DType::f16;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16:
+      *out = DType::bf16;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+      *out = DType::f64;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
+      *out = DType::i64;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+      *out = DType::i32;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+      *out = DType::i8;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8:
+      *out = DType::u8;
+      return true;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
+      *out = DType::boolean;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -166,8 +193,7 @@ void OrtPeer::open(const std::string* path, const std::string* bytes, const OrtP
     OrtSessionOptions* so;
     ~ReleaseOptions() { api.ReleaseSessionOptions(so); }
   } release{api, so};
-  check(api, api.SetIntraOpNumThreads(so, options.num_threads < 1 ? 1 : options.num_threads),
-        "SetIntraOpNumThreads");
+  check(api, api.SetIntraOpNumThreads(so, options.num_threads < 1 ? 1 : options.num_threads), "SetIntraOpNumThreads");
   check(api, api.SetInterOpNumThreads(so, 1), "SetInterOpNumThreads");
   check(api, api.SetSessionGraphOptimizationLevel(so, options.optimize ? ORT_ENABLE_ALL : ORT_DISABLE_ALL),
         "SetSessionGraphOptimizationLevel");
@@ -175,8 +201,7 @@ void OrtPeer::open(const std::string* path, const std::string* bytes, const OrtP
   if (path) {
     check(api, api.CreateSession(runtime().env, path->c_str(), so, &s), ("loading '" + *path + "'").c_str());
   } else {
-    check(api, api.CreateSessionFromArray(runtime().env, bytes->data(), bytes->size(), so, &s),
-          "loading model bytes");
+    check(api, api.CreateSessionFromArray(runtime().env, bytes->data(), bytes->size(), so, &s), "loading model bytes");
   }
   session_ = s;
   try {
@@ -192,9 +217,7 @@ void OrtPeer::open(const std::string* path, const std::string* bytes, const OrtP
 OrtPeer::OrtPeer(const std::string& onnx_path, int num_threads)
     : OrtPeer(onnx_path, OrtPeerOptions{num_threads, true}) {}
 
-OrtPeer::OrtPeer(const std::string& onnx_path, const OrtPeerOptions& options) {
-  open(&onnx_path, nullptr, options);
-}
+OrtPeer::OrtPeer(const std::string& onnx_path, const OrtPeerOptions& options) { open(&onnx_path, nullptr, options); }
 
 std::unique_ptr<OrtPeer> OrtPeer::from_bytes(const std::string& model_bytes, const OrtPeerOptions& options) {
   std::unique_ptr<OrtPeer> p(new OrtPeer());
@@ -234,8 +257,8 @@ std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& 
   for (auto& n : output_names_) out_names.push_back(n.c_str());
   ValueList out_values(api, out_names.size());
   check(api,
-        api.Run(static_cast<OrtSession*>(session_), nullptr, in_names.data(), in_values.values.data(),
-                in_names.size(), out_names.data(), out_names.size(), out_values.values.data()),
+        api.Run(static_cast<OrtSession*>(session_), nullptr, in_names.data(), in_values.values.data(), in_names.size(),
+                out_names.data(), out_names.size(), out_values.values.data()),
         "Run");
 
   std::map<std::string, Tensor> result;
@@ -271,11 +294,15 @@ std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& 
 #else  // no ONNX Runtime header at build time: a stub that explains itself
 
 bool ort_available(std::string* why) {
-  if (why) *why = "segmux was built without the ONNX Runtime C API header (third_party/ort/include); run scripts/setup.sh and re-run cmake";
+  if (why)
+    *why =
+        "segmux was built without the ONNX Runtime C API header (third_party/ort/include); run scripts/setup.sh and "
+        "re-run cmake";
   return false;
 }
 
-OrtPeer::OrtPeer(const std::string& onnx_path, int num_threads) : OrtPeer(onnx_path, OrtPeerOptions{num_threads, true}) {}
+OrtPeer::OrtPeer(const std::string& onnx_path, int num_threads)
+    : OrtPeer(onnx_path, OrtPeerOptions{num_threads, true}) {}
 OrtPeer::OrtPeer(const std::string&, const OrtPeerOptions&) {
   std::string why;
   ort_available(&why);
@@ -288,9 +315,7 @@ std::unique_ptr<OrtPeer> OrtPeer::from_bytes(const std::string&, const OrtPeerOp
 }
 OrtPeer::~OrtPeer() = default;
 void OrtPeer::open(const std::string*, const std::string*, const OrtPeerOptions&) {}
-std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>&) {
-  fail("ONNX Runtime unavailable");
-}
+std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>&) { fail("ONNX Runtime unavailable"); }
 
 #endif
 

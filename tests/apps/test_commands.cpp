@@ -78,8 +78,7 @@ Tensor Commands::input_;
 }  // namespace
 
 TEST_F(Commands, BinaryExists) {
-  ASSERT_TRUE(std::filesystem::exists(std::string(SEGMUX_BINARY_DIR) + "/segmux"))
-      << "build the segmux target first";
+  ASSERT_TRUE(std::filesystem::exists(std::string(SEGMUX_BINARY_DIR) + "/segmux")) << "build the segmux target first";
 }
 
 TEST_F(Commands, EveryCommandHasHelp) {
@@ -97,13 +96,15 @@ TEST_F(Commands, CompileRunVerify) {
   EXPECT_GT(j["sum_tensor_bytes"].get<size_t>(), 0u);
   EXPECT_LE(j["arena_bytes"].get<size_t>(), j["sum_tensor_bytes"].get<size_t>());
 
-  Result r1 = segmux_cmd("run " + path("tiny.smx") + " --input x=" + path("x.npy") + " --output " + path("a.safetensors"));
+  Result r1 =
+      segmux_cmd("run " + path("tiny.smx") + " --input x=" + path("x.npy") + " --output " + path("a.safetensors"));
   ASSERT_EQ(r1.code, 0) << r1.out;
   Result r2 = segmux_cmd("run " + path("tiny.onnx") + " --input x=" + path("x.safetensors") + " --output " +
                          path("b.safetensors"));
   ASSERT_EQ(r2.code, 0) << r2.out;
   // Options may come before the model; each --input takes exactly one NAME=FILE.
-  Result r3 = segmux_cmd("run --input x=" + path("x.npy") + " " + path("tiny.smx") + " --output " + path("c.safetensors"));
+  Result r3 =
+      segmux_cmd("run --input x=" + path("x.npy") + " " + path("tiny.smx") + " --output " + path("c.safetensors"));
   ASSERT_EQ(r3.code, 0) << r3.out;
   TensorFile a = read_safetensors(path("a.safetensors"));
   EXPECT_EQ(a.names, (std::vector<std::string>{"y", "gate"}));

@@ -68,13 +68,16 @@ std::map<std::string, Expectation> read_expectations(const std::string& path, st
     } else if (kind == "exclude") {
       std::getline(ss, e.reason);
       e.reason.erase(0, e.reason.find_first_not_of(' '));
-      if (e.reason.empty()) errors->push_back("line " + std::to_string(n) + ": excluded case '" + name + "' has no reason");
+      if (e.reason.empty())
+        errors->push_back("line " + std::to_string(n) + ": excluded case '" + name + "' has no reason");
     } else {
       errors->push_back("line " + std::to_string(n) + ": expected 'pass <case>' or 'exclude <case> <reason>'");
       continue;
     }
-    if (name.empty()) errors->push_back("line " + std::to_string(n) + ": no case name");
-    else if (!out.emplace(name, e).second) errors->push_back("line " + std::to_string(n) + ": '" + name + "' listed twice");
+    if (name.empty())
+      errors->push_back("line " + std::to_string(n) + ": no case name");
+    else if (!out.emplace(name, e).second)
+      errors->push_back("line " + std::to_string(n) + ": '" + name + "' listed twice");
   }
   return out;
 }
@@ -89,7 +92,8 @@ std::string one_line(std::string s, size_t max_len = 160) {
 // Compares one output; empty string when equal within tolerance.
 std::string compare(const Tensor& got, const Tensor& want, const std::string& what) {
   if (got.dtype() != want.dtype())
-    return what + ": dtype " + std::string(dtype_name(got.dtype())) + ", expected " + std::string(dtype_name(want.dtype()));
+    return what + ": dtype " + std::string(dtype_name(got.dtype())) + ", expected " +
+           std::string(dtype_name(want.dtype()));
   if (got.shape() != want.shape())
     return what + ": shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape());
   const bool exact = !dtype_is_float(want.dtype());
@@ -131,7 +135,7 @@ std::string classify_import_error(std::string msg) {
   if (has("element type")) {
     size_t t = msg.find("element type ");
     std::string rest = msg.substr(t + 13);
-    return "unsupported dtype: " + rest.substr(0, rest.find_first_of(" ,")) ;
+    return "unsupported dtype: " + rest.substr(0, rest.find_first_of(" ,"));
   }
   if (has("subgraph")) return "control flow (subgraph attribute)";
   if (has("is not a tensor")) return "non-tensor value (sequence/optional/map)";
@@ -230,8 +234,9 @@ std::string case_op_type(const fs::path& dir) {
 }
 
 bool is_auto_reason(const std::string& reason) {
-  for (const char* p : {"op not implemented", "unsupported dtype", "control flow", "non-tensor value", "opset upgrade failed",
-                        "ONNX checker", "import failed", "test data", "kernel missing", "failed (", "wrong result"})
+  for (const char* p :
+       {"op not implemented", "unsupported dtype", "control flow", "non-tensor value", "opset upgrade failed",
+        "ONNX checker", "import failed", "test data", "kernel missing", "failed (", "wrong result"})
     if (reason.rfind(p, 0) == 0) return true;
   return false;
 }
@@ -244,7 +249,8 @@ void write_expectations(const std::string& path, const std::map<std::string, Cas
   std::ofstream f(path);
   f << "# ONNX backend node tests (libonnx-testdata 1.12): what segmux claims. Read by test_conformance.\n"
        "# 'pass <case>' must pass with reference and optimized kernels; 'exclude <case> <reason>' is not claimed.\n"
-       "# Regenerate: SEGMUX_CONFORMANCE_WRITE=<file> build/<you>/test_conformance (keeps reasons of cases that still fail).\n";
+       "# Regenerate: SEGMUX_CONFORMANCE_WRITE=<file> build/<you>/test_conformance (keeps reasons of cases that still "
+       "fail).\n";
   for (auto& [op, names] : by_op) {
     f << "\n# op " << op << "\n";
     for (auto& name : names) {
@@ -286,16 +292,20 @@ void write_doc(const std::string& path, const std::map<std::string, CaseResult>&
   int claimed_ops = 0;
   int expanded_passed = 0;
   for (auto& [op, c] : per_op) {
-    if (op.find(" (expanded)") == std::string::npos) claimed_ops += c.first > 0;
-    else expanded_passed += c.first;
+    if (op.find(" (expanded)") == std::string::npos)
+      claimed_ops += c.first > 0;
+    else
+      expanded_passed += c.first;
   }
   std::ofstream f(path);
   f << "# ONNX conformance\n\n"
        "segmux runs the ONNX backend node tests shipped by Debian's `libonnx-testdata` (ONNX 1.12: "
     << results.size()
     << " cases, each a one-op model, or its function expansion, with one input/output data set). Each case\n"
-       "is imported with `onnx_io::import_onnx_file` (older opsets are upgraded to 17 by ONNX's version converter) and run\n"
-       "with our `Session` twice, reference kernels (1 thread) and optimized kernels (2 threads); outputs must match the expected\n"
+       "is imported with `onnx_io::import_onnx_file` (older opsets are upgraded to 17 by ONNX's version converter) and "
+       "run\n"
+       "with our `Session` twice, reference kernels (1 thread) and optimized kernels (2 threads); outputs must match "
+       "the expected\n"
        "ones within the backend's default tolerance (rtol 1e-3, atol 1e-7, NaN equals NaN; ints and bools exact).\n\n"
        "The claim list is `tests/conformance/expectations.txt`; `test_conformance` fails when a claimed case\n"
        "fails, when a listed case does not exist and when a case is not listed. This page is generated by\n"
@@ -338,8 +348,9 @@ void write_doc(const std::string& path, const std::map<std::string, CaseResult>&
 
 TEST(Conformance, OnnxBackendNodeTests) {
   const std::string dir = data_dir();
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "ONNX backend node tests not found at " << dir
-                                           << " (apt install libonnx-testdata, or set SEGMUX_ONNX_NODE_TESTS)";
+  if (!fs::is_directory(dir))
+    GTEST_SKIP() << "ONNX backend node tests not found at " << dir
+                 << " (apt install libonnx-testdata, or set SEGMUX_ONNX_NODE_TESTS)";
   std::vector<std::string> file_errors;
   auto expect = read_expectations(expectations_path(), &file_errors);
   for (auto& e : file_errors) ADD_FAILURE() << "expectations.txt: " << e;
@@ -379,7 +390,8 @@ TEST(Conformance, OnnxBackendNodeTests) {
     for (auto& c : cases) present.insert(c.filename().string());
     for (auto& [name, e] : expect)
       if (!present.count(name))
-        ADD_FAILURE() << "expectations.txt line " << e.line << " lists '" << name << "', which no longer exists in " << dir;
+        ADD_FAILURE() << "expectations.txt line " << e.line << " lists '" << name << "', which no longer exists in "
+                      << dir;
   }
   std::cout << "[ INFO ] conformance: " << results.size() << " cases run, " << claimed_pass << " claimed and passing, "
             << excluded_pass << " excluded but passing\n";

@@ -11,9 +11,9 @@
 namespace segmux {
 namespace {
 
-#define SKIP_WITHOUT_ORT()                                         \
-  do {                                                             \
-    std::string why;                                               \
+#define SKIP_WITHOUT_ORT()                                             \
+  do {                                                                 \
+    std::string why;                                                   \
     if (!ort_available(&why)) GTEST_SKIP() << "ONNX Runtime: " << why; \
   } while (0)
 
@@ -46,8 +46,10 @@ std::string tiny_model(const std::string& op, int elem_type, bool binary, const 
 TEST(OrtPeer, AvailabilityIsExplained) {
   std::string why;
   bool ok = ort_available(&why);
-  if (!ok) EXPECT_FALSE(why.empty());
-  else SUCCEED();
+  if (!ok)
+    EXPECT_FALSE(why.empty());
+  else
+    SUCCEED();
 }
 
 TEST(OrtPeer, AddsFloatsFromBytes) {
@@ -87,10 +89,10 @@ TEST(OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
     DType dtype;
     int onnx_type;
   };
-  const Case cases[] = {{DType::f32, onnx::TensorProto::FLOAT},   {DType::f16, onnx::TensorProto::FLOAT16},
+  const Case cases[] = {{DType::f32, onnx::TensorProto::FLOAT},     {DType::f16, onnx::TensorProto::FLOAT16},
                         {DType::bf16, onnx::TensorProto::BFLOAT16}, {DType::f64, onnx::TensorProto::DOUBLE},
-                        {DType::i64, onnx::TensorProto::INT64},   {DType::i32, onnx::TensorProto::INT32},
-                        {DType::i8, onnx::TensorProto::INT8},     {DType::u8, onnx::TensorProto::UINT8},
+                        {DType::i64, onnx::TensorProto::INT64},     {DType::i32, onnx::TensorProto::INT32},
+                        {DType::i8, onnx::TensorProto::INT8},       {DType::u8, onnx::TensorProto::UINT8},
                         {DType::boolean, onnx::TensorProto::BOOL}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(dtype_name(c.dtype)));

@@ -32,8 +32,8 @@ inline ir::Node make_node(const std::string& op, const ir::Attrs& attrs = {}, co
 
 // Runs `node` on `inputs` with the given provider. *chosen (if given) is set false when the provider
 // declined the node.
-inline std::vector<Tensor> run_node(const Provider& p, ir::Node node, const std::vector<Input>& inputs,
-                                    int threads = 2, bool* handled = nullptr) {
+inline std::vector<Tensor> run_node(const Provider& p, ir::Node node, const std::vector<Input>& inputs, int threads = 2,
+                                    bool* handled = nullptr) {
   node.inputs.clear();
   std::vector<ir::TensorType> types(inputs.size());
   std::vector<const ir::TensorType*> tin(inputs.size(), nullptr);
@@ -90,9 +90,9 @@ inline ::testing::AssertionResult close(const Tensor& got, const Tensor& want, d
     }
     double err = std::fabs(g - w);
     if (!(err <= atol + rtol * std::fabs(w)))
-      return ::testing::AssertionFailure() << "element " << i << " of " << shape_str(want.shape()) << ": got " << g
-                                           << ", want " << w << " (err " << err << ", allowed "
-                                           << atol + rtol * std::fabs(w) << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << " of " << shape_str(want.shape()) << ": got " << g << ", want " << w << " (err "
+             << err << ", allowed " << atol + rtol * std::fabs(w) << ")";
     worst = std::max(worst, err);
   }
   return ::testing::AssertionSuccess() << "max err " << worst;

@@ -11,10 +11,20 @@ namespace segmux::testing_cpu {
 namespace {
 
 TEST(CpuBinary, BroadcastShapesMatchReferenceExactly) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{1}, {1}},         {{17}, {17}},          {{63}, {}},          {{}, {65}},           {{3, 129}, {129}},
-      {{5, 127}, {5, 1}}, {{1, 4, 1}, {3, 1, 5}}, {{2, 3, 17}, {3, 1}}, {{0, 3}, {3}},       {{4, 0}, {1}},
-      {{2, 1, 33}, {1, 7, 33}}, {{64, 64}, {64, 64}}, {{1, 1}, {300, 300}}, {{7, 1, 1}, {7, 9, 16}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{1}, {1}},
+                                                      {{17}, {17}},
+                                                      {{63}, {}},
+                                                      {{}, {65}},
+                                                      {{3, 129}, {129}},
+                                                      {{5, 127}, {5, 1}},
+                                                      {{1, 4, 1}, {3, 1, 5}},
+                                                      {{2, 3, 17}, {3, 1}},
+                                                      {{0, 3}, {3}},
+                                                      {{4, 0}, {1}},
+                                                      {{2, 1, 33}, {1, 7, 33}},
+                                                      {{64, 64}, {64, 64}},
+                                                      {{1, 1}, {300, 300}},
+                                                      {{7, 1, 1}, {7, 9, 16}}};
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     uint32_t seed = 1;
     for (auto& [sa, sb] : cases) {
@@ -55,7 +65,8 @@ TEST(CpuGelu, OddSizes) {
 }
 
 TEST(CpuSoftmax, EveryAxisAndOddSizes) {
-  const std::vector<Shape> shapes = {{1}, {17}, {3, 17}, {5, 129}, {2, 3, 4, 5}, {4, 65, 3}, {1, 1, 1}, {0, 4}, {2, 1000}};
+  const std::vector<Shape> shapes = {{1},        {17},      {3, 17}, {5, 129}, {2, 3, 4, 5},
+                                     {4, 65, 3}, {1, 1, 1}, {0, 4},  {2, 1000}};
   uint32_t seed = 7;
   for (auto& s : shapes) {
     for (int64_t axis = -1; axis < int64_t(s.size()); ++axis) {
@@ -78,7 +89,7 @@ TEST(CpuLayerNorm, AxesBiasAndStatsOutputs) {
     int64_t axis;
     bool bias;
   };
-  const std::vector<Case> cases = {{{1, 1}, -1, true},     {{3, 17}, -1, true},   {{7, 1024}, -1, false},
+  const std::vector<Case> cases = {{{1, 1}, -1, true},     {{3, 17}, -1, true},    {{7, 1024}, -1, false},
                                    {{2, 3, 65}, -2, true}, {{2, 5, 129}, 1, true}, {{4, 16}, 0, true}};
   uint32_t seed = 11;
   for (auto& c : cases) {
@@ -87,7 +98,8 @@ TEST(CpuLayerNorm, AxesBiasAndStatsOutputs) {
     std::vector<Input> in = {{x}, {s, true}};
     if (c.bias) in.push_back({b, true});
     const std::string label = "layernorm " + shape_str(c.x) + " axis " + std::to_string(c.axis);
-    expect_matches_reference(make_node("LayerNormalization", {{"axis", c.axis}, {"epsilon", 1e-5f}}), in, 1e-5, 2e-6, label);
+    expect_matches_reference(make_node("LayerNormalization", {{"axis", c.axis}, {"epsilon", 1e-5f}}), in, 1e-5, 2e-6,
+                             label);
     expect_matches_reference(make_node("LayerNormalization", {{"axis", c.axis}, {"epsilon", 1e-5f}}, "", 3), in, 1e-5,
                              2e-6, label + " with Mean/InvStdDev");
   }
@@ -98,8 +110,8 @@ TEST(CpuGroupNorm, GroupsAndSpatialSizes) {
     Shape x;
     int64_t groups;
   };
-  const std::vector<Case> cases = {{{1, 4, 3, 3}, 2}, {{2, 32, 17, 17}, 8}, {{1, 6, 1}, 3}, {{1, 8, 65}, 8},
-                                   {{1, 4, 2, 2, 3}, 1}};
+  const std::vector<Case> cases = {
+      {{1, 4, 3, 3}, 2}, {{2, 32, 17, 17}, 8}, {{1, 6, 1}, 3}, {{1, 8, 65}, 8}, {{1, 4, 2, 2, 3}, 1}};
   uint32_t seed = 21;
   for (auto& c : cases) {
     Tensor x = random_tensor(c.x, seed++, -2.f, 4.f);
@@ -110,10 +122,15 @@ TEST(CpuGroupNorm, GroupsAndSpatialSizes) {
 }
 
 TEST(CpuTranspose, PermutationsAndElementSizes) {
-  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
-      {{17, 33}, {1, 0}},         {{3, 1, 5}, {2, 0, 1}},          {{2, 3, 4, 5}, {0, 2, 1, 3}},
-      {{2, 3, 4, 5}, {3, 2, 1, 0}}, {{1, 65, 129}, {0, 2, 1}},       {{4, 9, 9, 16}, {0, 2, 1, 3}},
-      {{2, 16, 24, 24, 8}, {0, 2, 3, 1, 4}}, {{0, 3}, {1, 0}},       {{7}, {0}}};
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {{{17, 33}, {1, 0}},
+                                                                     {{3, 1, 5}, {2, 0, 1}},
+                                                                     {{2, 3, 4, 5}, {0, 2, 1, 3}},
+                                                                     {{2, 3, 4, 5}, {3, 2, 1, 0}},
+                                                                     {{1, 65, 129}, {0, 2, 1}},
+                                                                     {{4, 9, 9, 16}, {0, 2, 1, 3}},
+                                                                     {{2, 16, 24, 24, 8}, {0, 2, 3, 1, 4}},
+                                                                     {{0, 3}, {1, 0}},
+                                                                     {{7}, {0}}};
   uint32_t seed = 31;
   for (auto& [s, perm] : cases) {
     Tensor x = random_tensor(s, seed++);
@@ -133,8 +150,8 @@ TEST(CpuAttention, LengthsHeadSizesAndMasks) {
     Shape lead;
     int64_t lq, lk, d, dv;
   };
-  const std::vector<Case> cases = {{{1, 1}, 1, 1, 16, 16},  {{2, 3}, 17, 63, 64, 64}, {{1, 2}, 65, 129, 64, 32},
-                                   {{3}, 127, 200, 80, 80}, {{1, 1}, 130, 3, 8, 5},   {{2}, 64, 128, 64, 64},
+  const std::vector<Case> cases = {{{1, 1}, 1, 1, 16, 16},      {{2, 3}, 17, 63, 64, 64}, {{1, 2}, 65, 129, 64, 32},
+                                   {{3}, 127, 200, 80, 80},     {{1, 1}, 130, 3, 8, 5},   {{2}, 64, 128, 64, 64},
                                    {{1, 2, 2}, 33, 257, 16, 48}};
   uint32_t seed = 41;
   for (auto& c : cases) {
@@ -142,10 +159,12 @@ TEST(CpuAttention, LengthsHeadSizesAndMasks) {
     qs.insert(qs.end(), {c.lq, c.d});
     ks.insert(ks.end(), {c.lk, c.d});
     vs.insert(vs.end(), {c.lk, c.dv});
-    Tensor q = random_tensor(qs, seed++, -2.f, 2.f), k = random_tensor(ks, seed++, -2.f, 2.f), v = random_tensor(vs, seed++);
+    Tensor q = random_tensor(qs, seed++, -2.f, 2.f), k = random_tensor(ks, seed++, -2.f, 2.f),
+           v = random_tensor(vs, seed++);
     const std::string label = "attention q" + shape_str(qs) + " k" + shape_str(ks) + " v" + shape_str(vs);
     expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}}, 2e-6, 1e-5, label);
-    expect_matches_reference(make_node("Attention", {{"scale", 0.3f}}, "segmux"), {{q}, {k}, {v}}, 2e-6, 1e-5, label + " scale");
+    expect_matches_reference(make_node("Attention", {{"scale", 0.3f}}, "segmux"), {{q}, {k}, {v}}, 2e-6, 1e-5,
+                             label + " scale");
     // Additive mask broadcast over heads, with some -inf (one query row fully masked).
     Shape ms(c.lead.size(), 1);
     ms.insert(ms.end(), {c.lq, c.lk});
@@ -153,14 +172,16 @@ TEST(CpuAttention, LengthsHeadSizesAndMasks) {
     for (int64_t j = 0; j < c.lk; j += 3) m.data<float>()[j] = -INFINITY;
     if (c.lq > 1)
       for (int64_t j = 0; j < c.lk; ++j) m.data<float>()[c.lk + j] = -INFINITY;
-    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}}, 2e-6, 1e-5, label + " f32 mask");
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}}, 2e-6, 1e-5,
+                             label + " f32 mask");
     // Bool key-padding mask [lead0, 1.., 1, Lk]: true = attend.
     Shape bs(c.lead.size(), 1);
     bs[0] = c.lead[0];
     bs.insert(bs.end(), {1, c.lk});
     Tensor bm(DType::boolean, bs);
     for (int64_t i = 0; i < bm.numel(); ++i) bm.data<bool>()[i] = (i % 5) != 1;
-    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {bm}}, 2e-6, 1e-5, label + " bool mask");
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {bm}}, 2e-6, 1e-5,
+                             label + " bool mask");
   }
 }
 
@@ -170,9 +191,9 @@ TEST(CpuSplitConcat, AxesSizesAndDtypes) {
     int64_t axis;
     std::vector<int64_t> sizes;
   };
-  const std::vector<Case> cases = {{{3, 9, 64}, 0, {1, 1, 1}},   {{9, 576, 3072}, -1, {1024, 1024, 1024}},
-                                   {{2, 7, 5}, 1, {3, 0, 4}},      {{4, 6}, 1, {1, 5}},
-                                   {{2, 3, 4, 2}, -1, {1, 1}},     {{5}, 0, {2, 3}}};
+  const std::vector<Case> cases = {{{3, 9, 64}, 0, {1, 1, 1}}, {{9, 576, 3072}, -1, {1024, 1024, 1024}},
+                                   {{2, 7, 5}, 1, {3, 0, 4}},  {{4, 6}, 1, {1, 5}},
+                                   {{2, 3, 4, 2}, -1, {1, 1}}, {{5}, 0, {2, 3}}};
   uint32_t seed = 61;
   for (auto& c : cases) {
     Tensor x = random_tensor(c.x, seed++);
@@ -201,7 +222,8 @@ TEST(CpuRope, RowsAndHeadSizes) {
     Tensor x = random_tensor(xs, seed++, -3.f, 3.f);
     Tensor c = random_tensor({L, half, 1}, seed++), s = random_tensor({L, half, 1}, seed++);
     // Same products and sums as the reference: bit-exact.
-    expect_matches_reference(make_node("Rope", {}, "segmux"), {{x}, {c, true}, {s, true}}, 0, 0, "rope " + shape_str(xs));
+    expect_matches_reference(make_node("Rope", {}, "segmux"), {{x}, {c, true}, {s, true}}, 0, 0,
+                             "rope " + shape_str(xs));
   }
   // Tables computed at run time are left to the reference kernel.
   bool handled = true;

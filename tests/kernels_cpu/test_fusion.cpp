@@ -83,11 +83,12 @@ TEST(FuseLinear, BiasGeluAndResidual) {
   GraphBuilder b(g);
   const int64_t D = 24, H = 40;
   int x = b.input("x", DType::f32, {2, 9, D});
-  Tensor w1 = random_tensor({H, D}, 2), b1 = random_tensor({H}, 3), w2 = random_tensor({D, H}, 4), b2 = random_tensor({D}, 5);
+  Tensor w1 = random_tensor({H, D}, 2), b1 = random_tensor({H}, 3), w2 = random_tensor({D, H}, 4),
+         b2 = random_tensor({D}, 5);
   int h = L::linear_t(b, x, w1, b1, "fc1");
   h = L::gelu_erf(b, h);
   h = L::linear_t(b, h, w2, b2, "fc2");
-  int y = L::add(b, x, h);  // residual
+  int y = L::add(b, x, h);                                                      // residual
   int z = L::linear_t(b, y, w2.reshaped({H, D}).clone(), Tensor(), "no_bias");  // MatMul alone
   b.output(y, "y");
   b.output(z, "z");
@@ -125,9 +126,9 @@ TEST(FuseAttention, ScaledMaskedSdpa) {
   EXPECT_EQ(count_ops(fused, "", "MatMul"), 0);
   Tensor m(DType::f32, {2, 1, 1, 29});
   for (int64_t i = 0; i < m.numel(); ++i) m.data<float>()[i] = i % 4 == 3 ? -INFINITY : 0.f;
-  expect_same_outputs(g, fused,
-                      {{"q", random_tensor(qs, 7)}, {"k", random_tensor(ks, 8)}, {"v", random_tensor({2, 3, 29, 8}, 9)},
-                       {"mask", m}});
+  expect_same_outputs(
+      g, fused,
+      {{"q", random_tensor(qs, 7)}, {"k", random_tensor(ks, 8)}, {"v", random_tensor({2, 3, 29, 8}, 9)}, {"mask", m}});
 }
 
 TEST(FuseAttention, SoftmaxNeededElsewhereIsNotFused) {

@@ -12,9 +12,9 @@ namespace {
 double tol_k(int64_t k) { return 2e-6 * std::sqrt(double(std::max<int64_t>(k, 1))); }
 
 TEST(CpuMatMul, ConstantWeightOddShapes) {
-  const std::vector<std::tuple<Shape, int64_t>> cases = {
-      {{1, 1}, 1}, {{3, 17}, 63}, {{65, 127}, 129}, {{2, 3, 17, 33}, 16}, {{1, 1024}, 7}, {{129, 1}, 65}, {{0, 5}, 3},
-      {{3, 0}, 4}};
+  const std::vector<std::tuple<Shape, int64_t>> cases = {{{1, 1}, 1},          {{3, 17}, 63},  {{65, 127}, 129},
+                                                         {{2, 3, 17, 33}, 16}, {{1, 1024}, 7}, {{129, 1}, 65},
+                                                         {{0, 5}, 3},          {{3, 0}, 4}};
   uint32_t seed = 100;
   for (auto& [as, n] : cases) {
     const int64_t k = as.back();
@@ -54,8 +54,8 @@ TEST(CpuMatMul, PlansForNewRowCountsReuseThePackedWeight) {
 }
 
 TEST(CpuMatMul, BatchedAndBroadcastOperands) {
-  const std::vector<std::pair<Shape, Shape>> cases = {{{2, 5, 7}, {2, 7, 4}},       {{2, 1, 5, 7}, {3, 7, 4}},
-                                                      {{3, 17, 65}, {65, 129}},     {{1, 3, 16, 64}, {1, 3, 64, 17}},
+  const std::vector<std::pair<Shape, Shape>> cases = {{{2, 5, 7}, {2, 7, 4}},        {{2, 1, 5, 7}, {3, 7, 4}},
+                                                      {{3, 17, 65}, {65, 129}},      {{1, 3, 16, 64}, {1, 3, 64, 17}},
                                                       {{4, 2, 9, 3}, {4, 1, 3, 11}}, {{2, 0, 3}, {2, 3, 5}}};
   uint32_t seed = 200;
   for (auto& [as, bs] : cases) {
@@ -67,7 +67,8 @@ TEST(CpuMatMul, BatchedAndBroadcastOperands) {
 
 TEST(CpuMatMul, VectorOperandsAreLeftToTheReference) {
   bool handled = true;
-  run_node(cpu_provider(), make_node("MatMul"), {{random_tensor({5}, 1)}, {random_tensor({5, 3}, 2), true}}, 2, &handled);
+  run_node(cpu_provider(), make_node("MatMul"), {{random_tensor({5}, 1)}, {random_tensor({5, 3}, 2), true}}, 2,
+           &handled);
   EXPECT_FALSE(handled);
 }
 
@@ -80,8 +81,8 @@ TEST(CpuGemm, TransposesAlphaBetaAndBiasShapes) {
     bool c_none, c_const;
   };
   const std::vector<Case> cases = {
-      {3, 17, 63, 0, 1, 1.f, 1.f, {63}, false, true},    {65, 33, 17, 0, 0, 1.f, 1.f, {1, 17}, false, true},
-      {5, 7, 9, 1, 0, 1.f, 1.f, {}, true, false},          {5, 7, 9, 1, 1, 0.5f, 2.f, {5, 9}, false, true},
+      {3, 17, 63, 0, 1, 1.f, 1.f, {63}, false, true},       {65, 33, 17, 0, 0, 1.f, 1.f, {1, 17}, false, true},
+      {5, 7, 9, 1, 0, 1.f, 1.f, {}, true, false},           {5, 7, 9, 1, 1, 0.5f, 2.f, {5, 9}, false, true},
       {17, 16, 33, 0, 1, 1.f, 0.25f, {17, 1}, false, true}, {4, 8, 3, 0, 0, 1.f, 1.f, {}, false, true},
       {6, 10, 12, 0, 1, 1.f, 1.f, {6, 12}, false, false},   {1, 1, 1, 0, 0, 2.f, 1.f, {1}, false, true}};
   uint32_t seed = 300;
@@ -123,7 +124,8 @@ void check_conv(const std::string& op, const std::vector<ConvCase>& cases, uint3
   for (auto& c : cases) {
     Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
     std::vector<Input> in = {{x}, {w, true}};
-    const int64_t oc = op == "Conv" ? c.w[0] : c.w[1] * (c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1);
+    const int64_t oc =
+        op == "Conv" ? c.w[0] : c.w[1] * (c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1);
     if (c.bias) in.push_back({random_tensor({oc}, seed++), true});
     int64_t k = shape_numel(c.w) / (op == "Conv" ? c.w[0] : c.w[0]);
     const std::string label = op + " x" + shape_str(c.x) + " w" + shape_str(c.w);
@@ -144,29 +146,31 @@ void check_conv(const std::string& op, const std::vector<ConvCase>& cases, uint3
 
 TEST(CpuConv, StridedPaddedGroupedDilated) {
   using V = std::vector<int64_t>;
-  check_conv("Conv",
-             {{{1, 3, 17, 17}, {8, 3, 3, 3}, {}, true},
-              {{2, 4, 16, 15}, {6, 4, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},
-              {{1, 8, 13, 13}, {8, 2, 3, 3}, {{"group", int64_t(4)}, {"pads", V{1, 0, 2, 1}}}, false},
-              {{1, 6, 19, 19}, {6, 1, 3, 3}, {{"group", int64_t(6)}, {"dilations", V{2, 2}}, {"pads", V{2, 2, 2, 2}}}, true},
-              {{1, 16, 9, 9}, {32, 16, 1, 1}, {}, true},
-              {{1, 3, 28, 28}, {16, 3, 14, 14}, {{"strides", V{14, 14}}}, false},
-              {{1, 5, 23}, {7, 5, 4}, {{"strides", V{3}}, {"pads", V{2, 1}}}, true},
-              {{1, 2, 5, 6, 7}, {4, 2, 3, 3, 3}, {{"pads", V{1, 1, 1, 1, 1, 1}}}, true},
-              {{1, 4, 11, 11}, {4, 4, 3, 3}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}}, true},
-              {{1, 4, 10, 10}, {4, 4, 2, 2}, {{"auto_pad", std::string("SAME_LOWER")}}, true}},
-             500);
+  check_conv(
+      "Conv",
+      {{{1, 3, 17, 17}, {8, 3, 3, 3}, {}, true},
+       {{2, 4, 16, 15}, {6, 4, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},
+       {{1, 8, 13, 13}, {8, 2, 3, 3}, {{"group", int64_t(4)}, {"pads", V{1, 0, 2, 1}}}, false},
+       {{1, 6, 19, 19}, {6, 1, 3, 3}, {{"group", int64_t(6)}, {"dilations", V{2, 2}}, {"pads", V{2, 2, 2, 2}}}, true},
+       {{1, 16, 9, 9}, {32, 16, 1, 1}, {}, true},
+       {{1, 3, 28, 28}, {16, 3, 14, 14}, {{"strides", V{14, 14}}}, false},
+       {{1, 5, 23}, {7, 5, 4}, {{"strides", V{3}}, {"pads", V{2, 1}}}, true},
+       {{1, 2, 5, 6, 7}, {4, 2, 3, 3, 3}, {{"pads", V{1, 1, 1, 1, 1, 1}}}, true},
+       {{1, 4, 11, 11}, {4, 4, 3, 3}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}}, true},
+       {{1, 4, 10, 10}, {4, 4, 2, 2}, {{"auto_pad", std::string("SAME_LOWER")}}, true}},
+      500);
 }
 
 TEST(CpuConvTranspose, StridesGroupsOutputPadding) {
   using V = std::vector<int64_t>;
-  check_conv("ConvTranspose",
-             {{{1, 8, 9, 9}, {8, 4, 2, 2}, {{"strides", V{2, 2}}}, true},
-              {{2, 4, 7, 5}, {4, 3, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}, {"output_padding", V{1, 1}}}, true},
-              {{1, 6, 5, 5}, {6, 2, 3, 3}, {{"group", int64_t(3)}, {"strides", V{2, 1}}}, false},
-              {{1, 3, 6, 6}, {3, 5, 3, 3}, {{"dilations", V{2, 2}}, {"pads", V{1, 2, 1, 0}}}, true},
-              {{1, 4, 17}, {4, 2, 4}, {{"strides", V{4}}}, true}},
-             600);
+  check_conv(
+      "ConvTranspose",
+      {{{1, 8, 9, 9}, {8, 4, 2, 2}, {{"strides", V{2, 2}}}, true},
+       {{2, 4, 7, 5}, {4, 3, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}, {"output_padding", V{1, 1}}}, true},
+       {{1, 6, 5, 5}, {6, 2, 3, 3}, {{"group", int64_t(3)}, {"strides", V{2, 1}}}, false},
+       {{1, 3, 6, 6}, {3, 5, 3, 3}, {{"dilations", V{2, 2}}, {"pads", V{1, 2, 1, 0}}}, true},
+       {{1, 4, 17}, {4, 2, 4}, {{"strides", V{4}}}, true}},
+      600);
 }
 
 }  // namespace

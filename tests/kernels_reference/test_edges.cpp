@@ -6,9 +6,10 @@ using namespace segmux;
 using namespace segmux::test;
 
 TEST(RefEdges, UnaryOpsOnEmptyAndOddShapes) {
-  const char* ops[] = {"Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Relu", "Neg", "Abs", "Reciprocal", "Sin", "Cos",
-                       "Floor", "Ceil", "Round", "Sign", "Softplus", "Softsign", "HardSwish", "LeakyRelu", "Elu", "Selu",
-                       "Celu", "HardSigmoid", "IsNaN", "IsInf", "Identity"};
+  const char* ops[] = {"Sqrt",  "Exp",  "Log",         "Erf",      "Tanh",      "Sigmoid",   "Relu",
+                       "Neg",   "Abs",  "Reciprocal",  "Sin",      "Cos",       "Floor",     "Ceil",
+                       "Round", "Sign", "Softplus",    "Softsign", "HardSwish", "LeakyRelu", "Elu",
+                       "Selu",  "Celu", "HardSigmoid", "IsNaN",    "IsInf",     "Identity"};
   for (const char* op : ops) {
     EXPECT_EQ(run1(op, {Tensor(DType::f32, {2, 0, 3})}).shape(), (Shape{2, 0, 3})) << op;
     Tensor x = iota_f32({3, 1, 5}, 0.25f, 0.5f);

@@ -42,7 +42,8 @@ TEST(RefElementwise, UnaryMath) {
   expect_tensor(run1("Ceil", {x}), {4}, {-1, 0, 1, 3});
   expect_tensor(run1("Round", {x}), {4}, {-2, 0, 0, 2});  // halves to even
   expect_tensor(run1("Sign", {x}), {4}, {-1, 0, 1, 1});
-  expect_tensor(run1("Sigmoid", {x}), {4}, {1 / (1 + std::exp(1.5)), 0.5, 1 / (1 + std::exp(-0.5)), 1 / (1 + std::exp(-2.5))});
+  expect_tensor(run1("Sigmoid", {x}), {4},
+                {1 / (1 + std::exp(1.5)), 0.5, 1 / (1 + std::exp(-0.5)), 1 / (1 + std::exp(-2.5))});
   expect_tensor(run1("Erf", {x}), {4}, {std::erf(-1.5), 0, std::erf(0.5), std::erf(2.5)});
   expect_tensor(run1("Tanh", {x}), {4}, {std::tanh(-1.5), 0, std::tanh(0.5), std::tanh(2.5)});
   expect_tensor(run1("Sqrt", {f32({2}, {4, 2})}), {2}, {2, std::sqrt(2.0)});
@@ -60,7 +61,8 @@ TEST(RefElementwise, Activations) {
   expect_tensor(run1("LeakyRelu", {x}, {{"alpha", 0.1f}}), {3}, {-0.2, 0, 3}, 1e-6);
   expect_tensor(run1("Elu", {x}), {3}, {std::expm1(-2.0), 0, 3});
   expect_tensor(run1("HardSigmoid", {x}), {3}, {0.1, 0.5, 1}, 1e-6);
-  expect_tensor(run1("Softplus", {x}), {3}, {std::log1p(std::exp(-2.0)), std::log(2.0), 3 + std::log1p(std::exp(-3.0))});
+  expect_tensor(run1("Softplus", {x}), {3},
+                {std::log1p(std::exp(-2.0)), std::log(2.0), 3 + std::log1p(std::exp(-3.0))});
   expect_tensor(run1("PRelu", {f32({2, 2}, {-1, 1, -2, 2}), f32({2, 1}, {0.5f, 0.25f})}), {2, 2}, {-0.5, 1, -0.5, 2});
   expect_tensor(run1("Selu", {f32({1}, {1})}), {1}, {1.05070102214813232421875}, 1e-6);
   expect_tensor(run1("Celu", {f32({1}, {-1})}), {1}, {std::expm1(-1.0)});

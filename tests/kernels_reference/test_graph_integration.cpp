@@ -23,7 +23,8 @@ TEST(RefGraph, BuilderSeesShapesAndSessionRunsReferenceKernels) {
   EXPECT_EQ(b.shape(sl), (Shape{1, 2}));
   // A shape computed from data is unknown to the builder but known when the session runs.
   int shp = b.op1("Shape", {x});
-  int dyn = b.op1("Reshape", {x, b.op1("Concat", {b.op1("Slice", {shp, b.ints({1}), b.ints({2})}), b.ints({-1})}, {{"axis", int64_t(0)}})});
+  int dyn = b.op1("Reshape", {x, b.op1("Concat", {b.op1("Slice", {shp, b.ints({1}), b.ints({2})}), b.ints({-1})},
+                                       {{"axis", int64_t(0)}})});
   EXPECT_FALSE(g.value(dyn).has_shape);
   b.output(sl, "probs");
   b.output(dyn, "reshaped");

@@ -14,7 +14,7 @@ TEST(RefLinalg, MatMul2DAndVectors) {
 }
 
 TEST(RefLinalg, MatMulBatchBroadcast) {
-  Tensor a = iota_f32({2, 1, 2, 2});         // two batches
+  Tensor a = iota_f32({2, 1, 2, 2});              // two batches
   Tensor b = f32({3, 2, 1}, {1, 0, 0, 1, 1, 1});  // three batches
   Tensor y = run1("MatMul", {a, b});
   ASSERT_EQ(y.shape(), (Shape{2, 3, 2, 1}));
@@ -27,11 +27,12 @@ TEST(RefLinalg, MatMulBatchBroadcast) {
 }
 
 TEST(RefLinalg, GemmTransposesAlphaBetaBias) {
-  Tensor a = f32({3, 2}, {1, 4, 2, 5, 3, 6});  // A^T of [[1,2,3],[4,5,6]]
+  Tensor a = f32({3, 2}, {1, 4, 2, 5, 3, 6});     // A^T of [[1,2,3],[4,5,6]]
   Tensor b = f32({2, 3}, {7, 9, 11, 8, 10, 12});  // B^T of [[7,8],[9,10],[11,12]]
   Tensor c = f32({2}, {1, -1});
-  expect_tensor(run1("Gemm", {a, b, c}, {{"transA", int64_t(1)}, {"transB", int64_t(1)}, {"alpha", 0.5f}, {"beta", 2.0f}}),
-                {2, 2}, {31, 30, 71.5, 75});
+  expect_tensor(
+      run1("Gemm", {a, b, c}, {{"transA", int64_t(1)}, {"transB", int64_t(1)}, {"alpha", 0.5f}, {"beta", 2.0f}}),
+      {2, 2}, {31, 30, 71.5, 75});
   expect_tensor(run1("Gemm", {f32({1, 1}, {2}), f32({1, 1}, {3})}), {1, 1}, {6});
 }
 
@@ -39,11 +40,14 @@ TEST(RefLinalg, Conv2DPadsStridesDilationsGroups) {
   Tensor x = iota_f32({1, 1, 3, 3});
   Tensor w = f32({1, 1, 2, 2}, {1, 1, 1, 1});
   expect_tensor(run1("Conv", {x, w}), {1, 1, 2, 2}, {8, 12, 20, 24});
-  expect_tensor(run1("Conv", {x, w, f32({1}, {1})}, {{"pads", std::vector<int64_t>{1, 1, 0, 0}}, {"strides", std::vector<int64_t>{2, 2}}}),
+  expect_tensor(run1("Conv", {x, w, f32({1}, {1})},
+                     {{"pads", std::vector<int64_t>{1, 1, 0, 0}}, {"strides", std::vector<int64_t>{2, 2}}}),
                 {1, 1, 2, 2}, {1, 4, 10, 25});
   expect_tensor(run1("Conv", {x, w}, {{"dilations", std::vector<int64_t>{2, 2}}}), {1, 1, 1, 1}, {16});
-  expect_tensor(run1("Conv", {x, w}, {{"auto_pad", std::string("SAME_UPPER")}}), {1, 1, 3, 3}, {8, 12, 7, 20, 24, 13, 13, 15, 8});
-  expect_tensor(run1("Conv", {x, w}, {{"auto_pad", std::string("SAME_LOWER")}}), {1, 1, 3, 3}, {0, 1, 3, 3, 8, 12, 9, 20, 24});
+  expect_tensor(run1("Conv", {x, w}, {{"auto_pad", std::string("SAME_UPPER")}}), {1, 1, 3, 3},
+                {8, 12, 7, 20, 24, 13, 13, 15, 8});
+  expect_tensor(run1("Conv", {x, w}, {{"auto_pad", std::string("SAME_LOWER")}}), {1, 1, 3, 3},
+                {0, 1, 3, 3, 8, 12, 9, 20, 24});
   // Depthwise: two channels, each with its own 1x1 weight.
   Tensor x2 = iota_f32({1, 2, 1, 2});
   expect_tensor(run1("Conv", {x2, f32({2, 1, 1, 1}, {2, -1})}, {{"group", int64_t(2)}}), {1, 2, 1, 2}, {0, 2, -2, -3});
@@ -61,19 +65,22 @@ TEST(RefLinalg, ConvTransposeStridesPadsOutputPaddingGroups) {
   Tensor w = f32({1, 1, 3}, {1, 1, 1});
   expect_tensor(run1("ConvTranspose", {x, w}), {1, 1, 4}, {1, 3, 3, 2});
   expect_tensor(run1("ConvTranspose", {x, w}, {{"strides", std::vector<int64_t>{2}}}), {1, 1, 5}, {1, 1, 3, 2, 2});
-  expect_tensor(run1("ConvTranspose", {x, w}, {{"strides", std::vector<int64_t>{2}}, {"output_padding", std::vector<int64_t>{1}}}),
+  expect_tensor(run1("ConvTranspose", {x, w},
+                     {{"strides", std::vector<int64_t>{2}}, {"output_padding", std::vector<int64_t>{1}}}),
                 {1, 1, 6}, {1, 1, 3, 2, 2, 0});
-  expect_tensor(run1("ConvTranspose", {x, w}, {{"strides", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{1, 1}}}),
-                {1, 1, 3}, {1, 3, 2});
-  expect_tensor(run1("ConvTranspose", {x, w, f32({1}, {10})}, {{"strides", std::vector<int64_t>{2}}, {"output_shape", std::vector<int64_t>{4}}}),
+  expect_tensor(
+      run1("ConvTranspose", {x, w}, {{"strides", std::vector<int64_t>{2}}, {"pads", std::vector<int64_t>{1, 1}}}),
+      {1, 1, 3}, {1, 3, 2});
+  expect_tensor(run1("ConvTranspose", {x, w, f32({1}, {10})},
+                     {{"strides", std::vector<int64_t>{2}}, {"output_shape", std::vector<int64_t>{4}}}),
                 {1, 1, 4}, {11, 13, 12, 12});
   // 2-D, stride 2, kernel 2: each input pixel paints a 2x2 block.
   Tensor x2 = f32({1, 1, 2, 2}, {1, 2, 3, 4});
   Tensor w2 = f32({1, 2, 2, 2}, {1, 1, 1, 1, 0, 0, 0, 1});
   Tensor y2 = run1("ConvTranspose", {x2, w2}, {{"strides", std::vector<int64_t>{2, 2}}});
   ASSERT_EQ(y2.shape(), (Shape{1, 2, 4, 4}));
-  expect_tensor(y2, {1, 2, 4, 4}, {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4,
-                                   0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4});
+  expect_tensor(y2, {1, 2, 4, 4},
+                {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4});
 }
 
 TEST(RefLinalg, EinsumForms) {

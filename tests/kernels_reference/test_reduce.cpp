@@ -24,7 +24,8 @@ TEST(RefReduce, OtherReductions) {
   expect_tensor(run1("ReduceL2", {x}, ax({1})), {2}, {std::sqrt(5.0), 5});
   expect_tensor(run1("ReduceL1", {x}, ax({1})), {2}, {3, 7});
   expect_tensor(run1("ReduceSumSquare", {x}, ax({1})), {2}, {5, 25});
-  expect_tensor(run1("ReduceLogSumExp", {x}, ax({1})), {2}, {std::log(std::exp(1.0) + std::exp(-2.0)), std::log(std::exp(3.0) + std::exp(4.0))});
+  expect_tensor(run1("ReduceLogSumExp", {x}, ax({1})), {2},
+                {std::log(std::exp(1.0) + std::exp(-2.0)), std::log(std::exp(3.0) + std::exp(4.0))});
   expect_tensor(run1("ReduceLogSum", {f32({2}, {1, 2})}), {1}, {std::log(3.0)});
   EXPECT_THROW(run1("ReduceMax", {x}, ax({2})), Error);
 }
@@ -41,7 +42,9 @@ TEST(RefReduce, EmptyReductions) {
 TEST(RefReduce, ArgMaxArgMin) {
   Tensor x = f32({2, 3}, {1, 5, 5, 7, 0, 7});
   expect_tensor(run1("ArgMax", {x}, {{"axis", int64_t(1)}}), {2, 1}, {1, 0});
-  expect_tensor(run1("ArgMax", {x}, {{"axis", int64_t(1)}, {"select_last_index", int64_t(1)}, {"keepdims", int64_t(0)}}), {2}, {2, 2});
+  expect_tensor(
+      run1("ArgMax", {x}, {{"axis", int64_t(1)}, {"select_last_index", int64_t(1)}, {"keepdims", int64_t(0)}}), {2},
+      {2, 2});
   expect_tensor(run1("ArgMin", {x}, {{"axis", int64_t(0)}}), {1, 3}, {0, 1, 0});
   EXPECT_EQ(run1("ArgMax", {x}).dtype(), DType::i64);
 }
@@ -50,7 +53,8 @@ TEST(RefReduce, SoftmaxLogSoftmaxHardmax) {
   Tensor x = f32({2, 3}, {1, 2, 3, 0, 0, 1000});
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   expect_tensor(run1("Softmax", {x}), {2, 3}, {std::exp(1.0) / z, std::exp(2.0) / z, std::exp(3.0) / z, 0, 0, 1});
-  expect_tensor(run1("LogSoftmax", {x}), {2, 3}, {1 - std::log(z), 2 - std::log(z), 3 - std::log(z), -1000, -1000, 0}, 1e-4);
+  expect_tensor(run1("LogSoftmax", {x}), {2, 3}, {1 - std::log(z), 2 - std::log(z), 3 - std::log(z), -1000, -1000, 0},
+                1e-4);
   expect_tensor(run1("Softmax", {f32({2, 1}, {1, 3})}, {{"axis", int64_t(0)}}), {2, 1},
                 {1 / (1 + std::exp(2.0)), 1 / (1 + std::exp(-2.0))});
   expect_tensor(run1("Hardmax", {f32({1, 3}, {1, 3, 3})}), {1, 3}, {0, 1, 0});
@@ -79,5 +83,7 @@ TEST(RefReduce, InstanceAndBatchNormalization) {
   expect_tensor(run1("BatchNormalization", {x, f32({2}, {1, 2}), f32({2}, {0, 1}), f32({2}, {1, 5}), f32({2}, {4, 1})},
                      {{"epsilon", 0.0f}}),
                 {1, 2, 2}, {0, 1, 1, 1});
-  EXPECT_THROW(run1("BatchNormalization", {x, f32({3}, {1, 1, 1}), f32({2}, {0, 1}), f32({2}, {1, 5}), f32({2}, {4, 1})}), Error);
+  EXPECT_THROW(
+      run1("BatchNormalization", {x, f32({3}, {1, 1, 1}), f32({2}, {0, 1}), f32({2}, {1, 5}), f32({2}, {4, 1})}),
+      Error);
 }

@@ -17,21 +17,25 @@ TEST(RefResize, NearestUpsampleByScales) {
                 {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
   // Integer data resizes with nearest too.
   Tensor u = Tensor::from_vector<uint8_t>({1, 2}, {7, 9});
-  expect_tensor(run1("Resize", {u, no_roi(), Tensor(), i64s({1, 4})}, mode("nearest", "asymmetric")), {1, 4}, {7, 7, 9, 9});
+  expect_tensor(run1("Resize", {u, no_roi(), Tensor(), i64s({1, 4})}, mode("nearest", "asymmetric")), {1, 4},
+                {7, 7, 9, 9});
 }
 
 TEST(RefResize, LinearHalfPixelAndAlignCorners) {
-  expect_tensor(run1("Resize", {f32({1, 2}, {1, 2}), no_roi(), scales({1, 2})}, mode("linear")), {1, 4}, {1, 1.25, 1.75, 2});
+  expect_tensor(run1("Resize", {f32({1, 2}, {1, 2}), no_roi(), scales({1, 2})}, mode("linear")), {1, 4},
+                {1, 1.25, 1.75, 2});
   Tensor x = f32({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   expect_tensor(run1("Resize", {x, no_roi(), scales({1, 1, 0.6f, 0.6f})}, mode("linear")), {1, 1, 1, 2},
                 {2.6666665, 4.3333333}, 1e-5);
-  expect_tensor(run1("Resize", {f32({1, 2}, {1, 2}), no_roi(), Tensor(), i64s({1, 4})}, mode("linear", "align_corners")),
-                {1, 4}, {1, 4.0 / 3, 5.0 / 3, 2}, 1e-6);
+  expect_tensor(
+      run1("Resize", {f32({1, 2}, {1, 2}), no_roi(), Tensor(), i64s({1, 4})}, mode("linear", "align_corners")), {1, 4},
+      {1, 4.0 / 3, 5.0 / 3, 2}, 1e-6);
 }
 
 TEST(RefResize, CubicKeepsConstantsAndEndpoints) {
   Tensor x = f32({1, 4}, {3, 3, 3, 3});
-  expect_tensor(run1("Resize", {x, no_roi(), scales({1, 2})}, mode("cubic")), {1, 8}, std::vector<double>(8, 3.0), 1e-6);
+  expect_tensor(run1("Resize", {x, no_roi(), scales({1, 2})}, mode("cubic")), {1, 8}, std::vector<double>(8, 3.0),
+                1e-6);
   // At integer source positions cubic interpolation returns the sample itself.
   Tensor y = run1("Resize", {f32({1, 3}, {1, 5, 2}), no_roi(), Tensor(), i64s({1, 5})}, mode("cubic", "align_corners"));
   EXPECT_NEAR(y.data<float>()[0], 1, 1e-6);
@@ -43,7 +47,8 @@ TEST(RefResize, TfCropAndResizeExtrapolates) {
   Tensor x = f32({1, 3}, {10, 20, 30});
   Tensor roi = f32({4}, {0, -0.5f, 1, 1});
   expect_tensor(run1("Resize", {x, roi, Tensor(), i64s({1, 4})},
-                     {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                     {{"mode", std::string("linear")},
+                      {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
                       {"extrapolation_value", 99.0f}}),
                 {1, 4}, {99, 10, 20, 30});
 }
@@ -51,7 +56,7 @@ TEST(RefResize, TfCropAndResizeExtrapolates) {
 TEST(RefResize, ErrorsAndEmptyOutputs) {
   Tensor x = f32({1, 2}, {1, 2});
   EXPECT_THROW(run1("Resize", {x, no_roi(), scales({1, 2}), i64s({1, 4})}), Error);  // both given
-  EXPECT_THROW(run1("Resize", {x, no_roi(), scales({2})}), Error);                    // wrong count
+  EXPECT_THROW(run1("Resize", {x, no_roi(), scales({2})}), Error);                   // wrong count
   EXPECT_THROW(run1("Resize", {x, no_roi(), scales({1, 2})}, mode("spline")), Error);
   EXPECT_EQ(run1("Resize", {x, no_roi(), scales({1, 0.4f})}, mode("linear")).shape(), (Shape{1, 0}));
 }
@@ -108,14 +113,21 @@ TEST(RefRoiAlign, HalfPixelOutputHalfPixelAndMax) {
 
 TEST(RefPool, MaxPoolWithIndicesAndCeilMode) {
   Tensor x = iota_f32({1, 1, 4, 4});
-  auto r = run_op("MaxPool", {x}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}, 2);
+  auto r = run_op("MaxPool", {x},
+                  {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}, 2);
   expect_tensor(r[0], {1, 1, 2, 2}, {5, 7, 13, 15});
   expect_tensor(r[1], {1, 1, 2, 2}, {5, 7, 13, 15});
   Tensor v = f32({1, 1, 5}, {1, 2, 3, 4, 5});
-  expect_tensor(run1("MaxPool", {v}, {{"kernel_shape", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}, {"ceil_mode", int64_t(1)}}),
-                {1, 1, 3}, {2, 4, 5});
-  expect_tensor(run1("MaxPool", {v}, {{"kernel_shape", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}}), {1, 1, 2}, {2, 4});
-  expect_tensor(run1("MaxPool", {v}, {{"kernel_shape", std::vector<int64_t>{2}}, {"dilations", std::vector<int64_t>{2}}}), {1, 1, 3}, {3, 4, 5});
+  expect_tensor(
+      run1(
+          "MaxPool", {v},
+          {{"kernel_shape", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}, {"ceil_mode", int64_t(1)}}),
+      {1, 1, 3}, {2, 4, 5});
+  expect_tensor(run1("MaxPool", {v}, {{"kernel_shape", std::vector<int64_t>{2}}, {"strides", std::vector<int64_t>{2}}}),
+                {1, 1, 2}, {2, 4});
+  expect_tensor(
+      run1("MaxPool", {v}, {{"kernel_shape", std::vector<int64_t>{2}}, {"dilations", std::vector<int64_t>{2}}}),
+      {1, 1, 3}, {3, 4, 5});
   EXPECT_THROW(run1("MaxPool", {v}), Error);  // kernel_shape missing
 }
 
@@ -137,14 +149,16 @@ TEST(RefMisc, QuantizeDequantize) {
   expect_tensor(q, {5}, {0, 2, 2, 0, 255});
   Tensor q8 = run1("QuantizeLinear", {x, f32({}, {2}), Tensor::from_vector<int8_t>({}, {-10})});
   expect_tensor(q8, {5}, {-10, -9, -9, -10, 127});
-  expect_tensor(run1("DequantizeLinear", {q8, f32({}, {2}), Tensor::from_vector<int8_t>({}, {-10})}), {5}, {0, 2, 2, 0, 274});
+  expect_tensor(run1("DequantizeLinear", {q8, f32({}, {2}), Tensor::from_vector<int8_t>({}, {-10})}), {5},
+                {0, 2, 2, 0, 274});
   // Per-axis scales.
   expect_tensor(run1("DequantizeLinear", {Tensor::from_vector<uint8_t>({2, 2}, {1, 2, 3, 4}), f32({2}, {1, 10})},
                      {{"axis", int64_t(0)}}),
                 {2, 2}, {1, 2, 30, 40});
-  expect_tensor(run1("MatMulInteger", {Tensor::from_vector<uint8_t>({1, 2}, {3, 4}), Tensor::from_vector<uint8_t>({2, 1}, {5, 6}),
-                                       Tensor::from_vector<uint8_t>({}, {1})}),
-                {1, 1}, {2 * 5 + 3 * 6});
+  expect_tensor(
+      run1("MatMulInteger", {Tensor::from_vector<uint8_t>({1, 2}, {3, 4}), Tensor::from_vector<uint8_t>({2, 1}, {5, 6}),
+                             Tensor::from_vector<uint8_t>({}, {1})}),
+      {1, 1}, {2 * 5 + 3 * 6});
 }
 
 TEST(RefMisc, NonMaxSuppression) {
@@ -165,8 +179,9 @@ TEST(RefMisc, GridSampleIdentityAndPadding) {
 }
 
 TEST(RefMisc, LrnDetUniqueBitShiftWindows) {
-  expect_tensor(run1("LRN", {f32({1, 2, 1, 1}, {1, 2})}, {{"size", int64_t(2)}, {"alpha", 2.0f}, {"beta", 1.0f}, {"bias", 1.0f}}),
-                {1, 2, 1, 1}, {1.0 / (1 + 1.0 * 5), 2.0 / (1 + 1.0 * 4)});
+  expect_tensor(
+      run1("LRN", {f32({1, 2, 1, 1}, {1, 2})}, {{"size", int64_t(2)}, {"alpha", 2.0f}, {"beta", 1.0f}, {"bias", 1.0f}}),
+      {1, 2, 1, 1}, {1.0 / (1 + 1.0 * 5), 2.0 / (1 + 1.0 * 4)});
   expect_tensor(run1("Det", {f32({2, 2}, {1, 2, 3, 4})}), {}, {-2}, 1e-9);
   auto u = run_op("Unique", {f32({4}, {2, 1, 1, 3})}, {}, 4);
   expect_tensor(u[0], {3}, {1, 2, 3});
@@ -175,9 +190,10 @@ TEST(RefMisc, LrnDetUniqueBitShiftWindows) {
   expect_tensor(u[3], {3}, {2, 1, 1});
   auto uu = run_op("Unique", {f32({4}, {2, 1, 1, 3})}, {{"sorted", int64_t(0)}}, 1);
   expect_tensor(uu[0], {3}, {2, 1, 3});
-  expect_tensor(run1("BitShift", {Tensor::from_vector<uint8_t>({2}, {1, 128}), Tensor::from_vector<uint8_t>({2}, {3, 1})},
-                     {{"direction", std::string("LEFT")}}),
-                {2}, {8, 0});
+  expect_tensor(
+      run1("BitShift", {Tensor::from_vector<uint8_t>({2}, {1, 128}), Tensor::from_vector<uint8_t>({2}, {3, 1})},
+           {{"direction", std::string("LEFT")}}),
+      {2}, {8, 0});
   expect_tensor(run1("HannWindow", {i64({}, {4})}), {4}, {0, 0.5, 1, 0.5}, 1e-6);
 }
 

@@ -97,7 +97,8 @@ TEST(RefShape, ConstantsAndRange) {
 TEST(RefShape, PadModes) {
   Tensor x = f32({1, 3}, {1, 2, 3});
   expect_tensor(run1("Pad", {x, i64s({0, 2, 0, 1}), f32({}, {9})}), {1, 6}, {9, 9, 1, 2, 3, 9});
-  expect_tensor(run1("Pad", {x, i64s({0, 2, 0, 2})}, {{"mode", std::string("reflect")}}), {1, 7}, {3, 2, 1, 2, 3, 2, 1});
+  expect_tensor(run1("Pad", {x, i64s({0, 2, 0, 2})}, {{"mode", std::string("reflect")}}), {1, 7},
+                {3, 2, 1, 2, 3, 2, 1});
   expect_tensor(run1("Pad", {x, i64s({0, 2, 0, 1})}, {{"mode", std::string("edge")}}), {1, 6}, {1, 1, 1, 2, 3, 3});
   expect_tensor(run1("Pad", {x, i64s({0, -1, 0, 0})}), {1, 2}, {2, 3});
 }

@@ -26,8 +26,10 @@ void add_io(onnx::ValueInfoProto* v, const std::string& name, int elem_type, con
   tt->set_elem_type(elem_type);
   auto* shape = tt->mutable_shape();
   for (auto& d : dims) {
-    if (!d.empty() && (std::isdigit(static_cast<unsigned char>(d[0])))) shape->add_dim()->set_dim_value(std::stoll(d));
-    else shape->add_dim()->set_dim_param(d);
+    if (!d.empty() && (std::isdigit(static_cast<unsigned char>(d[0]))))
+      shape->add_dim()->set_dim_value(std::stoll(d));
+    else
+      shape->add_dim()->set_dim_param(d);
   }
 }
 
@@ -231,9 +233,9 @@ TEST(OnnxImport, SymbolicDims) {
 
   onnx_io::ImportOptions wrong;
   wrong.input_shapes["x"] = {4, 5};  // disagrees with the fixed dim 3
-  EXPECT_NE(error_of([&] { onnx_io::import_onnx_bytes(bytes_of(symbolic_model()), "symbolic", wrong); })
-                .find("input 'x'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { onnx_io::import_onnx_bytes(bytes_of(symbolic_model()), "symbolic", wrong); }).find("input 'x'"),
+      std::string::npos);
   onnx_io::ImportOptions unknown;
   unknown.input_shapes["nope"] = {1};
   EXPECT_NE(error_of([&] { onnx_io::import_onnx_bytes(bytes_of(symbolic_model()), "symbolic", unknown); }).find("nope"),
@@ -384,7 +386,8 @@ TEST(OnnxRoundTrip, BytesRunBitIdentical) {
   EXPECT_GE(m.graph().value_info_size(), 1);  // the intermediate's known shape
   // "shift" was an int64 in our IR; our test schema is not ONNX's, so it stays an INT.
   ir::Graph back = onnx_io::import_onnx_bytes(bytes, "round trip");
-  auto got = Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
+  auto got =
+      Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
   ASSERT_TRUE(got.at("z").identical(want.at("z")));
 }
 
@@ -400,7 +403,8 @@ TEST(OnnxRoundTrip, ExternalDataFile) {
   EXPECT_THROW(onnx_io::export_onnx_bytes(g, opt), Error);  // one message cannot hold it
   ir::Graph back = onnx_io::import_onnx_file(dir + "/model.onnx");
   auto want = Session(g, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
-  auto got = Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
+  auto got =
+      Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
   ASSERT_TRUE(got.at("z").identical(want.at("z")));
   // Bytes alone cannot resolve external data unless told where the folder is.
   std::ifstream f(dir + "/model.onnx", std::ios::binary);

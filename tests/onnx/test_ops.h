@@ -13,9 +13,8 @@ inline void register_test_ops() {
   std::call_once(once, [] {
     ir::register_builtin_schemas();
     // y = x * scale + shift (f32), element-wise.
-    ir::register_schema(ir::OpSchema{"TestAffine", "segmux", 1, 1, 1, 1, [](ir::InferContext& c) {
-                                       c.outputs[0] = c.in(0);
-                                     }});
+    ir::register_schema(
+        ir::OpSchema{"TestAffine", "segmux", 1, 1, 1, 1, [](ir::InferContext& c) { c.outputs[0] = c.in(0); }});
     register_reference_kernel_fn("segmux", "TestAffine", [](KernelContext& k) {
       const Tensor& x = *k.inputs[0];
       Tensor& y = *k.outputs[0];

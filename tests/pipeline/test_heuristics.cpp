@@ -36,8 +36,8 @@ TEST(Rle, RoundTripColumnMajorStartsWithZeroRun) {
 
 TEST(MaskOps, NmsWithIntersectionOverMinimum) {
   MaskStack m(3, 10, 10);
-  paint(m.mask(0), 10, 10, 0, 0, 6, 6);   // big
-  paint(m.mask(1), 10, 10, 1, 1, 3, 3);   // inside the big one: IoU 4/36, IoM 1
+  paint(m.mask(0), 10, 10, 0, 0, 6, 6);    // big
+  paint(m.mask(1), 10, 10, 1, 1, 3, 3);    // inside the big one: IoU 4/36, IoM 1
   paint(m.mask(2), 10, 10, 7, 7, 10, 10);  // apart
   std::vector<float> probs{0.9f, 0.95f, 0.5f};
   auto iom = nms_masks(probs, m, 0.4f, 0.1f, Overlap::IoM);
@@ -343,7 +343,7 @@ TEST(ControlPlane, StateWhoseConditioningObjectsWereRemovedKeepsTracking) {
     ScriptedFrame s;
     s.det_logits = {3.f};
     s.det_boxes_px = {{10, 10, 14, 14}};
-    s.trk[0] = {1, 1, 5, 5};     // object 0: tracked but never detected again -> removed by hot start
+    s.trk[0] = {1, 1, 5, 5};      // object 0: tracked but never detected again -> removed by hot start
     s.trk[1] = {10, 10, 14, 14};  // object 1: added on frame 1 into state 0's free slot
     be.frames[f] = s;
   }
@@ -443,7 +443,7 @@ TEST(ControlPlane, SinkCanStopAndBadBackendOutputIsAnError) {
   cfg.postprocess_batch_size = 1;
   VideoControlPlane cp(be, *src, cfg);
   EXPECT_THROW(cp.propagate(0, -1, false, [](FrameOutput) { return true; }), Error);  // no prompt yet
-  EXPECT_THROW(cp.add_text_prompt(6, "thing"), Error);                              // frame out of range
+  EXPECT_THROW(cp.add_text_prompt(6, "thing"), Error);                                // frame out of range
   cp.add_text_prompt(0, "thing");
   int seen = 0;
   cp.propagate(0, -1, false, [&](FrameOutput) { return ++seen < 2; });

@@ -105,7 +105,8 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
       ASSERT_EQ(d.frame_index, ref["frame_index"].get<int>()) << where;
       EXPECT_EQ(d.tracker_obj_ids_before, ints(ref["tracker_obj_ids_before"])) << where;
       EXPECT_EQ(std::vector<int64_t>(d.det_kept_queries.begin(), d.det_kept_queries.end()),
-                ints(ref["det_kept_queries"])) << where;
+                ints(ref["det_kept_queries"]))
+          << where;
       EXPECT_EQ(std::vector<int64_t>(d.det_order.begin(), d.det_order.end()), ints(ref["det_order"])) << where;
       const json& u = ref["update_plan"];
       EXPECT_EQ(std::vector<int64_t>(d.new_det_fa_inds.begin(), d.new_det_fa_inds.end()), ints(u["new_det_fa_inds"]))
@@ -121,7 +122,8 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
       EXPECT_EQ(d.obj_ids_newly_removed, removed) << where;
       EXPECT_EQ(d.num_obj_dropped_due_to_limit, u["num_obj_dropped_due_to_limit"].get<int>()) << where;
       std::map<int64_t, int> hc;
-      for (auto it = u["trk_id_to_max_iou_high_conf_det"].begin(); it != u["trk_id_to_max_iou_high_conf_det"].end(); ++it)
+      for (auto it = u["trk_id_to_max_iou_high_conf_det"].begin(); it != u["trk_id_to_max_iou_high_conf_det"].end();
+           ++it)
         hc[std::stoll(it.key())] = it.value().get<int>();
       EXPECT_EQ(d.trk_id_to_max_iou_high_conf_det, hc) << where;
       auto rec = ints(u["reconditioned_obj_ids"]);
@@ -134,7 +136,8 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
       ASSERT_EQ(d.obj_id_to_score.size(), scores.size()) << where;
       for (auto& [id, s] : scores) EXPECT_NEAR(d.obj_id_to_score.at(id), s, 1e-6 * std::max(1.0, std::abs(s))) << where;
       EXPECT_EQ(std::vector<int64_t>(d.masklet_confirmation_status.begin(), d.masklet_confirmation_status.end()),
-                ints(ref["masklet_confirmation_status"])) << where;
+                ints(ref["masklet_confirmation_status"]))
+          << where;
       EXPECT_EQ(d.stats.num_obj_tracked, ref["frame_stats"]["num_obj_tracked"].get<int>()) << where;
       EXPECT_EQ(d.stats.num_obj_dropped, ref["frame_stats"]["num_obj_dropped"].get<int>()) << where;
       EXPECT_EQ(d.max_obj_id, ref["max_obj_id"].get<int64_t>()) << where;
@@ -142,7 +145,8 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
       for (size_t s = 0; s < d.tracker_states.size(); ++s) {
         EXPECT_EQ(d.tracker_states[s].obj_ids, ints(ref["tracker_states"][s]["obj_ids"])) << where;
         EXPECT_EQ(d.tracker_states[s].assignments,
-                  ref["tracker_states"][s]["assignments"].get<std::vector<std::vector<int>>>()) << where;
+                  ref["tracker_states"][s]["assignments"].get<std::vector<std::vector<int>>>())
+            << where;
       }
       EXPECT_EQ(d.build_outputs_obj_ids, ints(ref["build_outputs_obj_ids"])) << where;
       for (auto it = ref["build_outputs_masks_rle"].begin(); it != ref["build_outputs_masks_rle"].end(); ++it) {
@@ -230,9 +234,9 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
     expect_output(ref, outputs[k], W, H, agg, "output frame " + std::to_string(outputs[k].frame_index));
     EXPECT_EQ(outputs[k].stats.num_obj_tracked, ref["frame_stats"]["num_obj_tracked"].get<int>());
   }
-  std::cout << "[replay] frames checked: " << cp.decisions().size() << " processed, " << agg.frames
-            << " outputs, " << agg.objects << " object outputs; min mask IoU " << agg.min_iou << ", max box error "
-            << agg.max_box_px << " px, max prob diff " << agg.max_prob_diff << "\n";
+  std::cout << "[replay] frames checked: " << cp.decisions().size() << " processed, " << agg.frames << " outputs, "
+            << agg.objects << " object outputs; min mask IoU " << agg.min_iou << ", max box error " << agg.max_box_px
+            << " px, max prob diff " << agg.max_prob_diff << "\n";
 }
 
 // The replay is sensitive to the control plane's decisions: with a different hot-start threshold

@@ -60,7 +60,7 @@ TEST(ControlConfig, DefaultsAndFixtureValues) {
   EXPECT_EQ(b.max_num_objects, 8);
   EXPECT_EQ(a.num_maskmem, 7);
   EXPECT_THROW(parse_control_config("{}", "empty"), Error);
-  EXPECT_THROW(parse_control_config("{\"control_plane_hyperparameters\": {\"demo_model(x)\": {\"hotstart_delay\": \"x\"}}}",
-                                    "bad"),
+  EXPECT_THROW(parse_control_config(
+                   "{\"control_plane_hyperparameters\": {\"demo_model(x)\": {\"hotstart_delay\": \"x\"}}}", "bad"),
                Error);
 }

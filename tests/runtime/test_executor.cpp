@@ -64,8 +64,8 @@ TEST(Executor, ViewAliasesStayAliveAsLongAsTheirBuffer) {
   GraphBuilder b(g);
   int x = b.input("x", DType::f32, {2, 3, 4});
   int a = b.op1("Tanh", {x});
-  int r = b.op1("Reshape", {a, b.ints({6, 4})});   // view of a
-  int u = b.op1("Unsqueeze", {r, b.ints({0})});    // view of a view
+  int r = b.op1("Reshape", {a, b.ints({6, 4})});  // view of a
+  int u = b.op1("Unsqueeze", {r, b.ints({0})});   // view of a view
   int f = b.op1("Flatten", {u}, {{"axis", int64_t(1)}});
   int late = b.op1("Mul", {a, b.op1("Exp", {x})});  // a read again after the views
   b.output(b.op1("Relu", {f}), "flat");

@@ -76,17 +76,25 @@ TEST(Npy, RejectsWhatItCannotRead) {
     return "";
   };
   EXPECT_NE(err("not a numpy file").find("bad magic"), std::string::npos);
-  EXPECT_NE(err(npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", data)).find("'>f4'"), std::string::npos);
-  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", data)).find("Fortran"), std::string::npos);
-  EXPECT_NE(err(npy(1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", data)).find("unsupported"), std::string::npos);
-  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", data)).find("truncated"), std::string::npos);
-  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", data)).find("after its data"), std::string::npos);
-  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }", data)).find("shape"), std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", data)).find("'>f4'"),
+            std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", data)).find("Fortran"),
+            std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", data)).find("unsupported"),
+            std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", data)).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", data)).find("after its data"),
+            std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }", data)).find("shape"),
+            std::string::npos);
   EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, }", data)).find("'shape'"), std::string::npos);
   EXPECT_NE(err(npy(4, "{}", data)).find("version 4"), std::string::npos);
   std::string cut = npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data).substr(0, 30);
   EXPECT_FALSE(err(cut).empty());
-  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999,99999999999), }", data)).find("too large"), std::string::npos);
+  EXPECT_NE(err(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999,99999999999), }", data))
+                .find("too large"),
+            std::string::npos);
   EXPECT_THROW(npy_bytes(Tensor(DType::bf16, {2})), Error);
   EXPECT_THROW(read_npy("/nonexistent/file.npy"), Error);
 }

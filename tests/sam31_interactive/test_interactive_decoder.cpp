@@ -25,8 +25,8 @@ TEST(InteractiveDecoder, ObjectPointersMatchTheOfficialAddPromptStep) {
     auto out = session.run(c.inputs);
     for (auto& [name, ref] : c.expected) {
       OutputCheck r = check_output(out.at(name), ref, tol);
-      EXPECT_TRUE(r.pass) << c.label << " " << name << ": cosine " << r.cosine << " max abs " << r.max_abs
-                          << " " << r.problem;
+      EXPECT_TRUE(r.pass) << c.label << " " << name << ": cosine " << r.cosine << " max abs " << r.max_abs << " "
+                          << r.problem;
     }
     EXPECT_EQ(out.at("object_score_logit").data<float>()[0], 10.0f);
   }

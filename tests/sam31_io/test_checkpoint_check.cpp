@@ -98,7 +98,8 @@ TEST(CheckpointCheck, RandomCheckpointAndItsBrokenVariants) {
   write_random_checkpoint(path2, cfg, 43);
   EXPECT_FALSE(w.get(probe).identical(Weights::load(path2).get(probe)));
   // RoPE tables are the real ones, not noise.
-  EXPECT_TRUE(w.get("detector.backbone.vision_backbone.trunk.blocks.1.attn.freqs_cis").identical(vit_rope_table(cfg, 1)));
+  EXPECT_TRUE(
+      w.get("detector.backbone.vision_backbone.trunk.blocks.1.attn.freqs_cis").identical(vit_rope_table(cfg, 1)));
   EXPECT_TRUE(w.is_complex("detector.backbone.vision_backbone.trunk.blocks.1.attn.freqs_cis"));
 
   // Variants: a key missing, a key renamed, a key mis-shaped -> each refused naming the key.
@@ -129,7 +130,8 @@ TEST(CheckpointCheck, RopeTablesMatchTheFixtureCheckpoint) {
   const ModelConfig cfg = tiny_config();
   Weights w = Weights::load(kFixture + "/weights.pt");
   for (int b = 0; b < cfg.vit_depth; ++b) {
-    const Tensor& ref = w.get("detector.backbone.vision_backbone.trunk.blocks." + std::to_string(b) + ".attn.freqs_cis");
+    const Tensor& ref =
+        w.get("detector.backbone.vision_backbone.trunk.blocks." + std::to_string(b) + ".attn.freqs_cis");
     Tensor ours = vit_rope_table(cfg, b);
     ASSERT_EQ(ours.shape(), ref.shape()) << "block " << b;
     // The official table is float32 math (pow, products, cos/sin); ours rounds the same steps to

@@ -96,7 +96,8 @@ TEST(Config, FlatJsonSubsetsAndErrors) {
   expect_error([] { parse_config(R"([1, 2])", "flat"); }, "must be a JSON object");
   expect_error([] { parse_config(R"({"image_size": )", "flat"); }, "not valid JSON");
   expect_error([] { parse_config(R"({"vit_heads": 10})", "flat"); }, "vit_dim 1024 is not divisible by vit_heads 10");
-  expect_error([] { parse_config(R"({"image_size": 1000})", "flat"); }, "image_size 1000 is not a multiple of patch_size 14");
+  expect_error([] { parse_config(R"({"image_size": 1000})", "flat"); },
+               "image_size 1000 is not a multiple of patch_size 14");
   expect_error([] { parse_config(R"({"vit_global": [40]})", "flat"); }, "vit_global block 40");
   expect_error([] { parse_config(R"({"d_model": 0})", "flat"); }, "d_model must be positive");
   expect_error([] { load_config("/nonexistent/config.json"); }, "cannot open config file");

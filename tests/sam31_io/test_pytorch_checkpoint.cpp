@@ -115,8 +115,8 @@ TEST(PytorchCheckpoint, FixturePtEqualsSafetensorsBitForBit) {
   size_t complex_count = 0;
   for (const auto& t : pt.tensors) {
     ASSERT_TRUE(st.has(t.name)) << t.name;
-    EXPECT_TRUE(t.tensor.identical(st.at(t.name))) << t.name << " " << shape_str(t.tensor.shape()) << " vs "
-                                                    << shape_str(st.at(t.name).shape());
+    EXPECT_TRUE(t.tensor.identical(st.at(t.name)))
+        << t.name << " " << shape_str(t.tensor.shape()) << " vs " << shape_str(st.at(t.name).shape());
     bool is_rope = t.name.size() > 10 && t.name.substr(t.name.size() - 10) == ".freqs_cis";
     EXPECT_EQ(t.complex, is_rope) << t.name;
     complex_count += t.complex;
@@ -258,7 +258,8 @@ TEST(PytorchCheckpoint, RefusesViewsOutsideTheStorage) {
     return [=] { read_zip("bad_view.pt", {{"a/data.pkl", pkl}, {"a/data/0", data}}); };
   };
   const std::string four = floats_bytes({1, 2, 3, 4});
-  expect_error(zip(tensor_pickle("t", "FloatStorage", 4, 3, {2}, {1}), four), "reaches element 4 of a 4-element storage");
+  expect_error(zip(tensor_pickle("t", "FloatStorage", 4, 3, {2}, {1}), four),
+               "reaches element 4 of a 4-element storage");
   expect_error(zip(tensor_pickle("t", "FloatStorage", 4, 0, {2, 2}, {3, 1}), four), "reaches element");
   expect_error(zip(tensor_pickle("t", "FloatStorage", 4, -1, {2}, {1}), four), "negative storage offset");
   expect_error(zip(tensor_pickle("t", "FloatStorage", 4, 0, {-2}, {1}), four), "bad dimension");
@@ -268,15 +269,18 @@ TEST(PytorchCheckpoint, RefusesViewsOutsideTheStorage) {
   expect_error(zip(tensor_pickle("t", "FloatStorage", 4, 0, {4}, {1}), "abc"), "should hold 4");
   expect_error(zip(tensor_pickle("t", "ShortStorage", 2, 0, {2}, {1}), four), "ShortStorage is not supported");
   // Storage entry missing.
-  expect_error([&] { read_zip("no_storage.pt", {{"a/data.pkl", tensor_pickle("t", "FloatStorage", 4, 0, {4}, {1})}}); },
-               "storage '0' is not in the archive");
+  expect_error(
+      [&] {
+        read_zip("no_storage.pt", {{"a/data.pkl", tensor_pickle("t", "FloatStorage", 4, 0, {4}, {1})}});
+      },
+      "storage '0' is not in the archive");
 }
 
 TEST(PytorchCheckpoint, RefusesTruncatedAndDamagedArchives) {
   const std::string good = read_all(kFixture + "/weights.pt");
   // Cut the real checkpoint at many points: every prefix is refused, none crashes.
-  for (size_t cut : {size_t(0), size_t(3), size_t(30), size_t(100), size_t(5000), good.size() / 2,
-                     good.size() - 100, good.size() - 22, good.size() - 1}) {
+  for (size_t cut : {size_t(0), size_t(3), size_t(30), size_t(100), size_t(5000), good.size() / 2, good.size() - 100,
+                     good.size() - 22, good.size() - 1}) {
     std::string path = temp_path("truncated.pt");
     write_all(path, good.substr(0, cut));
     EXPECT_THROW(sam31::Weights::load(path), Error) << "cut at " << cut;
@@ -293,42 +297,137 @@ TEST(PytorchCheckpoint, RefusesTruncatedAndDamagedArchives) {
   EXPECT_THROW(sam31::Weights::load(path), Error);
   expect_error([&] { read_zip("no_pkl.pt", {{"a/version", "3"}}); }, "data.pkl");
   // Big-endian checkpoints are refused rather than misread.
-  expect_error([&] { read_zip("be.pt", {{"a/data.pkl", tensor_pickle("t", "FloatStorage", 1, 0, {1}, {1})},
-                                        {"a/byteorder", "big"}, {"a/data/0", floats_bytes({1})}}); },
-               "byte order");
+  expect_error(
+      [&] {
+        read_zip("be.pt", {{"a/data.pkl", tensor_pickle("t", "FloatStorage", 1, 0, {1}, {1})},
+                           {"a/byteorder", "big"},
+                           {"a/data/0", floats_bytes({1})}});
+      },
+      "byte order");
 }
 
 TEST(PytorchCheckpoint, RefusesCodeExecutionAndUnknownGlobals) {
   using namespace std::string_literals;
   // pickle of os.system("echo pwned") via GLOBAL + REDUCE (what a malicious __reduce__ produces).
-  const std::string os_system = "\x80\x02" "cos\nsystem\n" "q\x00" "X\x0a\x00\x00\x00" "echo pwned" "q\x01" "\x85"
-                                "q\x02" "R" "q\x03" "."s;
+  const std::string os_system =
+      "\x80\x02"
+      "cos\nsystem\n"
+      "q\x00"
+      "X\x0a\x00\x00\x00"
+      "echo pwned"
+      "q\x01"
+      "\x85"
+      "q\x02"
+      "R"
+      "q\x03"
+      "."s;
   expect_error([&] { unpickle_plain(os_system); }, "global 'os.system' is not allowed");
   // The same inside a checkpoint archive.
   expect_error([&] { read_zip("evil.pt", {{"a/data.pkl", os_system}}); }, "os.system");
   // builtins.eval via STACK_GLOBAL (protocol 4 style).
-  const std::string eval = "\x80\x04" "\x8c\x08" "builtins" "\x8c\x04" "eval" "\x93" "."s;
+  const std::string eval =
+      "\x80\x04"
+      "\x8c\x08"
+      "builtins"
+      "\x8c\x04"
+      "eval"
+      "\x93"
+      "."s;
   expect_error([&] { unpickle_plain(eval); }, "global 'builtins.eval' is not allowed");
   // Object-building opcodes are refused by name.
-  expect_error([&] { unpickle_plain("\x80\x02" "(i__main__\nX\n."s); }, "INST");
-  expect_error([&] { unpickle_plain("\x80\x02" "(o."s); }, "OBJ");
-  expect_error([&] { unpickle_plain("\x80\x02" ")" "\x81" "."s); }, "NEWOBJ");
-  expect_error([&] { unpickle_plain("\x80\x02" "\x82\x01" "."s); }, "EXT1");
-  expect_error([&] { unpickle_plain("\x80\x02" "S'x'\n."s); }, "STRING");
-  expect_error([&] { unpickle_plain("\x80\x02" "\xff" "."s); }, "unknown pickle opcode 0xff");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "(i__main__\nX\n."s);
+      },
+      "INST");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "(o."s);
+      },
+      "OBJ");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            ")"
+            "\x81"
+            "."s);
+      },
+      "NEWOBJ");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "\x82\x01"
+            "."s);
+      },
+      "EXT1");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "S'x'\n."s);
+      },
+      "STRING");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "\xff"
+            "."s);
+      },
+      "unknown pickle opcode 0xff");
   // A REDUCE of something that is not an allowed global.
-  expect_error([&] { unpickle_plain("\x80\x02" "N)R."s); }, "REDUCE of None");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "N)R."s);
+      },
+      "REDUCE of None");
   // BINPERSID without the checkpoint hooks.
-  expect_error([&] { unpickle_plain("\x80\x02" "NQ."s); }, "persistent ids are not supported");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "NQ."s);
+      },
+      "persistent ids are not supported");
 }
 
 TEST(PytorchCheckpoint, PickleVmBasicsAndLimits) {
   using namespace std::string_literals;
   // {'a': [1, -2, 70000, 2**40, 1.5, None, True, (b'xy',)], 'b': <memo of the list>}
-  const std::string p = "\x80\x02" "}" "q\x00" "(" "X\x01\x00\x00\x00" "a" "]" "q\x01" "(" "K\x01"
-                        "J\xfe\xff\xff\xff" "J\x70\x11\x01\x00" "\x8a\x06\x00\x00\x00\x00\x00\x01"
-                        "G\x3f\xf8\x00\x00\x00\x00\x00\x00" "N" "\x88" "C\x02" "xy" "\x85" "e"
-                        "X\x01\x00\x00\x00" "b" "h\x01" "u" "."s;
+  const std::string p =
+      "\x80\x02"
+      "}"
+      "q\x00"
+      "("
+      "X\x01\x00\x00\x00"
+      "a"
+      "]"
+      "q\x01"
+      "("
+      "K\x01"
+      "J\xfe\xff\xff\xff"
+      "J\x70\x11\x01\x00"
+      "\x8a\x06\x00\x00\x00\x00\x00\x01"
+      "G\x3f\xf8\x00\x00\x00\x00\x00\x00"
+      "N"
+      "\x88"
+      "C\x02"
+      "xy"
+      "\x85"
+      "e"
+      "X\x01\x00\x00\x00"
+      "b"
+      "h\x01"
+      "u"
+      "."s;
   auto v = unpickle_plain(p);
   ASSERT_TRUE(v->is(pickle::Value::Kind::dict));
   auto a = v->get("a");
@@ -344,15 +443,70 @@ TEST(PytorchCheckpoint, PickleVmBasicsAndLimits) {
   EXPECT_EQ(a->items[7]->items[0]->s, "xy");
   EXPECT_EQ(v->get("b"), a);  // memo keeps identity
   // Length fields larger than the data, missing STOP, stack underflow, unknown memo entries.
-  expect_error([&] { unpickle_plain("\x80\x02" "X\xff\xff\xff\x7f" "abc."s); }, "needs 2147483647 bytes");
-  expect_error([&] { unpickle_plain("\x80\x02" "N"s); }, "without STOP");
-  expect_error([&] { unpickle_plain("\x80\x02" "t."s); }, "no MARK");
-  expect_error([&] { unpickle_plain("\x80\x02" "\x85" "."s); }, "stack underflow");
-  expect_error([&] { unpickle_plain("\x80\x02" "h\x05" "."s); }, "memo entry 5");
-  expect_error([&] { unpickle_plain("\x80\x02" "NN."s); }, "STOP with 2 values");
-  expect_error([&] { unpickle_plain("\x80\x02" "\x8a\x09" "123456789."s); }, "too large");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "X\xff\xff\xff\x7f"
+            "abc."s);
+      },
+      "needs 2147483647 bytes");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "N"s);
+      },
+      "without STOP");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "t."s);
+      },
+      "no MARK");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "\x85"
+            "."s);
+      },
+      "stack underflow");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "h\x05"
+            "."s);
+      },
+      "memo entry 5");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "NN."s);
+      },
+      "STOP with 2 values");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "\x8a\x09"
+            "123456789."s);
+      },
+      "too large");
   // A list appended to itself would be a reference cycle.
-  expect_error([&] { unpickle_plain("\x80\x02" "]" "q\x00" "h\x00" "a."s); }, "cannot contain itself");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "]"
+            "q\x00"
+            "h\x00"
+            "a."s);
+      },
+      "cannot contain itself");
   // Deep nesting is bounded (each level: EMPTY_LIST, then APPEND into the list below).
   std::string deep = "\x80\x02";
   for (int i = 0; i < 100000; ++i) deep += "]";
@@ -360,8 +514,21 @@ TEST(PytorchCheckpoint, PickleVmBasicsAndLimits) {
   deep += ".";
   expect_error([&] { unpickle_plain(deep); }, "nested deeper");
   // Mutating a container after storing it elsewhere is refused (no cycles possible).
-  expect_error([&] { unpickle_plain("\x80\x02" "]" "q\x00" "]" "q\x01" "h\x00" "a" "h\x00" "h\x01" "a."s); },
-               "after it was stored");
+  expect_error(
+      [&] {
+        unpickle_plain(
+            "\x80\x02"
+            "]"
+            "q\x00"
+            "]"
+            "q\x01"
+            "h\x00"
+            "a"
+            "h\x00"
+            "h\x01"
+            "a."s);
+      },
+      "after it was stored");
 }
 
 TEST(PytorchCheckpoint, RandomCorruptionNeverCrashes) {

@@ -37,8 +37,8 @@ TEST(Tokenizer, ReproducesEveryFixtureCase) {
       ++matched;
     } else {
       ADD_FAILURE() << "[" << c["group"].get<std::string>() << "] " << nlohmann::json(text).dump()
-                    << "\n  cleaned: " << nlohmann::json(clean_text_lower(text)).dump()
-                    << "\n  expected " << nlohmann::json(expected).dump() << "\n  got      " << nlohmann::json(got).dump();
+                    << "\n  cleaned: " << nlohmann::json(clean_text_lower(text)).dump() << "\n  expected "
+                    << nlohmann::json(expected).dump() << "\n  got      " << nlohmann::json(got).dump();
     }
     EXPECT_EQ(tok.encode(text).size() + 2, c["num_tokens_untruncated"].get<size_t>()) << text;
     texts.push_back(text);
@@ -62,17 +62,17 @@ TEST(Tokenizer, ReproducesEveryFixtureCase) {
 TEST(Tokenizer, CleaningSteps) {
   EXPECT_EQ(html_unescape("&amp;lt; &#65; &#x42; &copy &notit; &#0; &#1; &#99999999999; &bogus;"),
             "&lt; A B \u00a9 \u00acit; \ufffd  \ufffd &bogus;");
-  EXPECT_EQ(ftfy_fix_text("sch\u00c3\u00b6n"), "sch\u00f6n");                   // UTF-8 read as Latin-1
-  EXPECT_EQ(ftfy_fix_text("don\u00e2\u20ac\u2122t"), "don't");                 // ... as windows-1252, then uncurled
-  EXPECT_EQ(ftfy_fix_text("\uff21\uff22\u3000x"), "AB x");                     // full width
-  EXPECT_EQ(ftfy_fix_text("\ufb01ne"), "fine");                                 // ligature
-  EXPECT_EQ(ftfy_fix_text("a\x1b[31mb\x01"), "ab");                             // terminal escape, control char
-  EXPECT_EQ(ftfy_fix_text("caf\u00e9 na\u00efve"), "caf\u00e9 na\u00efve");     // legitimate Latin-1 stays
-  EXPECT_EQ(ftfy_fix_text("e\u0301"), "\u00e9");                                // NFC
+  EXPECT_EQ(ftfy_fix_text("sch\u00c3\u00b6n"), "sch\u00f6n");                // UTF-8 read as Latin-1
+  EXPECT_EQ(ftfy_fix_text("don\u00e2\u20ac\u2122t"), "don't");               // ... as windows-1252, then uncurled
+  EXPECT_EQ(ftfy_fix_text("\uff21\uff22\u3000x"), "AB x");                   // full width
+  EXPECT_EQ(ftfy_fix_text("\ufb01ne"), "fine");                              // ligature
+  EXPECT_EQ(ftfy_fix_text("a\x1b[31mb\x01"), "ab");                          // terminal escape, control char
+  EXPECT_EQ(ftfy_fix_text("caf\u00e9 na\u00efve"), "caf\u00e9 na\u00efve");  // legitimate Latin-1 stays
+  EXPECT_EQ(ftfy_fix_text("e\u0301"), "\u00e9");                             // NFC
   EXPECT_EQ(ftfy_fix_text("&BUNDESSTRA&SZLIG;E"), "&BUNDESSTRASSE");
-  EXPECT_EQ(ftfy_fix_text("<b>&amp;</b>"), "<b>&amp;</b>");                     // '<' turns ftfy's unescape off
+  EXPECT_EQ(ftfy_fix_text("<b>&amp;</b>"), "<b>&amp;</b>");  // '<' turns ftfy's unescape off
   EXPECT_EQ(clean_text_lower("  Hello\t\tWORLD \u00a0 "), "hello world");
-  EXPECT_EQ(clean_text_lower("\u0130stanbul"), "i\u0307stanbul");               // Python's str.lower()
+  EXPECT_EQ(clean_text_lower("\u0130stanbul"), "i\u0307stanbul");  // Python's str.lower()
   EXPECT_THROW(clean_text_lower("bad \xff utf-8"), Error);
 }
 

@@ -24,8 +24,9 @@ TEST(Backbone, RopeTablesMatchTheCheckpointFreqsCis) {
   const int hd = cfg.vit_dim / cfg.vit_heads, ws = cfg.vit_window, G = cfg.token_grid();
   for (int blk = 0; blk < cfg.vit_depth; ++blk) {
     const bool global = cfg.vit_block_is_global(blk);
-    const layers::RopeTables t = global ? layers::axial_rope_tables(hd, G, G, float(cfg.rope_theta), float(ws) / float(G))
-                                        : layers::axial_rope_tables(hd, ws, ws, float(cfg.rope_theta), 1.0f);
+    const layers::RopeTables t = global
+                                     ? layers::axial_rope_tables(hd, G, G, float(cfg.rope_theta), float(ws) / float(G))
+                                     : layers::axial_rope_tables(hd, ws, ws, float(cfg.rope_theta), 1.0f);
     const Tensor& f = w.get(kTrunk + ".blocks." + std::to_string(blk) + ".attn.freqs_cis");  // [L, hd/2, 2]
     ASSERT_EQ(f.dim(0), t.cos.dim(0)) << "block " << blk;
     ASSERT_EQ(f.dim(1), t.cos.dim(1));

@@ -124,7 +124,8 @@ TEST(Detector, ModuleFixtureIsAnotherFrame) {
   auto seq = [](const Tensor& t) {
     return contract::permute(t.reshaped({t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}), {2, 0, 1});
   };
-  OutputCheck c = check_output(seq(bb.at("out.det.fpn2")), f.at("call.geometry_encoder.kwargs.img_feats.0"), Tolerance{});
+  OutputCheck c =
+      check_output(seq(bb.at("out.det.fpn2")), f.at("call.geometry_encoder.kwargs.img_feats.0"), Tolerance{});
   EXPECT_LT(c.cosine, 0.999);
   c = check_output(seq(bb.at("out.pos2")), f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"), Tolerance{});
   EXPECT_EQ(c.max_abs, 0.0);

@@ -10,8 +10,8 @@
 #include "compiler/compile.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
-#include "models/sam31/propagation_decoder.h"
 #include "models/sam31/parity.h"
+#include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
 #include "runtime/ort_peer.h"
@@ -50,8 +50,8 @@ void expect_case_passes(const ParityCase& c, const std::map<std::string, Tensor>
   for (auto& [name, ref] : c.expected) {
     ASSERT_TRUE(out.count(name)) << backend << " " << c.label << ": no output " << name;
     OutputCheck chk = check_output(out.at(name), ref, c.tolerance.at(name));
-    std::printf("[%s] %s %-22s cos=%.7f max_abs=%.3g (max|ref| %.3g)\n", backend.c_str(), c.label.c_str(),
-                name.c_str(), chk.cosine, chk.max_abs, chk.max_ref);
+    std::printf("[%s] %s %-22s cos=%.7f max_abs=%.3g (max|ref| %.3g)\n", backend.c_str(), c.label.c_str(), name.c_str(),
+                chk.cosine, chk.max_abs, chk.max_ref);
     EXPECT_TRUE(chk.pass) << backend << " " << c.label << " " << name << ": " << chk.problem << " cos=" << chk.cosine
                           << " max_abs=" << chk.max_abs;
   }
@@ -181,5 +181,6 @@ TEST(MemoryEncoder, WrittenContractIsInSync) {
   std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/memory_encoder.md");
   ASSERT_TRUE(f.good());
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find(memory_encoder_contract(default_config())), std::string::npos) << "docs/contracts/memory_encoder.md is out of date";
+  EXPECT_NE(text.find(memory_encoder_contract(default_config())), std::string::npos)
+      << "docs/contracts/memory_encoder.md is out of date";
 }

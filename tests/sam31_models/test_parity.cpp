@@ -22,7 +22,7 @@ TEST(CheckOutput, ToleranceIsRelativeToTheReferenceMaximum) {
   OutputCheck c = check_output(got, ref, Tolerance{});
   EXPECT_TRUE(c.pass);
   EXPECT_NEAR(c.ratio, 1.9e-3 / 20.0, 1e-7);  // float rounding of 5 + 1.9e-3
-  got.data<float>()[2] = 5.0f + 2.2e-3f;  // 1.1e-4 of max|ref|
+  got.data<float>()[2] = 5.0f + 2.2e-3f;      // 1.1e-4 of max|ref|
   EXPECT_FALSE(check_output(got, ref, Tolerance{}).pass);
 }
 
@@ -46,7 +46,9 @@ TEST(CheckOutput, ScaleOfAtLeastOneAndMaskIou) {
 TEST(CheckOutput, ShapeMismatchAndNanFail) {
   Tensor ref = Tensor::from_vector<float>({2}, {1.0f, 2.0f});
   EXPECT_FALSE(check_output(Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f}), ref, Tolerance{}).pass);
-  EXPECT_FALSE(check_output(Tensor::from_vector<float>({2}, {1.0f, std::numeric_limits<float>::quiet_NaN()}), ref, Tolerance{}).pass);
+  EXPECT_FALSE(
+      check_output(Tensor::from_vector<float>({2}, {1.0f, std::numeric_limits<float>::quiet_NaN()}), ref, Tolerance{})
+          .pass);
   EXPECT_TRUE(check_output(ref, ref, Tolerance{}).pass);
 }
 
@@ -134,15 +136,16 @@ TEST(Contracts, FullSizeGraphsBuild) {
   {
     Weights w = fullsize_zero_weights({"detector."}, size_t(64) << 20);
     ir::Graph g = build_detector(full, w);
-    EXPECT_EQ(output_shape(g, "pred_masks"), (Shape{1, full.num_queries, full.low_res_mask_size(), full.low_res_mask_size()}));
+    EXPECT_EQ(output_shape(g, "pred_masks"),
+              (Shape{1, full.num_queries, full.low_res_mask_size(), full.low_res_mask_size()}));
     EXPECT_EQ(output_shape(g, "pred_logits"), (Shape{1, full.num_queries, 1}));
   }
   {
     ModelConfig cfg = full;
     cfg.vit_depth = 2;
     cfg.vit_global = {1};
-    Weights w = fullsize_zero_weights(
-        {"detector.backbone.vision_backbone.", "tracker.model.sam_mask_decoder.conv_s"}, size_t(64) << 20);
+    Weights w = fullsize_zero_weights({"detector.backbone.vision_backbone.", "tracker.model.sam_mask_decoder.conv_s"},
+                                      size_t(64) << 20);
     ir::Graph g = build_backbone(cfg, w);
     const int64_t G = cfg.token_grid(), D = cfg.d_model;
     EXPECT_EQ(output_shape(g, "vit_trunk"), (Shape{1, cfg.vit_dim, G, G}));

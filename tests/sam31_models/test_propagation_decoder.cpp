@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include "compiler/compile.h"
@@ -182,7 +182,8 @@ TEST(PropagationDecoder, SmallerSlotVariantMatches) {
     std::memcpy(out.raw(), t.raw(), out.nbytes());
     return out;
   };
-  for (const char* k : {"memory_maskmem", "memory_image", "memory_tpos_index", "memory_valid"}) in[k] = shrink(in.at(k), S);
+  for (const char* k : {"memory_maskmem", "memory_image", "memory_tpos_index", "memory_valid"})
+    in[k] = shrink(in.at(k), S);
   for (const char* k : {"obj_ptrs", "obj_ptr_tpos", "obj_ptr_valid"}) in[k] = shrink(in.at(k), P);
   expect_case_passes(c, small.run(in), "segmux-small-slots");
   EXPECT_THROW(build_propagation_decoder_for_slots(m.cfg, m.w, 0, P), Error);
@@ -193,5 +194,6 @@ TEST(PropagationDecoder, WrittenContractIsInSync) {
   std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/propagation_decoder.md");
   ASSERT_TRUE(f.good());
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find(propagation_decoder_contract(default_config())), std::string::npos) << "docs/contracts/propagation_decoder.md is out of date";
+  EXPECT_NE(text.find(propagation_decoder_contract(default_config())), std::string::npos)
+      << "docs/contracts/propagation_decoder.md is out of date";
 }

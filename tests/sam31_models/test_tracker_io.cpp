@@ -69,7 +69,8 @@ StoredFrame synthetic_frame(int t) {
   const int64_t D = cfg().d_model, g = cfg().token_grid(), M = cfg().multiplex_count;
   StoredFrame s;
   s.maskmem_features = Tensor(DType::bf16, {1, D, g, g});
-  for (int64_t i = 0; i < s.maskmem_features.numel(); ++i) s.maskmem_features.data<uint16_t>()[i] = f32_to_bf16(float(t));
+  for (int64_t i = 0; i < s.maskmem_features.numel(); ++i)
+    s.maskmem_features.data<uint16_t>()[i] = f32_to_bf16(float(t));
   s.image_features = Tensor(DType::f32, {1, D, g, g});
   s.obj_ptr = Tensor(DType::f32, {1, M, D});
   for (int64_t i = 0; i < s.obj_ptr.numel(); ++i) s.obj_ptr.data<float>()[i] = float(t);
@@ -106,9 +107,9 @@ TEST(TrackerIo, SelectionRebuildsTheOfficialMemoryTensors) {
   }
 
   // Tokens: the official memory = [spatial maskmem tokens (slot-major), pointer tokens].
-  const Tensor& memory = fx(f, "in.memory_attention.memory");           // (7*L + 40, 1, D)
+  const Tensor& memory = fx(f, "in.memory_attention.memory");               // (7*L + 40, 1, D)
   const Tensor& image_pos = fx(f, "in.memory_attention.memory_image_pos");  // (7*L, 1, D)
-  const Tensor& mem_image = fx(f, "in.memory_attention.memory_image");   // (7*L, 1, D)
+  const Tensor& mem_image = fx(f, "in.memory_attention.memory_image");      // (7*L, 1, D)
   Weights w = Weights::load(kFixture + "/weights.safetensors");
   const Tensor& tpos_enc = w.get("tracker.model.maskmem_tpos_enc");
   const int64_t D = cfg().d_model, L = int64_t(cfg().token_grid()) * cfg().token_grid(), M = cfg().multiplex_count;
@@ -135,8 +136,8 @@ TEST(TrackerIo, SelectionRebuildsTheOfficialMemoryTensors) {
   EXPECT_EQ(in.tensors.at("obj_ptr_valid").data<float>()[9], 1.0f);
   EXPECT_EQ(in.tensors.at("obj_ptr_valid").data<float>()[10], 0.0f);
   // Smaller compiled slot variants: exact fit works, one slot short is an error.
-  PropagationInputs fit = assemble_propagation_inputs(cfg(), bank, a, 0, 10, 16, fixture_features(f), {},
-                                                      PropagationSlots{7, 10});
+  PropagationInputs fit =
+      assemble_propagation_inputs(cfg(), bank, a, 0, 10, 16, fixture_features(f), {}, PropagationSlots{7, 10});
   EXPECT_EQ(fit.tensors.at("memory_maskmem").dim(0), 7);
   EXPECT_EQ(fit.tensors.at("obj_ptrs").dim(0), 10);
   EXPECT_THROW(assemble_propagation_inputs(cfg(), bank, a, 0, 10, 16, fixture_features(f), {}, PropagationSlots{6, 10}),
@@ -238,7 +239,8 @@ TEST(TrackerIo, DemuxGivesTheOfficialDataSpaceOutputs) {
     const Tensor& ptr_data = fx(f, "out.sam_heads.obj_ptr");
     for (int64_t s = 0; s < M; ++s)
       if (a.buckets[0][size_t(s)] >= 0)
-        for (int64_t d = 0; d < D; ++d) ptr.data<float>()[s * D + d] = ptr_data.data<float>()[a.buckets[0][size_t(s)] * D + d];
+        for (int64_t d = 0; d < D; ++d)
+          ptr.data<float>()[s * D + d] = ptr_data.data<float>()[a.buckets[0][size_t(s)] * D + d];
     out["obj_ptr"] = ptr;
     PropagationResult r = demux_propagation_outputs(cfg(), a, {out});
     EXPECT_TRUE(r.low_res_multimasks.identical(fx(f, "out.sam_heads.low_res_multimasks"))) << file;

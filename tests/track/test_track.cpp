@@ -233,9 +233,9 @@ TEST_F(Track, RerunReplacesOutputsAndOptionsDropThem) {
 TEST_F(Track, HelpListsEveryOption) {
   Result r = segmux("track --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* opt : {"--prompt", "--out", "--weights", "--config", "--vocab", "--model", "--demo", "--cache-dir",
-                          "--start", "--max-frames", "--direction", "--overlay", "--no-masks", "--threads", "--json",
-                          "tracks.json", "obj_id + 1"})
+  for (const char* opt :
+       {"--prompt", "--out", "--weights", "--config", "--vocab", "--model", "--demo", "--cache-dir", "--start",
+        "--max-frames", "--direction", "--overlay", "--no-masks", "--threads", "--json", "tracks.json", "obj_id + 1"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
 }
 
@@ -253,8 +253,8 @@ TEST_F(Track, BadInputFailsCleanly) {
   expect_failure(run(tmp("e8"), frames + " --prompt x"), tmp("e8"), "no model");
   std::ofstream(tmp("garbage.safetensors"), std::ios::binary) << std::string(100, '\x7f');
   expect_failure(run(tmp("e9"), frames + " --prompt x --weights " + tmp("garbage.safetensors") + " --config " + kTiny +
-                                    "/config.json --vocab " + kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " +
-                                    tmp("cache")),
+                                    "/config.json --vocab " + kTiny +
+                                    "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + tmp("cache")),
                  tmp("e9"), "garbage.safetensors");
   expect_failure(run(tmp("e10"), frames + " --prompt x --weights " + tmp("absent.pt") + " --cache-dir " + tmp("cache")),
                  tmp("e10"), "absent.pt");

@@ -46,9 +46,12 @@ bool fuse_attention(ir::Graph& g) {
     double scale = 1.0;
     if (const ir::Node* mul = m.node_of(cur, "Mul"); mul && m.internal(cur)) {
       double c;
-      if (m.scalar(mul->inputs[1], &c)) cur = mul->inputs[0];
-      else if (m.scalar(mul->inputs[0], &c)) cur = mul->inputs[1];
-      else continue;
+      if (m.scalar(mul->inputs[1], &c))
+        cur = mul->inputs[0];
+      else if (m.scalar(mul->inputs[0], &c))
+        cur = mul->inputs[1];
+      else
+        continue;
       scale = c;
       inner.push_back(m.node_index(mul));
     } else if (const ir::Node* div = m.node_of(cur, "Div"); div && m.internal(cur)) {

@@ -19,8 +19,10 @@ bool fuse_gelu(ir::Graph& g) {
     int x = -1;
     if (d.domain.empty() && d.op_type == "Div" && m.scalar_near(d.inputs[1], kSqrt2)) x = d.inputs[0];
     if (d.domain.empty() && d.op_type == "Mul") {
-      if (m.scalar_near(d.inputs[1], kInvSqrt2)) x = d.inputs[0];
-      else if (m.scalar_near(d.inputs[0], kInvSqrt2)) x = d.inputs[1];
+      if (m.scalar_near(d.inputs[1], kInvSqrt2))
+        x = d.inputs[0];
+      else if (m.scalar_near(d.inputs[0], kInvSqrt2))
+        x = d.inputs[1];
     }
     if (x < 0 || g.value(x).dtype != DType::f32) continue;
     // 1 + erf
@@ -35,7 +37,8 @@ bool fuse_gelu(ir::Graph& g) {
     if (o1 == x) {
       // Mul(x, 1+erf) -> Mul(., 0.5)
       int m2 = m.sole_consumer(g.nodes[size_t(m1)].outputs[0], "Mul");
-      if (m2 < 0 || !m.scalar_near(fuse::Matcher::other(g.nodes[size_t(m2)], g.nodes[size_t(m1)].outputs[0]), 0.5)) continue;
+      if (m2 < 0 || !m.scalar_near(fuse::Matcher::other(g.nodes[size_t(m2)], g.nodes[size_t(m1)].outputs[0]), 0.5))
+        continue;
       inner.push_back(m1);
       final_node = m2;
     } else if (m.scalar_near(o1, 0.5)) {

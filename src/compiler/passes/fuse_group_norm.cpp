@@ -29,14 +29,16 @@ bool fuse_group_norm(ir::Graph& g) {
   bool changed = false;
   for (size_t in_idx = 0; in_idx < g.nodes.size(); ++in_idx) {
     const ir::Node& inorm = g.nodes[in_idx];
-    if (m.removed[in_idx] || !inorm.domain.empty() || inorm.op_type != "InstanceNormalization" || inorm.inputs.size() != 3)
+    if (m.removed[in_idx] || !inorm.domain.empty() || inorm.op_type != "InstanceNormalization" ||
+        inorm.inputs.size() != 3)
       continue;
     const ir::Node* r1 = m.node_of(inorm.inputs[0], "Reshape");
     if (!r1 || !m.internal(inorm.inputs[0])) continue;
     const int x = r1->inputs[0];
     const ir::Value& xv = g.value(x);
     const ir::Value& grouped = g.value(inorm.inputs[0]);
-    if (xv.dtype != DType::f32 || !xv.has_shape || xv.shape.size() < 2 || !grouped.has_shape || grouped.shape.size() != 3)
+    if (xv.dtype != DType::f32 || !xv.has_shape || xv.shape.size() < 2 || !grouped.has_shape ||
+        grouped.shape.size() != 3)
       continue;
     const int64_t N = xv.shape[0], C = xv.shape[1], G = grouped.shape[1];
     if (grouped.shape[0] != N || G < 1 || C % G != 0 || shape_numel(grouped.shape) != shape_numel(xv.shape)) continue;

@@ -20,8 +20,8 @@ bool fuse_linear(ir::Graph& g) {
       int add = m.sole_consumer(y, "Add");
       const int bias = add >= 0 ? fuse::Matcher::other(g.nodes[size_t(add)], y) : -1;
       const Tensor* b = bias >= 0 ? g.initializer(bias) : nullptr;
-      const bool row_bias = b && b->dtype() == DType::f32 && b->numel() == w->dim(1) && b->rank() >= 1 && size_t(b->rank()) <= xv.shape.size() &&
-                            b->dim(-1) == w->dim(1);
+      const bool row_bias = b && b->dtype() == DType::f32 && b->numel() == w->dim(1) && b->rank() >= 1 &&
+                            size_t(b->rank()) <= xv.shape.size() && b->dim(-1) == w->dim(1);
       ir::Node& f = row_bias ? g.nodes[size_t(add)] : g.nodes[i];
       const int x = mm.inputs[0], wv = mm.inputs[1];
       if (row_bias) {

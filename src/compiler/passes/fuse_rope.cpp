@@ -11,9 +11,12 @@ namespace {
 bool mul_of(const fuse::Matcher& m, int v, int a, int* table) {
   const ir::Node* n = m.node_of(v, "Mul");
   if (!n || !m.internal(v) || n->inputs.size() != 2) return false;
-  if (n->inputs[0] == a) *table = n->inputs[1];
-  else if (n->inputs[1] == a) *table = n->inputs[0];
-  else return false;
+  if (n->inputs[0] == a)
+    *table = n->inputs[1];
+  else if (n->inputs[1] == a)
+    *table = n->inputs[0];
+  else
+    return false;
   return m.g.initializer(*table) != nullptr;
 }
 // Table constant of shape [1.., L, half, 1].
@@ -78,15 +81,9 @@ bool fuse_rope(ir::Graph& g) {
       continue;
     const int64_t L = xv.shape[xv.shape.size() - 2], half = xv.shape.back() / 2;
     if (xv.shape.back() % 2 != 0 || !table_shape(g, cos1, L, half) || !table_shape(g, sin1, L, half)) continue;
-    std::vector<int> inner = {m.node_index(r1),
-                              m.node_index(split),
-                              m.producer(sub->inputs[0]),
-                              m.producer(sub->inputs[1]),
-                              m.producer(add->inputs[0]),
-                              m.producer(add->inputs[1]),
-                              m.node_index(sub),
-                              m.node_index(add),
-                              int(ci)};
+    std::vector<int> inner = {m.node_index(r1),           m.node_index(split),        m.producer(sub->inputs[0]),
+                              m.producer(sub->inputs[1]), m.producer(add->inputs[0]), m.producer(add->inputs[1]),
+                              m.node_index(sub),          m.node_index(add),          int(ci)};
     ir::Node& f = g.nodes[size_t(r2)];
     f.op_type = "Rope";
     f.domain = "segmux";

@@ -19,8 +19,10 @@ void same_as_input(InferContext& ctx) { ctx.outputs[0] = ctx.in(0); }
 
 void unary(const std::string& op, bool float_only) {
   reg(op, 1, 1, [float_only](InferContext& ctx) {
-    if (float_only) require_float(ctx, 0);
-    else if (ctx.in(0).dtype == DType::boolean) ctx.error("bool input is not supported");
+    if (float_only)
+      require_float(ctx, 0);
+    else if (ctx.in(0).dtype == DType::boolean)
+      ctx.error("bool input is not supported");
     same_as_input(ctx);
   });
 }
@@ -86,16 +88,18 @@ void variadic(const std::string& op, bool float_only) {
 }  // namespace
 
 void register_elementwise_schemas() {
-  for (const char* op : {"Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Reciprocal", "Sin", "Cos", "Tan",
-                         "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Floor", "Ceil",
-                         "Round", "Softsign", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "Celu",
-                         "HardSigmoid", "ThresholdedRelu"})
+  for (const char* op :
+       {"Sqrt",      "Exp",   "Log",   "Erf",  "Tanh",        "Sigmoid",        "Reciprocal", "Sin",
+        "Cos",       "Tan",   "Asin",  "Acos", "Atan",        "Sinh",           "Cosh",       "Asinh",
+        "Acosh",     "Atanh", "Floor", "Ceil", "Round",       "Softsign",       "Softplus",   "HardSwish",
+        "LeakyRelu", "Elu",   "Selu",  "Celu", "HardSigmoid", "ThresholdedRelu"})
     unary(op, true);
   for (const char* op : {"Relu", "Neg", "Abs", "Sign", "Shrink"}) unary(op, false);
 
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod"}) binary_arith(op);
   reg("Pow", 2, 2, [](InferContext& ctx) {
-    if (ctx.in(0).dtype == DType::boolean || ctx.in(1).dtype == DType::boolean) ctx.error("bool inputs are not supported");
+    if (ctx.in(0).dtype == DType::boolean || ctx.in(1).dtype == DType::boolean)
+      ctx.error("bool inputs are not supported");
     ctx.outputs[0] = broadcast_type(ctx, 0, 2, false);
     ctx.outputs[0].dtype = ctx.in(0).dtype;
   });
@@ -103,7 +107,8 @@ void register_elementwise_schemas() {
     require_dtype(ctx, 0, {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i64, DType::i32}, "a numeric type");
     TensorType t = broadcast_type(ctx, 0, 2, true);
     // Slope must broadcast to X (unidirectional).
-    if (t.has_shape && t.shape != ctx.in(0).shape) ctx.error("slope " + shape_str(ctx.in(1).shape) + " does not broadcast to X " + shape_str(ctx.in(0).shape));
+    if (t.has_shape && t.shape != ctx.in(0).shape)
+      ctx.error("slope " + shape_str(ctx.in(1).shape) + " does not broadcast to X " + shape_str(ctx.in(0).shape));
     ctx.outputs[0] = ctx.in(0);
   });
   for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) compare(op);
@@ -154,16 +159,19 @@ void register_elementwise_schemas() {
     ctx.outputs[0].dtype = ctx.in(1).dtype;
   });
   reg("Identity", 1, 1, same_as_input);
-  reg("Dropout", 1, 3, [](InferContext& ctx) {
-    if (auto mode = const_doubles(ctx, 2)) {
-      if (!mode->empty() && (*mode)[0] != 0) ctx.error("training_mode=1 is not supported (inference only)");
-    }
-    same_as_input(ctx);
-    if (ctx.outputs.size() > 1) {
-      ctx.outputs[1] = ctx.in(0);
-      ctx.outputs[1].dtype = DType::boolean;
-    }
-  }, 1, 2);
+  reg(
+      "Dropout", 1, 3,
+      [](InferContext& ctx) {
+        if (auto mode = const_doubles(ctx, 2)) {
+          if (!mode->empty() && (*mode)[0] != 0) ctx.error("training_mode=1 is not supported (inference only)");
+        }
+        same_as_input(ctx);
+        if (ctx.outputs.size() > 1) {
+          ctx.outputs[1] = ctx.in(0);
+          ctx.outputs[1].dtype = DType::boolean;
+        }
+      },
+      1, 2);
 }
 
 }  // namespace segmux::ir

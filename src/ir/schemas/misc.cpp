@@ -63,12 +63,15 @@ void register_misc_schemas() {
     if (ctx.has_input(2) && ctx.in(2).dtype != ctx.in(0).dtype) ctx.error("x_zero_point must have x's dtype");
     ctx.outputs[0] = TensorType{ctx.in(1).dtype, ctx.in(0).shape, ctx.in(0).has_shape};
   });
-  reg("DynamicQuantizeLinear", 1, 1, [](InferContext& ctx) {
-    require_dtype(ctx, 0, {DType::f32}, "f32");
-    ctx.outputs[0] = TensorType{DType::u8, ctx.in(0).shape, ctx.in(0).has_shape};
-    set_out(ctx, 1, DType::f32, {});
-    set_out(ctx, 2, DType::u8, {});
-  }, 3, 3);
+  reg(
+      "DynamicQuantizeLinear", 1, 1,
+      [](InferContext& ctx) {
+        require_dtype(ctx, 0, {DType::f32}, "f32");
+        ctx.outputs[0] = TensorType{DType::u8, ctx.in(0).shape, ctx.in(0).has_shape};
+        set_out(ctx, 1, DType::f32, {});
+        set_out(ctx, 2, DType::u8, {});
+      },
+      3, 3);
   reg("MatMulInteger", 2, 4, [](InferContext& ctx) {
     require_quant(ctx, 0);
     require_quant(ctx, 1);
@@ -97,7 +100,8 @@ void register_misc_schemas() {
   });
   reg("NonMaxSuppression", 2, 5, [](InferContext& ctx) {
     require_float(ctx, 0);
-    if (ctx.in(0).has_shape && (ctx.in(0).shape.size() != 3 || ctx.in(0).shape[2] != 4)) ctx.error("boxes must be [batch, boxes, 4]");
+    if (ctx.in(0).has_shape && (ctx.in(0).shape.size() != 3 || ctx.in(0).shape[2] != 4))
+      ctx.error("boxes must be [batch, boxes, 4]");
     if (ctx.in(1).has_shape && ctx.in(1).shape.size() != 3) ctx.error("scores must be [batch, classes, boxes]");
     set_out(ctx, 0, DType::i64, {-1, 3});
   });
@@ -110,7 +114,8 @@ void register_misc_schemas() {
     if (!shapes_known(ctx, {0, 1})) return set_out_unknown(ctx, 0, ctx.in(0).dtype);
     const Shape& x = ctx.in(0).shape;
     const Shape& g = ctx.in(1).shape;
-    if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0]) ctx.error("expects X [N,C,H,W] and grid [N,H_out,W_out,2]");
+    if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0])
+      ctx.error("expects X [N,C,H,W] and grid [N,H_out,W_out,2]");
     set_out(ctx, 0, ctx.in(0).dtype, {x[0], x[1], g[1], g[2]});
   });
   reg("LRN", 1, 1, [](InferContext& ctx) {
@@ -131,7 +136,8 @@ void register_misc_schemas() {
     std::vector<int64_t> k = ctx.node.attr_ints("kernel_shape");
     std::vector<int64_t> st = ctx.node.attr_ints("strides", std::vector<int64_t>(r, 1));
     std::vector<int64_t> pads = ctx.node.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
-    if (k.size() != r || st.size() != r || pads.size() != 2 * r) ctx.error("kernel_shape/strides/pads do not match the rank");
+    if (k.size() != r || st.size() != r || pads.size() != 2 * r)
+      ctx.error("kernel_shape/strides/pads do not match the rank");
     Shape out{x.shape[0], x.shape[1]};
     for (size_t i = 0; i < r; ++i) out.push_back((x.shape[i + 2] - 1) * st[i] + k[i] - pads[i] - pads[i + r]);
     set_out(ctx, 0, x.dtype, out);
@@ -140,7 +146,8 @@ void register_misc_schemas() {
     require_float(ctx, 0);
     const TensorType& x = ctx.in(0);
     if (!x.has_shape) return set_out_unknown(ctx, 0, x.dtype);
-    if (x.shape.size() < 2 || x.shape[x.shape.size() - 1] != x.shape[x.shape.size() - 2]) ctx.error("input must be [*, M, M]");
+    if (x.shape.size() < 2 || x.shape[x.shape.size() - 1] != x.shape[x.shape.size() - 2])
+      ctx.error("input must be [*, M, M]");
     set_out(ctx, 0, x.dtype, Shape(x.shape.begin(), x.shape.end() - 2));
   });
   reg("BitShift", 2, 2, [](InferContext& ctx) {
@@ -151,20 +158,23 @@ void register_misc_schemas() {
     if (!shapes_known(ctx, {0, 1})) return set_out_unknown(ctx, 0, ctx.in(0).dtype);
     set_out(ctx, 0, ctx.in(0).dtype, broadcast(ctx, ctx.in(0).shape, ctx.in(1).shape));
   });
-  reg("Unique", 1, 1, [](InferContext& ctx) {
-    const TensorType& x = ctx.in(0);
-    if (!x.has_shape) {
-      for (size_t k = 0; k < ctx.outputs.size(); ++k) set_out_unknown(ctx, k, k == 0 ? x.dtype : DType::i64);
-      return;
-    }
-    Shape y{-1};
-    if (ctx.node.has_attr("axis")) {
-      y = x.shape;
-      y[size_t(norm_axis(ctx, ctx.node.attr_int("axis", 0), int64_t(y.size())))] = -1;
-    }
-    set_out(ctx, 0, x.dtype, y);
-    for (size_t k = 1; k < ctx.outputs.size(); ++k) set_out(ctx, k, DType::i64, {-1});
-  }, 1, 4);
+  reg(
+      "Unique", 1, 1,
+      [](InferContext& ctx) {
+        const TensorType& x = ctx.in(0);
+        if (!x.has_shape) {
+          for (size_t k = 0; k < ctx.outputs.size(); ++k) set_out_unknown(ctx, k, k == 0 ? x.dtype : DType::i64);
+          return;
+        }
+        Shape y{-1};
+        if (ctx.node.has_attr("axis")) {
+          y = x.shape;
+          y[size_t(norm_axis(ctx, ctx.node.attr_int("axis", 0), int64_t(y.size())))] = -1;
+        }
+        set_out(ctx, 0, x.dtype, y);
+        for (size_t k = 1; k < ctx.outputs.size(); ++k) set_out(ctx, k, DType::i64, {-1});
+      },
+      1, 4);
   for (const char* w : {"HannWindow", "HammingWindow", "BlackmanWindow"}) reg(w, 1, 1, infer_window_fn);
   // Losses (opset 13): scores/log-probabilities [N, C, d...], integer targets [N, d...].
   auto infer_loss = [](InferContext& ctx) {
@@ -180,7 +190,8 @@ void register_misc_schemas() {
       ctx.error("target " + shape_str(t) + " does not fit input " + shape_str(x.shape));
     for (size_t d = 1; d < t.size(); ++d)
       if (t[d] != x.shape[d + 1]) ctx.error("target " + shape_str(t) + " does not fit input " + shape_str(x.shape));
-    if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{x.shape[1]}) ctx.error("weight must have shape [C]");
+    if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{x.shape[1]})
+      ctx.error("weight must have shape [C]");
     set_out(ctx, 0, x.dtype, red == "none" ? t : Shape{});
   };
   reg("NegativeLogLikelihoodLoss", 2, 3, infer_loss);

@@ -19,8 +19,7 @@ Shape matmul_shape(InferContext& ctx, Shape a, Shape b) {
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
   if (b_vec) b.push_back(1);
-  if (a.back() != b[b.size() - 2])
-    ctx.error("inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+  if (a.back() != b[b.size() - 2]) ctx.error("inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
   Shape batch = broadcast(ctx, Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
   if (!a_vec) batch.push_back(a[a.size() - 2]);
   if (!b_vec) batch.push_back(b.back());
@@ -39,7 +38,8 @@ void infer_matmul(InferContext& ctx) {
 void infer_gemm(InferContext& ctx) {
   const TensorType& a = ctx.in(0);
   const TensorType& b = ctx.in(1);
-  if (a.dtype != b.dtype || (ctx.has_input(2) && ctx.in(2).dtype != a.dtype)) ctx.error("A, B and C must share one dtype");
+  if (a.dtype != b.dtype || (ctx.has_input(2) && ctx.in(2).dtype != a.dtype))
+    ctx.error("A, B and C must share one dtype");
   if (!a.has_shape || !b.has_shape) return set_out_unknown(ctx, 0, a.dtype);
   if (a.shape.size() != 2 || b.shape.size() != 2) ctx.error("A and B must be 2-D");
   const bool ta = ctx.node.attr_int("transA", 0) != 0, tb = ctx.node.attr_int("transB", 0) != 0;
@@ -62,15 +62,19 @@ void infer_conv(InferContext& ctx) {
   const TensorType& x = ctx.in(0);
   const TensorType& w = ctx.in(1);
   require_float(ctx, 0);
-  if (w.dtype != x.dtype || (ctx.has_input(2) && ctx.in(2).dtype != x.dtype)) ctx.error("X, W and B must share one dtype");
+  if (w.dtype != x.dtype || (ctx.has_input(2) && ctx.in(2).dtype != x.dtype))
+    ctx.error("X, W and B must share one dtype");
   if (!x.has_shape || !w.has_shape) return set_out_unknown(ctx, 0, x.dtype);
   const int64_t g = ctx.node.attr_int("group", 1);
   if (g < 1) ctx.error("group must be >= 1");
-  if (w.shape.size() != x.shape.size()) ctx.error("W " + shape_str(w.shape) + " and X " + shape_str(x.shape) + " ranks differ");
+  if (w.shape.size() != x.shape.size())
+    ctx.error("W " + shape_str(w.shape) + " and X " + shape_str(x.shape) + " ranks differ");
   if (x.shape[1] != w.shape[1] * g)
-    ctx.error("X has " + std::to_string(x.shape[1]) + " channels, W expects " + std::to_string(w.shape[1]) + " x group " + std::to_string(g));
+    ctx.error("X has " + std::to_string(x.shape[1]) + " channels, W expects " + std::to_string(w.shape[1]) +
+              " x group " + std::to_string(g));
   if (w.shape[0] % g != 0) ctx.error("output channels not divisible by group");
-  if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{w.shape[0]}) ctx.error("B must have shape [M]");
+  if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{w.shape[0]})
+    ctx.error("B must have shape [M]");
   auto win = shape_math::conv_window(ctx.node, x.shape, kernel_from(ctx, w.shape), false);
   Shape out{x.shape[0], w.shape[0]};
   out.insert(out.end(), win.out.begin(), win.out.end());
@@ -81,12 +85,15 @@ void infer_conv_transpose(InferContext& ctx) {
   const TensorType& x = ctx.in(0);
   const TensorType& w = ctx.in(1);
   require_float(ctx, 0);
-  if (w.dtype != x.dtype || (ctx.has_input(2) && ctx.in(2).dtype != x.dtype)) ctx.error("X, W and B must share one dtype");
+  if (w.dtype != x.dtype || (ctx.has_input(2) && ctx.in(2).dtype != x.dtype))
+    ctx.error("X, W and B must share one dtype");
   if (!x.has_shape || !w.has_shape) return set_out_unknown(ctx, 0, x.dtype);
   const int64_t g = ctx.node.attr_int("group", 1);
   if (g < 1) ctx.error("group must be >= 1");
-  if (w.shape.size() != x.shape.size()) ctx.error("W " + shape_str(w.shape) + " and X " + shape_str(x.shape) + " ranks differ");
-  if (x.shape[1] != w.shape[0]) ctx.error("X has " + std::to_string(x.shape[1]) + " channels, W has " + std::to_string(w.shape[0]));
+  if (w.shape.size() != x.shape.size())
+    ctx.error("W " + shape_str(w.shape) + " and X " + shape_str(x.shape) + " ranks differ");
+  if (x.shape[1] != w.shape[0])
+    ctx.error("X has " + std::to_string(x.shape[1]) + " channels, W has " + std::to_string(w.shape[0]));
   if (w.shape[0] % g != 0) ctx.error("input channels not divisible by group");
   const int64_t m = w.shape[1] * g;
   if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{m}) ctx.error("B must have shape [M]");
@@ -150,8 +157,10 @@ void infer_resize_antialias(InferContext& ctx) {
   const TensorType& x = ctx.in(0);
   require_float(ctx, 0);
   std::optional<std::vector<int64_t>> sizes;
-  if (ctx.has_input(1)) sizes = const_ints(ctx, 1);
-  else sizes = ctx.node.attr_ints("sizes", {});
+  if (ctx.has_input(1))
+    sizes = const_ints(ctx, 1);
+  else
+    sizes = ctx.node.attr_ints("sizes", {});
   if (!x.has_shape || !sizes) return set_out_unknown(ctx, 0, x.dtype);
   if (x.shape.size() < 2) ctx.error("input must have rank >= 2");
   if (sizes->size() != 2 || (*sizes)[0] <= 0 || (*sizes)[1] <= 0)
@@ -171,7 +180,8 @@ void infer_roi_align(InferContext& ctx) {
   const std::string mode = ctx.node.attr_string("mode", "avg");
   if (mode != "avg" && mode != "max") ctx.error("unknown mode '" + mode + "'");
   const std::string ctm = ctx.node.attr_string("coordinate_transformation_mode", "half_pixel");
-  if (ctm != "half_pixel" && ctm != "output_half_pixel") ctx.error("unknown coordinate_transformation_mode '" + ctm + "'");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    ctx.error("unknown coordinate_transformation_mode '" + ctm + "'");
   if (!x.has_shape || !ctx.in(1).has_shape) return set_out_unknown(ctx, 0, x.dtype);
   if (x.shape.size() != 4) ctx.error("X must be 4-D");
   const Shape& r = ctx.in(1).shape;

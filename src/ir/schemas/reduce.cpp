@@ -36,8 +36,10 @@ void infer_reduce(InferContext& ctx) {
   for (int64_t a : axes) reduced[size_t(norm_axis(ctx, a, r))] = 1;
   Shape out;
   for (int64_t i = 0; i < r; ++i) {
-    if (!reduced[size_t(i)]) out.push_back(x.shape[size_t(i)]);
-    else if (keep) out.push_back(1);
+    if (!reduced[size_t(i)])
+      out.push_back(x.shape[size_t(i)]);
+    else if (keep)
+      out.push_back(1);
   }
   set_out(ctx, 0, x.dtype, out);
 }
@@ -49,8 +51,10 @@ void infer_arg(InferContext& ctx) {
   const int64_t axis = norm_axis(ctx, ctx.node.attr_int("axis", 0), r);
   if (x.shape[size_t(axis)] == 0) ctx.error("cannot take ArgMax/ArgMin over an empty axis");
   Shape out = x.shape;
-  if (ctx.node.attr_int("keepdims", 1) != 0) out[size_t(axis)] = 1;
-  else out.erase(out.begin() + axis);
+  if (ctx.node.attr_int("keepdims", 1) != 0)
+    out[size_t(axis)] = 1;
+  else
+    out.erase(out.begin() + axis);
   set_out(ctx, 0, DType::i64, out);
 }
 

@@ -14,9 +14,12 @@ Shape broadcast(const InferContext& ctx, const Shape& a, const Shape& b) {
   for (size_t i = 0; i < r; ++i) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
-    else ctx.error("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together");
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      ctx.error("shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast together");
   }
   return out;
 }
@@ -38,7 +41,8 @@ std::optional<std::vector<int64_t>> const_ints(const InferContext& ctx, size_t i
 std::optional<int64_t> const_int(const InferContext& ctx, size_t i) {
   auto v = const_ints(ctx, i);
   if (!v) return std::nullopt;
-  if (v->size() != 1) ctx.error("input " + std::to_string(i) + " must hold exactly one value, has " + std::to_string(v->size()));
+  if (v->size() != 1)
+    ctx.error("input " + std::to_string(i) + " must hold exactly one value, has " + std::to_string(v->size()));
   return (*v)[0];
 }
 

@@ -71,7 +71,8 @@ void infer_attention(InferContext& ctx) {
   if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
     ctx.error("q, k, v must have the same rank >= 2, got " + shape_str(q) + " " + shape_str(k) + " " + shape_str(v));
   for (size_t d = 0; d + 2 < q.size(); ++d)
-    if (k[d] != q[d] || v[d] != q[d]) ctx.error("leading dims of q, k, v differ: " + shape_str(q) + " " + shape_str(k) + " " + shape_str(v));
+    if (k[d] != q[d] || v[d] != q[d])
+      ctx.error("leading dims of q, k, v differ: " + shape_str(q) + " " + shape_str(k) + " " + shape_str(v));
   const size_t r = q.size();
   if (k[r - 1] != q[r - 1]) ctx.error("q and k head sizes differ");
   if (v[r - 2] != k[r - 2]) ctx.error("k and v lengths differ");

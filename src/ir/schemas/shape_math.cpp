@@ -80,8 +80,8 @@ Shape reshape_target(const Node& n, const Shape& in, const std::vector<int64_t>&
   if (infer_at >= 0) {
     SEGMUX_CHECK(!(allowzero && has_zero), n.describe(), ": shape ", shape_str(shape),
                  " has both -1 and 0 with allowzero=1");
-    SEGMUX_CHECK(known != 0 ? total % known == 0 : total == 0, n.describe(), ": cannot reshape ", shape_str(in),
-                 " to ", shape_str(shape));
+    SEGMUX_CHECK(known != 0 ? total % known == 0 : total == 0, n.describe(), ": cannot reshape ", shape_str(in), " to ",
+                 shape_str(shape));
     out[size_t(infer_at)] = known != 0 ? total / known : 0;
   } else {
     SEGMUX_CHECK(known == total, n.describe(), ": cannot reshape ", shape_str(in), " (", total, " elements) to ",
@@ -100,8 +100,7 @@ std::vector<int64_t> attr_or(const Node& n, const char* name, size_t count, int6
 }  // namespace
 
 Window conv_window(const Node& n, const Shape& x, const std::vector<int64_t>& kernel, bool pooling) {
-  SEGMUX_CHECK(x.size() >= 3, n.describe(), ": input must have rank >= 3 ([N, C, spatial...]), got ",
-               shape_str(x));
+  SEGMUX_CHECK(x.size() >= 3, n.describe(), ": input must have rank >= 3 ([N, C, spatial...]), got ", shape_str(x));
   const size_t r = x.size() - 2;
   SEGMUX_CHECK(kernel.size() == r, n.describe(), ": kernel has ", kernel.size(), " spatial dims, input has ", r);
   Window w;
@@ -135,8 +134,8 @@ Window conv_window(const Node& n, const Shape& x, const std::vector<int64_t>& ke
       SEGMUX_CHECK(pads[i] >= 0 && pads[i + r] >= 0, n.describe(), ": negative pads are not supported");
     }
     const int64_t avail = in + w.pad_begin[i] + w.pad_end[i] - span;
-    SEGMUX_CHECK(avail >= 0, n.describe(), ": window of span ", span, " does not fit input size ", in,
-                 " with padding ", w.pad_begin[i], "+", w.pad_end[i]);
+    SEGMUX_CHECK(avail >= 0, n.describe(), ": window of span ", span, " does not fit input size ", in, " with padding ",
+                 w.pad_begin[i], "+", w.pad_end[i]);
     int64_t out = (ceil_mode ? ceil_div(avail, s) : avail / s) + 1;
     // Like PyTorch and ORT: the last window must start inside the input or the left padding.
     if (ceil_mode && (out - 1) * s >= in + w.pad_begin[i]) --out;
@@ -146,8 +145,7 @@ Window conv_window(const Node& n, const Shape& x, const std::vector<int64_t>& ke
 }
 
 Window conv_transpose_window(const Node& n, const Shape& x, const std::vector<int64_t>& kernel) {
-  SEGMUX_CHECK(x.size() >= 3, n.describe(), ": input must have rank >= 3 ([N, C, spatial...]), got ",
-               shape_str(x));
+  SEGMUX_CHECK(x.size() >= 3, n.describe(), ": input must have rank >= 3 ([N, C, spatial...]), got ", shape_str(x));
   const size_t r = x.size() - 2;
   SEGMUX_CHECK(kernel.size() == r, n.describe(), ": kernel has ", kernel.size(), " spatial dims, input has ", r);
   Window w;
@@ -204,8 +202,7 @@ ResizePlan resize_plan(const Node& n, const Shape& x, const std::vector<double>*
   p.out.resize(x.size());
   p.scales.resize(x.size());
   if (has_sizes) {
-    SEGMUX_CHECK(sizes->size() == x.size(), n.describe(), ": sizes has ", sizes->size(), " values for rank ",
-                 x.size());
+    SEGMUX_CHECK(sizes->size() == x.size(), n.describe(), ": sizes has ", sizes->size(), " values for rank ", x.size());
     for (size_t i = 0; i < x.size(); ++i) {
       SEGMUX_CHECK((*sizes)[i] >= 0, n.describe(), ": negative output size");
       p.out[i] = (*sizes)[i];
@@ -232,9 +229,12 @@ Shape broadcast_shapes(const Node& n, const Shape& a, const Shape& b) {
   for (size_t i = 0; i < r; ++i) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
-    else fail(n.describe(), ": shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast together");
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      fail(n.describe(), ": shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast together");
   }
   return out;
 }
@@ -245,7 +245,8 @@ namespace segmux::ir::shape_math {
 
 EinsumPlan einsum_plan(const Node& n, const std::vector<Shape>& inputs) {
   std::string eq;
-  for (char c : n.attr_string("equation", "")) if (c != ' ') eq += c;
+  for (char c : n.attr_string("equation", ""))
+    if (c != ' ') eq += c;
   SEGMUX_CHECK(!eq.empty(), n.describe(), ": attribute 'equation' is missing");
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
@@ -280,7 +281,8 @@ EinsumPlan einsum_plan(const Node& n, const std::vector<Shape>& inputs) {
   std::vector<int> count(p.label_size.size(), 0);
   auto bind = [&](int label, int64_t size, bool ellipsis) {
     int64_t& s = p.label_size[size_t(label)];
-    if (s < 0 || (ellipsis && s == 1)) s = size;
+    if (s < 0 || (ellipsis && s == 1))
+      s = size;
     else if (!(ellipsis && size == 1))
       SEGMUX_CHECK(s == size, n.describe(), ": equation '", eq, "' gives one label the sizes ", s, " and ", size);
   };

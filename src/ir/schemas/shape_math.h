@@ -46,9 +46,9 @@ namespace segmux::ir::shape_math {
 // Einsum: every subscript letter (and every dimension covered by "...") gets a label id; sizes are
 // broadcast across inputs (a size-1 dim under "..." broadcasts).
 struct EinsumPlan {
-  std::vector<int64_t> label_size;               // per label id
-  std::vector<std::vector<int>> input_labels;    // per input, per dim: label id
-  std::vector<int> output_labels;                // per output dim: label id
+  std::vector<int64_t> label_size;             // per label id
+  std::vector<std::vector<int>> input_labels;  // per input, per dim: label id
+  std::vector<int> output_labels;              // per output dim: label id
   Shape out;
 };
 EinsumPlan einsum_plan(const Node& n, const std::vector<Shape>& inputs);

@@ -49,7 +49,8 @@ void infer_transpose(InferContext& ctx) {
   std::vector<int64_t> perm = ctx.node.attr_ints("perm", {});
   if (perm.empty())
     for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
-  if (int64_t(perm.size()) != r) ctx.error("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
+  if (int64_t(perm.size()) != r)
+    ctx.error("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
   std::vector<char> seen(size_t(r), 0);
   Shape out(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) {
@@ -82,7 +83,8 @@ void infer_concat(InferContext& ctx) {
     }
     if (x.shape.size() != out.size()) ctx.error("inputs have different ranks");
     for (size_t d = 0; d < out.size(); ++d) {
-      if (int64_t(d) == axis) out[d] += x.shape[d];
+      if (int64_t(d) == axis)
+        out[d] += x.shape[d];
       else if (out[d] != x.shape[d])
         ctx.error("input " + std::to_string(i) + " shape " + shape_str(x.shape) + " differs off the concat axis");
     }
@@ -105,7 +107,8 @@ void infer_split(InferContext& ctx) {
       ctx.error("axis size " + std::to_string(dim) + " does not split evenly into " + std::to_string(n) + " outputs");
     parts.assign(n, dim / int64_t(n));
   }
-  if (parts.size() != n) ctx.error("split has " + std::to_string(parts.size()) + " sizes for " + std::to_string(n) + " outputs");
+  if (parts.size() != n)
+    ctx.error("split has " + std::to_string(parts.size()) + " sizes for " + std::to_string(n) + " outputs");
   int64_t sum = 0;
   for (int64_t p : parts) {
     if (p < 0) ctx.error("negative split size");
@@ -128,7 +131,8 @@ void infer_slice(InferContext& ctx) {
     if (ctx.node.has_attr("axes")) axes = ctx.node.attr_ints("axes");
   } else {
     if (ctx.inputs.size() < 3) ctx.error("needs data, starts and ends");
-    for (size_t i = 1; i < 5; ++i) if (ctx.has_input(i)) require_int(ctx, i);
+    for (size_t i = 1; i < 5; ++i)
+      if (ctx.has_input(i)) require_int(ctx, i);
     starts = const_ints(ctx, 1);
     ends = const_ints(ctx, 2);
     if (ctx.has_input(3)) {
@@ -141,7 +145,8 @@ void infer_slice(InferContext& ctx) {
     }
   }
   if (!x.has_shape || !starts || !ends) return set_out_unknown(ctx, 0, x.dtype);
-  auto plan = shape_math::slice_plan(ctx.node, x.shape, *starts, *ends, axes ? &*axes : nullptr, steps ? &*steps : nullptr);
+  auto plan =
+      shape_math::slice_plan(ctx.node, x.shape, *starts, *ends, axes ? &*axes : nullptr, steps ? &*steps : nullptr);
   Shape out;
   for (auto& a : plan) out.push_back(a.len);
   set_out(ctx, 0, x.dtype, out);
@@ -179,7 +184,8 @@ void infer_gather_nd(InferContext& ctx) {
   const int64_t last = idx.shape.back();
   if (b < 0 || b >= int64_t(std::min(x.shape.size(), idx.shape.size())))
     ctx.error("batch_dims " + std::to_string(b) + " is out of range");
-  if (last < 1 || b + last > int64_t(x.shape.size())) ctx.error("indices last dimension " + std::to_string(last) + " is out of range");
+  if (last < 1 || b + last > int64_t(x.shape.size()))
+    ctx.error("indices last dimension " + std::to_string(last) + " is out of range");
   for (int64_t i = 0; i < b; ++i)
     if (x.shape[size_t(i)] != idx.shape[size_t(i)]) ctx.error("batch dimensions of data and indices differ");
   Shape out(idx.shape.begin(), idx.shape.end() - 1);
@@ -216,7 +222,8 @@ void infer_squeeze(InferContext& ctx) {
   } else {
     for (int64_t a : *axes) {
       int64_t k = norm_axis(ctx, a, r);
-      if (x.shape[size_t(k)] != 1) ctx.error("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x.shape[size_t(k)]));
+      if (x.shape[size_t(k)] != 1)
+        ctx.error("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x.shape[size_t(k)]));
       drop[size_t(k)] = 1;
     }
   }
@@ -241,7 +248,8 @@ void infer_tile(InferContext& ctx) {
   require_dtype(ctx, 1, {DType::i64}, "i64");
   auto reps = const_ints(ctx, 1);
   if (!x.has_shape || !reps) return set_out_unknown(ctx, 0, x.dtype);
-  if (reps->size() != x.shape.size()) ctx.error("repeats has " + std::to_string(reps->size()) + " values for rank " + std::to_string(x.shape.size()));
+  if (reps->size() != x.shape.size())
+    ctx.error("repeats has " + std::to_string(reps->size()) + " values for rank " + std::to_string(x.shape.size()));
   Shape out = x.shape;
   for (size_t i = 0; i < out.size(); ++i) {
     if ((*reps)[i] < 0) ctx.error("negative repeat");
@@ -284,7 +292,8 @@ void infer_constant_of_shape(InferContext& ctx) {
 
 void infer_constant(InferContext& ctx) {
   const Node& n = ctx.node;
-  if (const Tensor* v = n.has_attr("value") ? n.attr_tensor("value") : nullptr) return set_out(ctx, 0, v->dtype(), v->shape());
+  if (const Tensor* v = n.has_attr("value") ? n.attr_tensor("value") : nullptr)
+    return set_out(ctx, 0, v->dtype(), v->shape());
   if (n.has_attr("value_float")) return set_out(ctx, 0, DType::f32, {});
   if (n.has_attr("value_int")) return set_out(ctx, 0, DType::i64, {});
   if (n.has_attr("value_floats")) return set_out(ctx, 0, DType::f32, {int64_t(n.attr_floats("value_floats").size())});
@@ -322,7 +331,8 @@ void infer_flatten(InferContext& ctx) {
   if (!x.has_shape) return set_out_unknown(ctx, 0, x.dtype);
   const int64_t r = int64_t(x.shape.size());
   int64_t axis = ctx.node.attr_int("axis", 1);
-  if (axis < -r || axis > r) ctx.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < -r || axis > r)
+    ctx.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
   if (axis < 0) axis += r;
   int64_t a = 1, b = 1;
   for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= x.shape[size_t(i)];
@@ -338,12 +348,14 @@ void infer_pad(InferContext& ctx) {
   auto pads = ints_input_or_attr(ctx, 1, "pads");
   if (!x.has_shape || !pads) return set_out_unknown(ctx, 0, x.dtype);
   const size_t r = x.shape.size();
-  if (pads->size() != 2 * r) ctx.error("pads has " + std::to_string(pads->size()) + " values for rank " + std::to_string(r));
+  if (pads->size() != 2 * r)
+    ctx.error("pads has " + std::to_string(pads->size()) + " values for rank " + std::to_string(r));
   Shape out = x.shape;
   for (size_t i = 0; i < r; ++i) {
     out[i] += (*pads)[i] + (*pads)[i + r];
     if (out[i] < 0) ctx.error("pads make axis " + std::to_string(i) + " negative");
-    if (mode == "reflect" && ((*pads)[i] >= x.shape[i] || (*pads)[i + r] >= x.shape[i]) && ((*pads)[i] > 0 || (*pads)[i + r] > 0))
+    if (mode == "reflect" && ((*pads)[i] >= x.shape[i] || (*pads)[i + r] >= x.shape[i]) &&
+        ((*pads)[i] > 0 || (*pads)[i + r] > 0))
       ctx.error("reflect pads must be smaller than the axis size");
     if (mode == "edge" && x.shape[i] == 0 && out[i] > 0) ctx.error("edge padding of an empty axis");
   }
@@ -392,11 +404,14 @@ void infer_onehot(InferContext& ctx) {
 
 void infer_scatter(InferContext& ctx, bool nd) {
   const TensorType& x = x0(ctx);
-  if (nd) require_dtype(ctx, 1, {DType::i64}, "i64");
-  else require_int(ctx, 1);
+  if (nd)
+    require_dtype(ctx, 1, {DType::i64}, "i64");
+  else
+    require_int(ctx, 1);
   if (ctx.in(2).dtype != x.dtype) ctx.error("updates must have the data's dtype");
   const std::string red = ctx.node.attr_string("reduction", "none");
-  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min") ctx.error("unknown reduction '" + red + "'");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    ctx.error("unknown reduction '" + red + "'");
   if (!nd && ctx.in(1).has_shape && ctx.in(2).has_shape && ctx.in(1).shape != ctx.in(2).shape)
     ctx.error("indices and updates must have the same shape");
   if (!nd && x.has_shape) {
@@ -410,7 +425,8 @@ void infer_scatter(InferContext& ctx, bool nd) {
     if (k > int64_t(x.shape.size())) ctx.error("indices last dimension exceeds the data rank");
     Shape expect(is.begin(), is.end() - 1);
     expect.insert(expect.end(), x.shape.begin() + k, x.shape.end());
-    if (expect != ctx.in(2).shape) ctx.error("updates shape " + shape_str(ctx.in(2).shape) + " should be " + shape_str(expect));
+    if (expect != ctx.in(2).shape)
+      ctx.error("updates shape " + shape_str(ctx.in(2).shape) + " should be " + shape_str(expect));
   }
   ctx.outputs[0] = x;
 }
@@ -425,7 +441,8 @@ void infer_topk(InferContext& ctx) {
   if (k->size() != 1) ctx.error("K must hold one value");
   const int64_t axis = norm_axis(ctx, ctx.node.attr_int("axis", -1), int64_t(x.shape.size()));
   if ((*k)[0] < 0 || (*k)[0] > x.shape[size_t(axis)])
-    ctx.error("K=" + std::to_string((*k)[0]) + " is out of range for axis size " + std::to_string(x.shape[size_t(axis)]));
+    ctx.error("K=" + std::to_string((*k)[0]) + " is out of range for axis size " +
+              std::to_string(x.shape[size_t(axis)]));
   Shape s = x.shape;
   s[size_t(axis)] = (*k)[0];
   set_out(ctx, 0, x.dtype, s);
@@ -479,7 +496,8 @@ void register_shape_schemas() {
   });
   reg("EyeLike", 1, 1, [](InferContext& ctx) {
     DType t = ctx.in(0).dtype;
-    if (ctx.node.has_attr("dtype") && !dtype_from_onnx(ctx.node.attr_int("dtype", 1), &t)) ctx.error("unsupported dtype");
+    if (ctx.node.has_attr("dtype") && !dtype_from_onnx(ctx.node.attr_int("dtype", 1), &t))
+      ctx.error("unsupported dtype");
     if (ctx.in(0).has_shape && ctx.in(0).shape.size() != 2) ctx.error("input must be 2-D");
     ctx.outputs[0] = TensorType{t, ctx.in(0).shape, ctx.in(0).has_shape};
   });

@@ -23,9 +23,9 @@ namespace {
 #define SMX_ROW_LOAD(i) SMX_LOAD(i, 0) SMX_LOAD(i, 1) SMX_LOAD(i, 2) SMX_LOAD(i, 3)
 #define SMX_FMA(i, j) \
   if constexpr (NV > j) c##i##j = _mm512_fmadd_ps(a, b##j, c##i##j);
-#define SMX_ROW_FMA(i)                                 \
-  if constexpr (R > i) {                               \
-    const __m512 a = _mm512_set1_ps(A[i * lda + k]);   \
+#define SMX_ROW_FMA(i)                                      \
+  if constexpr (R > i) {                                    \
+    const __m512 a = _mm512_set1_ps(A[i * lda + k]);        \
     SMX_FMA(i, 0) SMX_FMA(i, 1) SMX_FMA(i, 2) SMX_FMA(i, 3) \
   }
 #define SMX_STORE(i, j) \
@@ -37,11 +37,11 @@ inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ld
                          int64_t ncols, bool accumulate) {
   const __mmask16 m0 = tail_mask(ncols), m1 = tail_mask(std::max<int64_t>(0, ncols - 16)),
                   m2 = tail_mask(std::max<int64_t>(0, ncols - 32)), m3 = tail_mask(std::max<int64_t>(0, ncols - 48));
-  SMX_ROW_DECL(0) SMX_ROW_DECL(1) SMX_ROW_DECL(2) SMX_ROW_DECL(3) SMX_ROW_DECL(4) SMX_ROW_DECL(5)
-  if (accumulate) {
-    SMX_ROW_LOAD(0) SMX_ROW_LOAD(1) SMX_ROW_LOAD(2) SMX_ROW_LOAD(3) SMX_ROW_LOAD(4) SMX_ROW_LOAD(5)
-  }
-  __m512 b1 = _mm512_setzero_ps(), b2 = b1, b3 = b1;
+  SMX_ROW_DECL(0)
+  SMX_ROW_DECL(1) SMX_ROW_DECL(2) SMX_ROW_DECL(3) SMX_ROW_DECL(4)
+      SMX_ROW_DECL(5) if (accumulate){SMX_ROW_LOAD(0) SMX_ROW_LOAD(1) SMX_ROW_LOAD(2) SMX_ROW_LOAD(3) SMX_ROW_LOAD(4)
+                                          SMX_ROW_LOAD(5)} __m512 b1 = _mm512_setzero_ps(),
+                                                                  b2 = b1, b3 = b1;
   for (int64_t k = 0; k < K; ++k) {
     const float* b = B + k * ldb;
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
@@ -62,30 +62,49 @@ inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ld
 #undef SMX_ROW_STORE
 
 template <int NV>
-void gemm_columns(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
-                  int64_t K, int64_t nc, bool acc) {
+void gemm_columns(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t K,
+                  int64_t nc, bool acc) {
   int64_t i = 0;
   for (; i + 6 <= M; i += 6) micro_kernel<6, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
   switch (M - i) {
-    case 5: micro_kernel<5, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
-    case 4: micro_kernel<4, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
-    case 3: micro_kernel<3, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
-    case 2: micro_kernel<2, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
-    case 1: micro_kernel<1, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc); break;
-    default: break;
+    case 5:
+      micro_kernel<5, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      break;
+    case 4:
+      micro_kernel<4, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      break;
+    case 3:
+      micro_kernel<3, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      break;
+    case 2:
+      micro_kernel<2, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      break;
+    case 1:
+      micro_kernel<1, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      break;
+    default:
+      break;
   }
 }
 
 // C[M x N] (+)= A[M x K] * B[K x N], all row-major with leading dimensions.
-void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M,
-                int64_t N, int64_t K, bool acc) {
+void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t N,
+                int64_t K, bool acc) {
   for (int64_t j = 0; j < N; j += 64) {
     const int64_t nc = std::min<int64_t>(64, N - j);
     switch ((nc + 15) / 16) {
-      case 1: gemm_columns<1>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
-      case 2: gemm_columns<2>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
-      case 3: gemm_columns<3>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
-      default: gemm_columns<4>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc); break;
+      case 1:
+        gemm_columns<1>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
+        break;
+      case 2:
+        gemm_columns<2>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
+        break;
+      case 3:
+        gemm_columns<3>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
+        break;
+      default:
+        gemm_columns<4>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
+        break;
     }
   }
 }

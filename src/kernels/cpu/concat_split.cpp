@@ -42,8 +42,8 @@ class SplitConcatKernel : public Kernel {
     for (size_t p = 0; p < parts.size(); ++p) {
       int64_t o;
       rows_of(*parts[p], axis, &o, &part_row[p]);
-      SEGMUX_CHECK(o == outer || part_row[p] == 0, ctx.node.describe(), ": piece ", p, " ", shape_str(parts[p]->shape()),
-                   " does not line up with ", shape_str(whole.shape()));
+      SEGMUX_CHECK(o == outer || part_row[p] == 0, ctx.node.describe(), ": piece ", p, " ",
+                   shape_str(parts[p]->shape()), " does not line up with ", shape_str(whole.shape()));
       offset[p] = off;
       off += part_row[p];
     }
@@ -58,8 +58,10 @@ class SplitConcatKernel : public Kernel {
         if (part_row[p] == 0) continue;
         std::byte* whole_ptr = base + size_t(row) * whole_row + offset[p];
         std::byte* part_ptr = static_cast<std::byte*>(const_cast<void*>(parts[p]->raw())) + size_t(row) * part_row[p];
-        if (split_) std::memcpy(part_ptr, whole_ptr, part_row[p]);
-        else std::memcpy(whole_ptr, part_ptr, part_row[p]);
+        if (split_)
+          std::memcpy(part_ptr, whole_ptr, part_row[p]);
+        else
+          std::memcpy(whole_ptr, part_ptr, part_row[p]);
       }
     });
   }
@@ -73,7 +75,8 @@ bool known_shapes(const KernelInit& init) {
   for (auto* t : init.inputs)
     if (t && !t->has_shape) return false;
   for (auto& t : init.outputs)
-    if (!t.has_shape) return false;
+    if (!t.has_shape)
+      return false;
     else
       for (int64_t d : t.shape)
         if (d < 0) return false;

@@ -8,16 +8,16 @@
 namespace segmux::cpu {
 
 // oneDNN (onednn_matmul.cpp, onednn_conv.cpp).
-std::unique_ptr<Kernel> make_matmul(const KernelInit& init);   // ONNX MatMul
-std::unique_ptr<Kernel> make_gemm(const KernelInit& init);     // ONNX Gemm
-std::unique_ptr<Kernel> make_linear(const KernelInit& init);   // segmux Linear
-std::unique_ptr<Kernel> make_conv(const KernelInit& init);     // ONNX Conv
+std::unique_ptr<Kernel> make_matmul(const KernelInit& init);          // ONNX MatMul
+std::unique_ptr<Kernel> make_gemm(const KernelInit& init);            // ONNX Gemm
+std::unique_ptr<Kernel> make_linear(const KernelInit& init);          // segmux Linear
+std::unique_ptr<Kernel> make_conv(const KernelInit& init);            // ONNX Conv
 std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init);  // ONNX ConvTranspose
 
 // Our AVX-512 kernels.
-std::unique_ptr<Kernel> make_binary(const KernelInit& init);   // Add, Sub, Mul, Div (f32)
-std::unique_ptr<Kernel> make_gelu(const KernelInit& init);     // segmux Gelu
-std::unique_ptr<Kernel> make_softmax(const KernelInit& init);  // ONNX Softmax (opset 13+)
+std::unique_ptr<Kernel> make_binary(const KernelInit& init);      // Add, Sub, Mul, Div (f32)
+std::unique_ptr<Kernel> make_gelu(const KernelInit& init);        // segmux Gelu
+std::unique_ptr<Kernel> make_softmax(const KernelInit& init);     // ONNX Softmax (opset 13+)
 std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);  // ONNX LayerNormalization
 std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);  // segmux GroupNorm
 std::unique_ptr<Kernel> make_transpose(const KernelInit& init);   // ONNX Transpose

@@ -130,10 +130,18 @@ class BinaryKernel : public Kernel {
     const float* pb = b.data<float>();
     float* po = out.data<float>();
     switch (op_) {
-      case BinOp::add: run_binary<BinOp::add>(pa, pb, po, L, ctx.num_threads); break;
-      case BinOp::sub: run_binary<BinOp::sub>(pa, pb, po, L, ctx.num_threads); break;
-      case BinOp::mul: run_binary<BinOp::mul>(pa, pb, po, L, ctx.num_threads); break;
-      case BinOp::div: run_binary<BinOp::div>(pa, pb, po, L, ctx.num_threads); break;
+      case BinOp::add:
+        run_binary<BinOp::add>(pa, pb, po, L, ctx.num_threads);
+        break;
+      case BinOp::sub:
+        run_binary<BinOp::sub>(pa, pb, po, L, ctx.num_threads);
+        break;
+      case BinOp::mul:
+        run_binary<BinOp::mul>(pa, pb, po, L, ctx.num_threads);
+        break;
+      case BinOp::div:
+        run_binary<BinOp::div>(pa, pb, po, L, ctx.num_threads);
+        break;
     }
   }
 

@@ -97,7 +97,8 @@ class SoftmaxKernel : public Kernel {
     Tensor& y = *ctx.outputs[0];
     const int r = x.rank();
     int64_t axis = axis_ < 0 ? axis_ + r : axis_;
-    SEGMUX_CHECK(axis >= 0 && axis < std::max(r, 1), ctx.node.describe(), ": axis ", axis_, " out of range for rank ", r);
+    SEGMUX_CHECK(axis >= 0 && axis < std::max(r, 1), ctx.node.describe(), ": axis ", axis_, " out of range for rank ",
+                 r);
     if (x.numel() == 0) return;
     int64_t outer = 1, len = r == 0 ? 1 : x.dim(int(axis)), inner = 1;
     for (int d = 0; d < axis; ++d) outer *= x.dim(d);
@@ -126,8 +127,7 @@ class SoftmaxKernel : public Kernel {
 };
 
 // y = (x - mean) * rstd * scale + bias over one row (scale/bias may be null = 1 / 0).
-void normalize_row(const float* x, float* y, int64_t n, float mean, float rstd, const float* scale,
-                   const float* bias) {
+void normalize_row(const float* x, float* y, int64_t n, float mean, float rstd, const float* scale, const float* bias) {
   const __m512 vm = _mm512_set1_ps(mean), vr = _mm512_set1_ps(rstd);
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 k = tail_mask(n - i);
@@ -153,8 +153,10 @@ class LayerNormKernel : public Kernel {
     const Tensor* bias = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
     SEGMUX_CHECK(scale->numel() == n && (!bias || bias->numel() == n), ctx.node.describe(),
                  ": scale/bias must have the normalized size ", n);
-    float* mean_out = ctx.outputs.size() > 1 && ctx.outputs[1] && ctx.outputs[1]->defined() ? ctx.outputs[1]->data<float>() : nullptr;
-    float* rstd_out = ctx.outputs.size() > 2 && ctx.outputs[2] && ctx.outputs[2]->defined() ? ctx.outputs[2]->data<float>() : nullptr;
+    float* mean_out =
+        ctx.outputs.size() > 1 && ctx.outputs[1] && ctx.outputs[1]->defined() ? ctx.outputs[1]->data<float>() : nullptr;
+    float* rstd_out =
+        ctx.outputs.size() > 2 && ctx.outputs[2] && ctx.outputs[2]->defined() ? ctx.outputs[2]->data<float>() : nullptr;
     if (rows * n == 0) return;
     const float* px = x.data<float>();
     float* py = ctx.outputs[0]->data<float>();
@@ -187,8 +189,8 @@ class GroupNormKernel : public Kernel {
     const Tensor& x = *ctx.inputs[0];
     SEGMUX_CHECK(x.rank() >= 2, ctx.node.describe(), ": input must be [N, C, ...], got ", shape_str(x.shape()));
     const int64_t N = x.dim(0), C = x.dim(1);
-    SEGMUX_CHECK(groups_ > 0 && C % groups_ == 0, ctx.node.describe(), ": ", C, " channels do not split into ",
-                 groups_, " groups");
+    SEGMUX_CHECK(groups_ > 0 && C % groups_ == 0, ctx.node.describe(), ": ", C, " channels do not split into ", groups_,
+                 " groups");
     int64_t spatial = 1;
     for (int d = 2; d < x.rank(); ++d) spatial *= x.dim(d);
     const int64_t cg = C / groups_, n = cg * spatial;

@@ -39,7 +39,8 @@ inline bool shape_known(const ir::TensorType* t) {
 inline std::unique_ptr<Kernel> reference_fallback(const KernelInit& init) { return reference_provider().make(init); }
 
 inline void run_fallback(std::unique_ptr<Kernel>& fallback, KernelContext& ctx) {
-  SEGMUX_CHECK(fallback != nullptr, ctx.node.describe(), ": oneDNN cannot run these shapes and no reference kernel exists");
+  SEGMUX_CHECK(fallback != nullptr, ctx.node.describe(),
+               ": oneDNN cannot run these shapes and no reference kernel exists");
   fallback->run(ctx);
 }
 

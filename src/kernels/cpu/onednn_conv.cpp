@@ -66,7 +66,8 @@ class ConvKernel : public Kernel {
                                          {DNNL_ARG_SCRATCHPAD, p.scratch}};
     if (cfg_.bias_const.defined()) {
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(cfg_.bias_const.raw()));
-    } else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() && ctx.inputs[size_t(cfg_.bias_input)]) {
+    } else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() &&
+               ctx.inputs[size_t(cfg_.bias_input)]) {
       const Tensor& b = *ctx.inputs[size_t(cfg_.bias_input)];
       SEGMUX_CHECK(b.numel() == y.dim(1), ctx.node.describe(), ": bias has ", b.numel(), " values for ", y.dim(1),
                    " output channels");
@@ -115,8 +116,10 @@ class ConvKernel : public Kernel {
     }
     const int64_t OC = y[1], IC = x[1], g = cfg_.group;
     memory::dims wdims;
-    if (g > 1) wdims = {g, OC / g, IC / g};
-    else wdims = {OC, IC};
+    if (g > 1)
+      wdims = {g, OC / g, IC / g};
+    else
+      wdims = {OC, IC};
     for (int64_t k : cfg_.kernel) wdims.push_back(k);
     memory::desc wei_user;
     if (!cfg_.transposed) {
@@ -128,8 +131,10 @@ class ConvKernel : public Kernel {
       for (int64_t k : cfg_.kernel) ks *= k;
       const int64_t ocg = OC / g, icg = IC / g;
       memory::dims st;
-      if (g > 1) st = {icg * ocg * ks, ks, ocg * ks};
-      else st = {ks, ocg * ks};
+      if (g > 1)
+        st = {icg * ocg * ks, ks, ocg * ks};
+      else
+        st = {ks, ocg * ks};
       memory::dims kst(ns, 1);
       for (size_t i = ns; i-- > 1;) kst[i - 1] = kst[i] * cfg_.kernel[i];
       st.insert(st.end(), kst.begin(), kst.end());
@@ -146,12 +151,12 @@ class ConvKernel : public Kernel {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     memory::desc src_md, dst_md, wei_md, scratch_md;
     if (!cfg_.transposed) {
-      auto d = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::convolution_direct, src_any, wei_any,
-                                                          p.bias_md, dst_any, strides, dil, pl, pr)
-                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::convolution_direct, src_any, wei_any,
-                                                          dst_any, strides, dil, pl, pr);
+      auto d =
+          has_bias
+              ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                src_any, wei_any, p.bias_md, dst_any, strides, dil, pl, pr)
+              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                src_any, wei_any, dst_any, strides, dil, pl, pr);
       dnnl::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
       p.prim = dnnl::convolution_forward(pd);
       src_md = pd.src_desc();
@@ -229,13 +234,16 @@ std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed
     if (n.has_attr("output_shape") || cfg.auto_pad != "NOTSET") return nullptr;
     cfg.output_padding = n.attr_ints("output_padding", std::vector<int64_t>(ns, 0));
   }
-  if (cfg.auto_pad != "NOTSET" && cfg.auto_pad != "VALID" && cfg.auto_pad != "SAME_UPPER" && cfg.auto_pad != "SAME_LOWER")
+  if (cfg.auto_pad != "NOTSET" && cfg.auto_pad != "VALID" && cfg.auto_pad != "SAME_UPPER" &&
+      cfg.auto_pad != "SAME_LOWER")
     return nullptr;
   cfg.weight = *w;
   cfg.bf16 = wants_bf16(n);
   if (init.inputs.size() > 2 && init.inputs[2]) {
-    if (init.constants[2]) cfg.bias_const = *init.constants[2];
-    else cfg.bias_input = 2;
+    if (init.constants[2])
+      cfg.bias_const = *init.constants[2];
+    else
+      cfg.bias_input = 2;
   }
   auto k = std::make_unique<ConvKernel>(std::move(cfg), reference_fallback(init));
   if (shape_known(init.inputs[0]) && !init.outputs.empty() && init.outputs[0].has_shape) {

@@ -30,7 +30,7 @@ struct WeightMatMulConfig {
   bool weight_transposed = false;
   bool trans_a = false;  // Gemm transA: A is [K, M]
   float alpha = 1.f;
-  Tensor bias_const;   // [N], already scaled; undefined if none
+  Tensor bias_const;    // [N], already scaled; undefined if none
   int bias_input = -1;  // runtime bias input index
   Tensor addend_const;  // added after everything else (Gemm C with broadcasting)
   int addend_input = -1;
@@ -66,7 +66,8 @@ class WeightMatMul : public Kernel {
     const int64_t K = cfg_.K, N = cfg_.N;
     int64_t M;
     if (cfg_.trans_a) {
-      SEGMUX_CHECK(a.rank() == 2 && a.dim(0) == K, ctx.node.describe(), ": A ", shape_str(a.shape()), " does not fit K=", K);
+      SEGMUX_CHECK(a.rank() == 2 && a.dim(0) == K, ctx.node.describe(), ": A ", shape_str(a.shape()),
+                   " does not fit K=", K);
       M = a.dim(1);
     } else {
       SEGMUX_CHECK(a.rank() >= 1 && a.dim(-1) == K, ctx.node.describe(), ": A ", shape_str(a.shape()),
@@ -96,7 +97,8 @@ class WeightMatMul : public Kernel {
                                          {DNNL_ARG_SCRATCHPAD, p.scratch}};
     if (cfg_.bias_const.defined())
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(cfg_.bias_const.raw()));
-    else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() && ctx.inputs[size_t(cfg_.bias_input)]) {
+    else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() &&
+             ctx.inputs[size_t(cfg_.bias_input)]) {
       const Tensor& b = *ctx.inputs[size_t(cfg_.bias_input)];
       SEGMUX_CHECK(b.numel() == N, ctx.node.describe(), ": bias has ", b.numel(), " values, expected ", N);
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(b.raw()));
@@ -173,8 +175,8 @@ class WeightMatMul : public Kernel {
     for (auto& m : packs_)
       if (m->get_desc() == want) return m;
     const int64_t K = cfg_.K, N = cfg_.N;
-    memory::desc user = cfg_.weight_transposed ? memory::desc({K, N}, dt::f32, memory::dims{1, K})
-                                               : plain_md({K, N}, dt::f32);
+    memory::desc user =
+        cfg_.weight_transposed ? memory::desc({K, N}, dt::f32, memory::dims{1, K}) : plain_md({K, N}, dt::f32);
     memory src(user, cpu_engine(), const_cast<void*>(cfg_.weight.raw()));
     auto packed = std::make_shared<memory>(want, cpu_engine());
     dnnl::stream s(cpu_engine());

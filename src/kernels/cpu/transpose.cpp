@@ -40,7 +40,11 @@ TransposeLayout plan_transpose(const Shape& in, const std::vector<int64_t>& perm
 template <typename T>
 void run_transpose(const T* in, T* out, const TransposeLayout& L, int num_threads) {
   const size_t r = L.out_dims.size();
-  const int64_t total = [&] { int64_t t = 1; for (int64_t d : L.out_dims) t *= d; return t; }();
+  const int64_t total = [&] {
+    int64_t t = 1;
+    for (int64_t d : L.out_dims) t *= d;
+    return t;
+  }();
   const int64_t n_last = L.out_dims.back();
   if (L.in_strides.back() == 1) {
     // Innermost stays innermost: copy runs of n_last.
@@ -108,10 +112,18 @@ class TransposeKernel : public Kernel {
     if (x.numel() == 0) return;
     TransposeLayout L = plan_transpose(x.shape(), perm);
     switch (dtype_size(x.dtype())) {
-      case 1: run_transpose(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), L, ctx.num_threads); break;
-      case 2: run_transpose(static_cast<const uint16_t*>(x.raw()), static_cast<uint16_t*>(y.raw()), L, ctx.num_threads); break;
-      case 4: run_transpose(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(y.raw()), L, ctx.num_threads); break;
-      default: run_transpose(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(y.raw()), L, ctx.num_threads); break;
+      case 1:
+        run_transpose(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), L, ctx.num_threads);
+        break;
+      case 2:
+        run_transpose(static_cast<const uint16_t*>(x.raw()), static_cast<uint16_t*>(y.raw()), L, ctx.num_threads);
+        break;
+      case 4:
+        run_transpose(static_cast<const uint32_t*>(x.raw()), static_cast<uint32_t*>(y.raw()), L, ctx.num_threads);
+        break;
+      default:
+        run_transpose(static_cast<const uint64_t*>(x.raw()), static_cast<uint64_t*>(y.raw()), L, ctx.num_threads);
+        break;
     }
   }
 

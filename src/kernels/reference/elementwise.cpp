@@ -32,8 +32,10 @@ double sigmoid(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp
 
 template <typename T>
 T int_abs(T v) {
-  if constexpr (std::is_signed_v<T>) return v < 0 ? T(-uint64_t(v)) : v;  // wraps for the minimum
-  else return v;
+  if constexpr (std::is_signed_v<T>)
+    return v < 0 ? T(-uint64_t(v)) : v;  // wraps for the minimum
+  else
+    return v;
 }
 
 // Unary ops defined for ints too (Relu, Neg, Abs, Sign).
@@ -54,11 +56,17 @@ void unary_numeric(const std::string& name, Op op) {
 // ---- binary ------------------------------------------------------------------------------------
 
 template <typename T>
-T wrap_add(T a, T b) { return T(uint64_t(a) + uint64_t(b)); }
+T wrap_add(T a, T b) {
+  return T(uint64_t(a) + uint64_t(b));
+}
 template <typename T>
-T wrap_sub(T a, T b) { return T(uint64_t(a) - uint64_t(b)); }
+T wrap_sub(T a, T b) {
+  return T(uint64_t(a) - uint64_t(b));
+}
 template <typename T>
-T wrap_mul(T a, T b) { return T(uint64_t(a) * uint64_t(b)); }
+T wrap_mul(T a, T b) {
+  return T(uint64_t(a) * uint64_t(b));
+}
 
 template <typename T>
 T int_div(const KernelContext& ctx, T a, T b) {
@@ -123,10 +131,14 @@ void arith(const std::string& name, Arith kind) {
       broadcast2<T, T, T>(a, b, y, [&](T u, T v) -> T {
         if constexpr (std::is_floating_point_v<T>) {
           switch (kind) {
-            case Arith::add: return u + v;
-            case Arith::sub: return u - v;
-            case Arith::mul: return u * v;
-            case Arith::div: return u / v;
+            case Arith::add:
+              return u + v;
+            case Arith::sub:
+              return u - v;
+            case Arith::mul:
+              return u * v;
+            case Arith::div:
+              return u / v;
             case Arith::mod: {
               T r = std::fmod(u, v);
               if (!c_mod && r != 0 && ((r < 0) != (v < 0))) r += v;
@@ -136,11 +148,16 @@ void arith(const std::string& name, Arith kind) {
           return 0;
         } else {
           switch (kind) {
-            case Arith::add: return wrap_add(u, v);
-            case Arith::sub: return wrap_sub(u, v);
-            case Arith::mul: return wrap_mul(u, v);
-            case Arith::div: return int_div(ctx, u, v);
-            case Arith::mod: return int_mod(ctx, u, v, c_mod);
+            case Arith::add:
+              return wrap_add(u, v);
+            case Arith::sub:
+              return wrap_sub(u, v);
+            case Arith::mul:
+              return wrap_mul(u, v);
+            case Arith::div:
+              return int_div(ctx, u, v);
+            case Arith::mod:
+              return int_mod(ctx, u, v, c_mod);
           }
           return 0;
         }
@@ -177,11 +194,16 @@ void compare(const std::string& name, Cmp kind) {
       using T = decltype(tag);
       broadcast2<T, T, bool>(a, b, y, [&](T u, T v) -> bool {
         switch (kind) {
-          case Cmp::eq: return u == v;
-          case Cmp::lt: return u < v;
-          case Cmp::gt: return u > v;
-          case Cmp::le: return u <= v;
-          case Cmp::ge: return u >= v;
+          case Cmp::eq:
+            return u == v;
+          case Cmp::lt:
+            return u < v;
+          case Cmp::gt:
+            return u > v;
+          case Cmp::le:
+            return u <= v;
+          case Cmp::ge:
+            return u >= v;
         }
         return false;
       });
@@ -223,24 +245,32 @@ void variadic(const std::string& name, Fold kind) {
           switch (kind) {
             case Fold::sum:
             case Fold::mean:
-              if constexpr (std::is_floating_point_v<Acc>) a += v;
-              else a = wrap_add(a, v);
+              if constexpr (std::is_floating_point_v<Acc>)
+                a += v;
+              else
+                a = wrap_add(a, v);
               break;
             case Fold::max:
-              if constexpr (std::is_floating_point_v<Acc>) a = (std::isnan(a) || std::isnan(v)) ? NAN : std::max(a, v);
-              else a = std::max(a, v);
+              if constexpr (std::is_floating_point_v<Acc>)
+                a = (std::isnan(a) || std::isnan(v)) ? NAN : std::max(a, v);
+              else
+                a = std::max(a, v);
               break;
             case Fold::min:
-              if constexpr (std::is_floating_point_v<Acc>) a = (std::isnan(a) || std::isnan(v)) ? NAN : std::min(a, v);
-              else a = std::min(a, v);
+              if constexpr (std::is_floating_point_v<Acc>)
+                a = (std::isnan(a) || std::isnan(v)) ? NAN : std::min(a, v);
+              else
+                a = std::min(a, v);
               break;
           }
         });
       }
       T* py = y.data<T>();
       for (size_t i = 0; i < acc.size(); ++i) {
-        if constexpr (std::is_floating_point_v<T>) py[i] = T(kind == Fold::mean ? acc[i] / double(n) : acc[i]);
-        else py[i] = acc[i];
+        if constexpr (std::is_floating_point_v<T>)
+          py[i] = T(kind == Fold::mean ? acc[i] / double(n) : acc[i]);
+        else
+          py[i] = acc[i];
       }
     });
   });
@@ -349,8 +379,10 @@ void cast_to(const KernelContext& ctx, const Tensor& x, Tensor& y) {
   }
   switch (y.dtype()) {
     case DType::f16:
-    case DType::bf16: return cast_into<uint16_t>(ctx, x, y);
-    default: dispatch(ctx, y.dtype(), [&](auto tag) { cast_into<decltype(tag)>(ctx, x, y); });
+    case DType::bf16:
+      return cast_into<uint16_t>(ctx, x, y);
+    default:
+      dispatch(ctx, y.dtype(), [&](auto tag) { cast_into<decltype(tag)>(ctx, x, y); });
   }
 }
 
@@ -411,13 +443,17 @@ void register_elementwise_reference() {
   unary_numeric("Relu", [](auto v, N) { return v > 0 ? v : decltype(v)(0); });
   unary_numeric("Neg", [](auto v, N) {
     using T = decltype(v);
-    if constexpr (std::is_floating_point_v<T>) return T(-v);
-    else return T(-uint64_t(v));
+    if constexpr (std::is_floating_point_v<T>)
+      return T(-v);
+    else
+      return T(-uint64_t(v));
   });
   unary_numeric("Abs", [](auto v, N) {
     using T = decltype(v);
-    if constexpr (std::is_floating_point_v<T>) return T(std::fabs(v));
-    else return int_abs(v);
+    if constexpr (std::is_floating_point_v<T>)
+      return T(std::fabs(v));
+    else
+      return int_abs(v);
   });
   unary_numeric("Sign", [](auto v, N) {
     using T = decltype(v);

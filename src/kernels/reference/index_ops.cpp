@@ -47,18 +47,24 @@ void gather_nd_kernel(KernelContext& ctx) {
   const int64_t batch_stride = b > 0 ? xs[size_t(b - 1)] : 0;
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t off = (t / std::max<int64_t>(per_batch, 1)) * batch_stride;
-    for (int64_t j = 0; j < k; ++j) off += fix_index(ctx, idx[size_t(t * k + j)], x.dim(int(b + j))) * xs[size_t(b + j)];
+    for (int64_t j = 0; j < k; ++j)
+      off += fix_index(ctx, idx[size_t(t * k + j)], x.dim(int(b + j))) * xs[size_t(b + j)];
     for (int64_t s = 0; s < slice; ++s) copy_elem(x, off + s, y, t * slice + s);
   }
 }
 
 template <typename T>
 void combine(T& dst, T v, const std::string& red) {
-  if (red == "add") dst = T(dst + v);
-  else if (red == "mul") dst = T(dst * v);
-  else if (red == "max") dst = std::max(dst, v);
-  else if (red == "min") dst = std::min(dst, v);
-  else dst = v;
+  if (red == "add")
+    dst = T(dst + v);
+  else if (red == "mul")
+    dst = T(dst * v);
+  else if (red == "max")
+    dst = std::max(dst, v);
+  else if (red == "min")
+    dst = std::min(dst, v);
+  else
+    dst = v;
 }
 
 void scatter_elements_kernel(KernelContext& ctx) {
@@ -82,8 +88,10 @@ void scatter_elements_kernel(KernelContext& ctx) {
         if (int64_t(d) != axis && v >= x.shape()[d]) kfail(ctx, "updates shape exceeds the data shape");
         off += v * xs[d];
       }
-      if constexpr (std::is_same_v<T, bool>) py[off] = pu[o];
-      else combine(py[off], pu[o], red);
+      if constexpr (std::is_same_v<T, bool>)
+        py[off] = pu[o];
+      else
+        combine(py[off], pu[o], red);
     });
   });
 }
@@ -109,8 +117,10 @@ void scatter_nd_kernel(KernelContext& ctx) {
       int64_t off = 0;
       for (int64_t j = 0; j < k; ++j) off += fix_index(ctx, idx[size_t(t * k + j)], x.dim(int(j))) * xs[size_t(j)];
       for (int64_t s = 0; s < slice; ++s) {
-        if constexpr (std::is_same_v<T, bool>) py[off + s] = pu[t * slice + s];
-        else combine(py[off + s], pu[t * slice + s], red);
+        if constexpr (std::is_same_v<T, bool>)
+          py[off + s] = pu[t * slice + s];
+        else
+          combine(py[off + s], pu[t * slice + s], red);
       }
     }
   });
@@ -163,7 +173,8 @@ void topk_kernel(KernelContext& ctx) {
         auto before = [&](int64_t a, int64_t b) {
           T va = base[a * inner], vb = base[b * inner];
           if constexpr (std::is_floating_point_v<T>) {
-            if (std::isnan(va) || std::isnan(vb)) return largest ? (std::isnan(va) && !std::isnan(vb)) : (!std::isnan(va) && std::isnan(vb));
+            if (std::isnan(va) || std::isnan(vb))
+              return largest ? (std::isnan(va) && !std::isnan(vb)) : (!std::isnan(va) && std::isnan(vb));
           }
           return largest ? va > vb : va < vb;
         };
@@ -280,7 +291,8 @@ void compress_kernel(KernelContext& ctx) {
   const int64_t m = int64_t(keep.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < m; ++j)
-      for (int64_t i = 0; i < inner; ++i) copy_elem(x, (o * n + keep[size_t(j)]) * inner + i, y, (o * m + j) * inner + i);
+      for (int64_t i = 0; i < inner; ++i)
+        copy_elem(x, (o * n + keep[size_t(j)]) * inner + i, y, (o * m + j) * inner + i);
   out(ctx, 0) = y;
 }
 

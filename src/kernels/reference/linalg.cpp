@@ -71,7 +71,8 @@ void gemm_kernel(KernelContext& ctx) {
   if (has_in(ctx, 2)) {
     c.resize(size_t(m * n));
     std::vector<double> src = doubles_of(in(ctx, 2));
-    for_each_broadcast<1>({m, n}, {in(ctx, 2).shape()}, [&](int64_t i, const std::array<int64_t, 1>& o) { c[size_t(i)] = src[size_t(o[0])]; });
+    for_each_broadcast<1>({m, n}, {in(ctx, 2).shape()},
+                          [&](int64_t i, const std::array<int64_t, 1>& o) { c[size_t(i)] = src[size_t(o[0])]; });
   }
   dispatch_numeric(ctx, A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -89,8 +90,11 @@ void gemm_kernel(KernelContext& ctx) {
     T* py = Y.data<T>();
     for (int64_t i = 0; i < m * n; ++i) {
       double v = alpha * double(acc[size_t(i)]) + (c.empty() ? 0.0 : beta * c[size_t(i)]);
-      if constexpr (std::is_floating_point_v<T>) py[i] = T(v);
-      else py[i] = (alpha == 1 && (c.empty() || beta == 1)) ? T(acc[size_t(i)] + (c.empty() ? 0 : int64_t(c[size_t(i)]))) : saturate_cast<T>(v);
+      if constexpr (std::is_floating_point_v<T>)
+        py[i] = T(v);
+      else
+        py[i] = (alpha == 1 && (c.empty() || beta == 1)) ? T(acc[size_t(i)] + (c.empty() ? 0 : int64_t(c[size_t(i)])))
+                                                         : saturate_cast<T>(v);
     }
   });
 }

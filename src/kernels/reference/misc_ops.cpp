@@ -24,7 +24,8 @@ std::vector<double> per_axis(const KernelContext& ctx, const Tensor* p, const Sh
   }
   if (p->rank() != 1 || x.empty()) kfail(ctx, "quantization parameters must be scalars or 1-D");
   const int64_t a = axis_of(ctx, axis, int64_t(x.size()));
-  if (int64_t(v.size()) != x[size_t(a)]) kfail(ctx, "per-axis parameters have ", v.size(), " values, axis has ", x[size_t(a)]);
+  if (int64_t(v.size()) != x[size_t(a)])
+    kfail(ctx, "per-axis parameters have ", v.size(), " values, axis has ", x[size_t(a)]);
   int64_t inner = 1;
   for (size_t d = size_t(a) + 1; d < x.size(); ++d) inner *= x[d];
   for (int64_t i = 0; i < n; ++i) out[size_t(i)] = v[size_t((i / inner) % x[size_t(a)])];
@@ -71,7 +72,8 @@ void dynamic_quantize_kernel(KernelContext& ctx) {
   const double zp = scale == 0 ? 0.0 : std::clamp(std::nearbyint(double(0.0f - float(lo) / scale)), 0.0, 255.0);
   Tensor& y = out(ctx, 0);
   for (size_t i = 0; i < v.size(); ++i)
-    y.set_from_double(int64_t(i), scale == 0 ? zp : std::clamp(std::nearbyint(double(float(v[i]) / scale)) + zp, 0.0, 255.0));
+    y.set_from_double(int64_t(i),
+                      scale == 0 ? zp : std::clamp(std::nearbyint(double(float(v[i]) / scale)) + zp, 0.0, 255.0));
   out(ctx, 1).data<float>()[0] = scale;
   out(ctx, 2).data<uint8_t>()[0] = uint8_t(zp);
 }
@@ -215,7 +217,9 @@ void grid_sample_kernel(KernelContext& ctx) {
   const bool ac = ctx.node.attr_int("align_corners", 0) != 0;
   const int64_t N = X.dim(0), C = X.dim(1), H = X.dim(2), W = X.dim(3), HO = Y.dim(2), WO = Y.dim(3);
   std::vector<double> x = doubles_of(X), g = doubles_of(G);
-  auto unnormalize = [&](double v, int64_t size) { return ac ? (v + 1) / 2 * double(size - 1) : ((v + 1) * double(size) - 1) / 2; };
+  auto unnormalize = [&](double v, int64_t size) {
+    return ac ? (v + 1) / 2 * double(size - 1) : ((v + 1) * double(size) - 1) / 2;
+  };
   // Applies the padding rule to a coordinate (border: clip; reflection: mirror then clip).
   auto pad_coord = [&](double v, int64_t size) {
     if (pad == "border") return std::clamp(v, 0.0, double(size - 1));
@@ -311,7 +315,8 @@ void max_unpool_kernel(KernelContext& ctx) {
   std::vector<int64_t> k = ctx.node.attr_ints("kernel_shape");
   std::vector<int64_t> st = ctx.node.attr_ints("strides", std::vector<int64_t>(r, 1));
   std::vector<int64_t> pads = ctx.node.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
-  if (k.size() != r || st.size() != r || pads.size() != 2 * r) kfail(ctx, "kernel_shape/strides/pads do not match the rank");
+  if (k.size() != r || st.size() != r || pads.size() != 2 * r)
+    kfail(ctx, "kernel_shape/strides/pads do not match the rank");
   Shape def{X.dim(0), X.dim(1)};
   for (size_t i = 0; i < r; ++i) def.push_back((X.shape()[i + 2] - 1) * st[i] + k[i] - pads[i] - pads[i + r]);
   const std::vector<int64_t> ds = strides_of(def), ys = strides_of(Y.shape());
@@ -396,7 +401,7 @@ void unique_kernel(KernelContext& ctx) {
   };
   std::vector<std::vector<double>> rows;
   for (int64_t s = 0; s < n; ++s) rows.push_back(slice(s));
-  std::vector<int64_t> first;                 // first occurrence of each unique row, in output order
+  std::vector<int64_t> first;  // first occurrence of each unique row, in output order
   std::vector<int64_t> inverse(static_cast<size_t>(n));
   std::map<std::vector<double>, int64_t> seen;  // row -> position in `first` (unsorted order)
   for (int64_t s = 0; s < n; ++s) {
@@ -409,7 +414,9 @@ void unique_kernel(KernelContext& ctx) {
   }
   std::vector<int64_t> order(first.size());
   std::iota(order.begin(), order.end(), 0);
-  if (sorted) std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return rows[size_t(first[size_t(a)])] < rows[size_t(first[size_t(b)])]; });
+  if (sorted)
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return rows[size_t(first[size_t(a)])] < rows[size_t(first[size_t(b)])]; });
   std::vector<int64_t> rank(order.size());
   for (size_t k = 0; k < order.size(); ++k) rank[size_t(order[k])] = int64_t(k);
   const int64_t u = int64_t(order.size());
@@ -443,9 +450,12 @@ void window_kernel(KernelContext& ctx, int kind) {
   for (int64_t i = 0; i < n; ++i) {
     const double t = d > 0 ? 2 * pi * double(i) / d : 0.0;
     double v;
-    if (kind == 0) v = 0.5 - 0.5 * std::cos(t);
-    else if (kind == 1) v = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(t);
-    else v = 0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2 * t);
+    if (kind == 0)
+      v = 0.5 - 0.5 * std::cos(t);
+    else if (kind == 1)
+      v = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(t);
+    else
+      v = 0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2 * t);
     y.set_from_double(i, v);
   }
 }
@@ -494,7 +504,8 @@ void softmax_ce_kernel(KernelContext& ctx) {
       double mx = -INFINITY, s = 0;
       for (int64_t c = 0; c < C; ++c) mx = std::max(mx, v[size_t((n * C + c) * D + d)]);
       for (int64_t c = 0; c < C; ++c) s += std::exp(v[size_t((n * C + c) * D + d)] - mx);
-      for (int64_t c = 0; c < C; ++c) lp[size_t((n * C + c) * D + d)] = v[size_t((n * C + c) * D + d)] - mx - std::log(s);
+      for (int64_t c = 0; c < C; ++c)
+        lp[size_t((n * C + c) * D + d)] = v[size_t((n * C + c) * D + d)] - mx - std::log(s);
     }
   nll(ctx, lp, N, C, D, out(ctx, 0));
   if (wants_out(ctx, 1) && out(ctx, 1).defined())

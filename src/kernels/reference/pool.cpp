@@ -75,8 +75,10 @@ void pool_kernel(KernelContext& ctx, Pool kind) {
             double r = acc;
             if (kind == Pool::avg) r = acc / double(include_pad ? padded_count : count);
             if (kind == Pool::lp) r = std::pow(acc, 1.0 / p);
-            if constexpr (std::is_floating_point_v<T>) py[oi] = T(r);
-            else py[oi] = saturate_cast<T>(r);
+            if constexpr (std::is_floating_point_v<T>)
+              py[oi] = T(r);
+            else
+              py[oi] = saturate_cast<T>(r);
             if (indices) indices[oi] = pl * in_plane + best;
           }
   });
@@ -96,9 +98,12 @@ void global_pool_kernel(KernelContext& ctx, Pool kind) {
       double acc = kind == Pool::max ? -INFINITY : 0.0;
       for (int64_t j = 0; j < m; ++j) {
         const double v = px[pl * m + j];
-        if (kind == Pool::max) acc = std::max(acc, v);
-        else if (kind == Pool::avg) acc += v;
-        else acc += std::pow(std::fabs(v), p);
+        if (kind == Pool::max)
+          acc = std::max(acc, v);
+        else if (kind == Pool::avg)
+          acc += v;
+        else
+          acc += std::pow(std::fabs(v), p);
       }
       if (kind == Pool::avg) acc /= double(m);
       if (kind == Pool::lp) acc = std::pow(acc, 1.0 / p);

@@ -14,8 +14,10 @@ std::vector<char> reduced_axes(const KernelContext& ctx, const Tensor& x, bool* 
   std::vector<char> red(size_t(x.rank()), 0);
   *noop = false;
   if (axes.empty()) {
-    if (ctx.node.attr_int("noop_with_empty_axes", 0) != 0) *noop = true;
-    else std::fill(red.begin(), red.end(), 1);
+    if (ctx.node.attr_int("noop_with_empty_axes", 0) != 0)
+      *noop = true;
+    else
+      std::fill(red.begin(), red.end(), 1);
   }
   for (int64_t a : axes) red[size_t(axis_of(ctx, a, x.rank()))] = 1;
   return red;
@@ -72,20 +74,34 @@ void reduce_kernel(KernelContext& ctx, Red kind) {
       switch (kind) {
         case Red::sum:
         case Red::mean:
-        case Red::log_sum: a = is_float ? a + v : Acc(uint64_t(a) + uint64_t(v)); break;
-        case Red::prod: a = is_float ? a * v : Acc(uint64_t(a) * uint64_t(v)); break;
+        case Red::log_sum:
+          a = is_float ? a + v : Acc(uint64_t(a) + uint64_t(v));
+          break;
+        case Red::prod:
+          a = is_float ? a * v : Acc(uint64_t(a) * uint64_t(v));
+          break;
         case Red::max:
-          if constexpr (is_float) a = (std::isnan(a) || std::isnan(v)) ? NAN : std::max(a, v);
-          else a = std::max(a, v);
+          if constexpr (is_float)
+            a = (std::isnan(a) || std::isnan(v)) ? NAN : std::max(a, v);
+          else
+            a = std::max(a, v);
           break;
         case Red::min:
-          if constexpr (is_float) a = (std::isnan(a) || std::isnan(v)) ? NAN : std::min(a, v);
-          else a = std::min(a, v);
+          if constexpr (is_float)
+            a = (std::isnan(a) || std::isnan(v)) ? NAN : std::min(a, v);
+          else
+            a = std::min(a, v);
           break;
-        case Red::l1: a += v < 0 ? Acc(0) - v : v; break;
+        case Red::l1:
+          a += v < 0 ? Acc(0) - v : v;
+          break;
         case Red::l2:
-        case Red::sum_square: a += v * v; break;
-        case Red::log_sum_exp: a = Acc(double(a) + std::exp(double(v) - shift[size_t(o)])); break;
+        case Red::sum_square:
+          a += v * v;
+          break;
+        case Red::log_sum_exp:
+          a = Acc(double(a) + std::exp(double(v) - shift[size_t(o)]));
+          break;
       }
     });
     T* py = y.data<T>();
@@ -94,14 +110,23 @@ void reduce_kernel(KernelContext& ctx, Red kind) {
       double r;
       switch (kind) {
         case Red::mean:
-          if constexpr (is_float) r = a / double(count);
-          else r = count ? double(a / count) : 0.0;
+          if constexpr (is_float)
+            r = a / double(count);
+          else
+            r = count ? double(a / count) : 0.0;
           break;
-        case Red::l2: r = std::sqrt(double(a)); break;
-        case Red::log_sum: r = std::log(double(a)); break;
-        case Red::log_sum_exp: r = std::log(double(a)) + shift[size_t(o)]; break;
+        case Red::l2:
+          r = std::sqrt(double(a));
+          break;
+        case Red::log_sum:
+          r = std::log(double(a));
+          break;
+        case Red::log_sum_exp:
+          r = std::log(double(a)) + shift[size_t(o)];
+          break;
         default:
-          if constexpr (is_float) r = a;
+          if constexpr (is_float)
+            r = a;
           else {
             py[o] = T(a);  // exact integer result
             continue;
@@ -164,7 +189,8 @@ void softmax_kernel(KernelContext& ctx, Soft kind) {
         T* b = py + o * n * inner + i;
         if (kind == Soft::lp) {
           double norm = 0;
-          for (int64_t j = 0; j < n; ++j) norm += p == 1 ? std::fabs(double(a[j * inner])) : double(a[j * inner]) * a[j * inner];
+          for (int64_t j = 0; j < n; ++j)
+            norm += p == 1 ? std::fabs(double(a[j * inner])) : double(a[j * inner]) * a[j * inner];
           if (p == 2) norm = std::sqrt(norm);
           for (int64_t j = 0; j < n; ++j) b[j * inner] = norm > 0 ? T(double(a[j * inner]) / norm) : T(0);
           continue;
@@ -195,7 +221,8 @@ void softmax_kernel(KernelContext& ctx, Soft kind) {
 std::vector<double> expand_param(const Tensor& t, const Shape& shape) {
   std::vector<double> v(size_t(shape_numel(shape)));
   std::vector<double> src = doubles_of(t);
-  for_each_broadcast<1>(shape, {t.shape()}, [&](int64_t i, const std::array<int64_t, 1>& o) { v[size_t(i)] = src[size_t(o[0])]; });
+  for_each_broadcast<1>(shape, {t.shape()},
+                        [&](int64_t i, const std::array<int64_t, 1>& o) { v[size_t(i)] = src[size_t(o[0])]; });
   return v;
 }
 
@@ -208,7 +235,8 @@ void layer_norm_kernel(KernelContext& ctx) {
   const int64_t m = shape_numel(norm_shape);
   const int64_t rows = m ? x.numel() / m : 0;
   std::vector<double> scale = expand_param(in(ctx, 1), norm_shape);
-  std::vector<double> bias = has_in(ctx, 2) ? expand_param(in(ctx, 2), norm_shape) : std::vector<double>(size_t(m), 0.0);
+  std::vector<double> bias =
+      has_in(ctx, 2) ? expand_param(in(ctx, 2), norm_shape) : std::vector<double>(size_t(m), 0.0);
   float* mean_out = wants_out(ctx, 1) && out(ctx, 1).defined() ? out(ctx, 1).data<float>() : nullptr;
   float* inv_out = wants_out(ctx, 2) && out(ctx, 2).defined() ? out(ctx, 2).data<float>() : nullptr;
   dispatch_float(ctx, x.dtype(), [&](auto tag) {
@@ -312,11 +340,16 @@ void mvn_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_reduce_reference() {
-  const std::pair<const char*, Red> reds[] = {
-      {"ReduceSum", Red::sum},          {"ReduceMean", Red::mean},   {"ReduceMax", Red::max},
-      {"ReduceMin", Red::min},          {"ReduceProd", Red::prod},   {"ReduceL1", Red::l1},
-      {"ReduceL2", Red::l2},            {"ReduceLogSum", Red::log_sum}, {"ReduceLogSumExp", Red::log_sum_exp},
-      {"ReduceSumSquare", Red::sum_square}};
+  const std::pair<const char*, Red> reds[] = {{"ReduceSum", Red::sum},
+                                              {"ReduceMean", Red::mean},
+                                              {"ReduceMax", Red::max},
+                                              {"ReduceMin", Red::min},
+                                              {"ReduceProd", Red::prod},
+                                              {"ReduceL1", Red::l1},
+                                              {"ReduceL2", Red::l2},
+                                              {"ReduceLogSum", Red::log_sum},
+                                              {"ReduceLogSumExp", Red::log_sum_exp},
+                                              {"ReduceSumSquare", Red::sum_square}};
   for (auto& [name, kind] : reds) {
     Red k = kind;
     reg(name, [k](KernelContext& ctx) { reduce_kernel(ctx, k); });

@@ -137,10 +137,14 @@ void strided_gather(const Tensor& x, int64_t base, const std::vector<int64_t>& s
   const void* s = x.raw();
   void* d = y.raw();
   switch (dtype_size(x.dtype())) {
-    case 1: return gather_rows(static_cast<const uint8_t*>(s), static_cast<uint8_t*>(d), base, st, y.shape());
-    case 2: return gather_rows(static_cast<const uint16_t*>(s), static_cast<uint16_t*>(d), base, st, y.shape());
-    case 4: return gather_rows(static_cast<const uint32_t*>(s), static_cast<uint32_t*>(d), base, st, y.shape());
-    default: return gather_rows(static_cast<const uint64_t*>(s), static_cast<uint64_t*>(d), base, st, y.shape());
+    case 1:
+      return gather_rows(static_cast<const uint8_t*>(s), static_cast<uint8_t*>(d), base, st, y.shape());
+    case 2:
+      return gather_rows(static_cast<const uint16_t*>(s), static_cast<uint16_t*>(d), base, st, y.shape());
+    case 4:
+      return gather_rows(static_cast<const uint32_t*>(s), static_cast<uint32_t*>(d), base, st, y.shape());
+    default:
+      return gather_rows(static_cast<const uint64_t*>(s), static_cast<uint64_t*>(d), base, st, y.shape());
   }
 }
 

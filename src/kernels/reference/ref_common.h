@@ -41,36 +41,69 @@ std::vector<double> doubles_of(const Tensor& t);
 template <typename F>
 void dispatch(const KernelContext& ctx, DType dt, F&& f) {
   switch (dt) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i8: f(int8_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    case DType::boolean: f(bool{}); return;
-    default: kfail(ctx, "dtype ", dtype_name(dt), " is not supported here");
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::f64:
+      f(double{});
+      return;
+    case DType::i64:
+      f(int64_t{});
+      return;
+    case DType::i32:
+      f(int32_t{});
+      return;
+    case DType::i8:
+      f(int8_t{});
+      return;
+    case DType::u8:
+      f(uint8_t{});
+      return;
+    case DType::boolean:
+      f(bool{});
+      return;
+    default:
+      kfail(ctx, "dtype ", dtype_name(dt), " is not supported here");
   }
 }
 // Float types only (f32, f64).
 template <typename F>
 void dispatch_float(const KernelContext& ctx, DType dt, F&& f) {
   switch (dt) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    default: kfail(ctx, "dtype ", dtype_name(dt), " is not supported (needs a float type)");
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::f64:
+      f(double{});
+      return;
+    default:
+      kfail(ctx, "dtype ", dtype_name(dt), " is not supported (needs a float type)");
   }
 }
 // Numeric types (no bool).
 template <typename F>
 void dispatch_numeric(const KernelContext& ctx, DType dt, F&& f) {
   switch (dt) {
-    case DType::f32: f(float{}); return;
-    case DType::f64: f(double{}); return;
-    case DType::i64: f(int64_t{}); return;
-    case DType::i32: f(int32_t{}); return;
-    case DType::i8: f(int8_t{}); return;
-    case DType::u8: f(uint8_t{}); return;
-    default: kfail(ctx, "dtype ", dtype_name(dt), " is not supported here");
+    case DType::f32:
+      f(float{});
+      return;
+    case DType::f64:
+      f(double{});
+      return;
+    case DType::i64:
+      f(int64_t{});
+      return;
+    case DType::i32:
+      f(int32_t{});
+      return;
+    case DType::i8:
+      f(int8_t{});
+      return;
+    case DType::u8:
+      f(uint8_t{});
+      return;
+    default:
+      kfail(ctx, "dtype ", dtype_name(dt), " is not supported here");
   }
 }
 
@@ -180,8 +213,9 @@ struct Geo3 {
   int64_t in[3], out[3], k[3], s[3], d[3], p[3];
 };
 
-inline Geo3 geo3(const Shape& x, const Shape& y, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                 const std::vector<int64_t>& dilations, const std::vector<int64_t>& pad_begin) {
+inline Geo3 geo3(const Shape& x, const Shape& y, const std::vector<int64_t>& kernel,
+                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                 const std::vector<int64_t>& pad_begin) {
   Geo3 g;
   const size_t r = kernel.size(), lead = 3 - r;
   for (size_t i = 0; i < 3; ++i) {

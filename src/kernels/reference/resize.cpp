@@ -41,15 +41,21 @@ AxisTaps axis_taps(const KernelContext& ctx, int64_t in, int64_t out, double sca
     const double xr = double(o);
     // The resized length as the ONNX reference defines it: in * scale (not rounded to the output size).
     const double len = double(in) * scale;
-    if (ctm == "half_pixel") x = (xr + 0.5) / scale - 0.5;
-    else if (ctm == "pytorch_half_pixel") x = len > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
-    else if (ctm == "align_corners") x = len == 1 ? 0.0 : xr * double(in - 1) / (len - 1);
-    else if (ctm == "asymmetric") x = xr / scale;
-    else if (ctm == "tf_half_pixel_for_nn") x = (xr + 0.5) / scale;
+    if (ctm == "half_pixel")
+      x = (xr + 0.5) / scale - 0.5;
+    else if (ctm == "pytorch_half_pixel")
+      x = len > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+    else if (ctm == "align_corners")
+      x = len == 1 ? 0.0 : xr * double(in - 1) / (len - 1);
+    else if (ctm == "asymmetric")
+      x = xr / scale;
+    else if (ctm == "tf_half_pixel_for_nn")
+      x = (xr + 0.5) / scale;
     else if (ctm == "tf_crop_and_resize")
       x = len > 1 ? roi_start * double(in - 1) + xr * (roi_end - roi_start) * double(in - 1) / (len - 1)
                   : 0.5 * (roi_start + roi_end) * double(in - 1);
-    else kfail(ctx, "unknown coordinate_transformation_mode '", ctm, "'");
+    else
+      kfail(ctx, "unknown coordinate_transformation_mode '", ctm, "'");
     auto& taps = t.taps[size_t(o)];
     if (ctm == "tf_crop_and_resize" && (x < 0 || x > double(in - 1))) {
       t.outside[size_t(o)] = 1;
@@ -60,11 +66,16 @@ AxisTaps axis_taps(const KernelContext& ctx, int64_t in, int64_t out, double sca
     auto clamp_idx = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
     if (mode == "nearest") {
       double r;
-      if (nearest == "round_prefer_floor") r = std::ceil(x - 0.5);
-      else if (nearest == "round_prefer_ceil") r = std::floor(x + 0.5);
-      else if (nearest == "floor") r = std::floor(x);
-      else if (nearest == "ceil") r = std::ceil(x);
-      else kfail(ctx, "unknown nearest_mode '", nearest, "'");
+      if (nearest == "round_prefer_floor")
+        r = std::ceil(x - 0.5);
+      else if (nearest == "round_prefer_ceil")
+        r = std::floor(x + 0.5);
+      else if (nearest == "floor")
+        r = std::floor(x);
+      else if (nearest == "ceil")
+        r = std::ceil(x);
+      else
+        kfail(ctx, "unknown nearest_mode '", nearest, "'");
       taps.push_back({clamp_idx(int64_t(r)), 1.0});
     } else if (mode == "linear") {
       const double xc = std::clamp(x, 0.0, double(in - 1));

@@ -107,7 +107,8 @@ void attention(KernelContext& ctx) {
   const int r = q.rank();
   const int64_t Lq = q.dim(-2), D = q.dim(-1), Lk = k.dim(-2), Dv = v.dim(-1);
   const int64_t BH = Lq * D == 0 ? out.numel() / std::max<int64_t>(Lq * Dv, 1) : q.numel() / (Lq * D);
-  const double scale = ctx.node.has_attr("scale") ? double(ctx.node.attr_float("scale", 1.f)) : 1.0 / std::sqrt(double(D));
+  const double scale =
+      ctx.node.has_attr("scale") ? double(ctx.node.attr_float("scale", 1.f)) : 1.0 / std::sqrt(double(D));
   Shape scores_shape = q.shape();
   scores_shape[size_t(r - 1)] = Lk;
   std::vector<double> s(static_cast<size_t>(Lk));

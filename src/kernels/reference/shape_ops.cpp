@@ -180,8 +180,10 @@ void range_kernel(KernelContext& ctx) {
     T* py = y.data<T>();
     // Element i is start + i * delta (ONNX's definition), not a running sum.
     for (int64_t i = 0; i < y.numel(); ++i) {
-      if constexpr (std::is_floating_point_v<T>) py[i] = T(double(start) + double(i) * double(delta));
-      else py[i] = T(uint64_t(start) + uint64_t(i) * uint64_t(delta));
+      if constexpr (std::is_floating_point_v<T>)
+        py[i] = T(double(start) + double(i) * double(delta));
+      else
+        py[i] = T(uint64_t(start) + uint64_t(i) * uint64_t(delta));
     }
   });
 }
@@ -194,7 +196,8 @@ void pad_kernel(KernelContext& ctx) {
   const size_t r = size_t(x.rank());
   const size_t es = dtype_size(x.dtype());
   std::vector<std::byte> fill(es, std::byte{0});
-  if (has_in(ctx, 2) && in(ctx, 2).numel() > 0) std::memcpy(fill.data(), in(ctx, 2).raw(), es);
+  if (has_in(ctx, 2) && in(ctx, 2).numel() > 0)
+    std::memcpy(fill.data(), in(ctx, 2).raw(), es);
   else if (ctx.node.has_attr("value") && x.dtype() == DType::f32) {
     float v = ctx.node.attr_float("value", 0);
     std::memcpy(fill.data(), &v, 4);
@@ -215,7 +218,8 @@ void pad_kernel(KernelContext& ctx) {
           i = std::clamp<int64_t>(i, 0, n - 1);
         } else {  // reflect (mirror without repeating the edge)
           const int64_t period = 2 * (n - 1);
-          if (period == 0) i = 0;
+          if (period == 0)
+            i = 0;
           else {
             i = ((i % period) + period) % period;
             if (i >= n) i = period - i;
@@ -246,8 +250,10 @@ void depth_space_kernel(KernelContext& ctx, bool to_space) {
               const int64_t dc = crd ? (c * b + i) * b + j : (i * b + j) * C + c;
               const int64_t d_off = ((n * C * b * b + dc) * H + h) * W + w;
               const int64_t s_off = ((n * C + c) * H * b + (h * b + i)) * W * b + (w * b + j);
-              if (to_space) copy_elem(x, d_off, y, s_off);
-              else copy_elem(x, s_off, y, d_off);
+              if (to_space)
+                copy_elem(x, d_off, y, s_off);
+              else
+                copy_elem(x, s_off, y, d_off);
             }
 }
 

@@ -62,7 +62,7 @@ int vit_attention(ir::GraphBuilder& b, const Weights& w, const std::string& p, i
   int v = L::squeeze(b, parts[2], {0});
   q = L::apply_rope(b, q, rope, p + ".rope_q");
   k = L::apply_rope(b, k, rope, p + ".rope_k");
-  int o = L::sdpa(b, q, k, v);                                   // B', H, N, hd
+  int o = L::sdpa(b, q, k, v);                                      // B', H, N, hd
   o = L::reshape(b, L::transpose(b, o, {0, 2, 1, 3}), {Bp, N, C});  // B', N, C
   return L::linear(b, w, o, p + ".proj");
 }
@@ -93,8 +93,9 @@ int neck_level(ir::GraphBuilder& b, const Weights& w, const std::string& p, int 
   } else if (scale == 2.0) {
     x = L::conv_transpose2d(b, w, x, p + ".dconv_2x2", 2);
   } else if (scale == 0.5) {
-    x = b.op1("MaxPool", {x}, {{"kernel_shape", ir::AttrValue(std::vector<int64_t>{2, 2})},
-                               {"strides", ir::AttrValue(std::vector<int64_t>{2, 2})}});
+    x = b.op1("MaxPool", {x},
+              {{"kernel_shape", ir::AttrValue(std::vector<int64_t>{2, 2})},
+               {"strides", ir::AttrValue(std::vector<int64_t>{2, 2})}});
   } else {
     SEGMUX_CHECK(scale == 1.0, "neck scale factor ", scale, " is not supported");
   }
@@ -110,8 +111,8 @@ Tensor vit_abs_pos_embed(const ModelConfig& cfg, const Weights& w) {
   const Tensor pe_in = w.get(kTrunk + ".pos_embed");
   const Tensor pe = pe_in.dtype() == DType::f32 ? pe_in : pe_in.cast(DType::f32);
   const int64_t P = cfg.pos_embed_pretrain_grid(), g = cfg.token_grid(), C = cfg.vit_dim;
-  SEGMUX_CHECK(pe.rank() == 3 && pe.dim(2) == C && (pe.dim(1) == P * P || pe.dim(1) == P * P + 1),
-               "pos_embed ", shape_str(pe.shape()), " does not match a ", P, "x", P, " grid of width ", C);
+  SEGMUX_CHECK(pe.rank() == 3 && pe.dim(2) == C && (pe.dim(1) == P * P || pe.dim(1) == P * P + 1), "pos_embed ",
+               shape_str(pe.shape()), " does not match a ", P, "x", P, " grid of width ", C);
   const int64_t skip = pe.dim(1) - P * P;  // the CLS row, when present
   Tensor out(DType::f32, {1, g, g, C});
   const float* src = pe.data<float>() + skip * C;
@@ -147,8 +148,7 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
 
   // RoPE: windowed blocks use the window grid; global blocks the full grid with positions scaled by
   // window/grid (use_interp_rope, rope_pt_size = window).
-  const L::RopeTables rope_window =
-      L::axial_rope_tables(hd, int(ws), int(ws), float(cfg.rope_theta), 1.0f);
+  const L::RopeTables rope_window = L::axial_rope_tables(hd, int(ws), int(ws), float(cfg.rope_theta), 1.0f);
   const L::RopeTables rope_global =
       L::axial_rope_tables(hd, int(G), int(G), float(cfg.rope_theta), float(ws) / float(G));
 
@@ -180,7 +180,8 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
     if (head == 1 && !opt.interactive_head) continue;
     ir::Scope s(b, kHeads[head]);
     for (size_t lvl = 0; lvl < cfg.neck_scale_factors.size(); ++lvl) {
-      int y = neck_level(b, w, kVision + "." + kHeads[head] + "." + std::to_string(lvl), trunk, cfg.neck_scale_factors[lvl]);
+      int y = neck_level(b, w, kVision + "." + kHeads[head] + "." + std::to_string(lvl), trunk,
+                         cfg.neck_scale_factors[lvl]);
       b.output(y, std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl));
       if (head == 2) prop_levels.push_back(y);
     }
@@ -258,7 +259,8 @@ std::string backbone_contract(const ModelConfig& cfg) {
       const int64_t n = level_size(G, cfg.neck_scale_factors[size_t(lvl)]);
       t.output(std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl), {1, D, n, n}, "f32",
                std::string(what[head]) + ", level " + std::to_string(lvl) + " (stride " +
-                   std::to_string(cfg.patch_size) + "/" + std::to_string(int(cfg.neck_scale_factors[size_t(lvl)])) + ")",
+                   std::to_string(cfg.patch_size) + "/" + std::to_string(int(cfg.neck_scale_factors[size_t(lvl)])) +
+                   ")",
                who[head]);
     }
   for (int lvl = 0; lvl < levels; ++lvl) {
@@ -272,10 +274,12 @@ std::string backbone_contract(const ModelConfig& cfg) {
            "tracker.model.sam_mask_decoder.conv_s0(propagation_fpn0)", "propagation_decoder high-res features 0");
   t.output("propagation_high_res_s1", {1, D / 4, s1, s1}, "f32",
            "tracker.model.sam_mask_decoder.conv_s1(propagation_fpn1)", "propagation_decoder high-res features 1");
-  t.note("Build variant `fp32_mlp`: fc1 + GELU in fp32 instead of the official bf16 addmm_act; used only to "
-         "check the trunk at fp32 tolerance.");
-  t.note("RoPE tables are computed in C++ from the config (real cos/sin), not read from the checkpoint's "
-         "complex freqs_cis buffers (tests check they agree).");
+  t.note(
+      "Build variant `fp32_mlp`: fc1 + GELU in fp32 instead of the official bf16 addmm_act; used only to "
+      "check the trunk at fp32 tolerance.");
+  t.note(
+      "RoPE tables are computed in C++ from the config (real cos/sin), not read from the checkpoint's "
+      "complex freqs_cis buffers (tests check they agree).");
   return t.markdown();
 }
 

@@ -335,8 +335,8 @@ std::vector<ExpectedTensor> expected_state_dict(const ModelConfig& cfg) {
 
 std::string WeightsProblems::message(size_t max_listed) const {
   std::ostringstream os;
-  os << "weights do not match the config: " << missing.size() << " missing, " << unexpected.size()
-     << " unexpected, " << mis_shaped.size() << " mis-shaped";
+  os << "weights do not match the config: " << missing.size() << " missing, " << unexpected.size() << " unexpected, "
+     << mis_shaped.size() << " mis-shaped";
   auto list = [&](const char* title, const std::vector<std::string>& keys) {
     if (keys.empty()) return;
     os << "\n" << title << ":";

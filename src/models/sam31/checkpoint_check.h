@@ -39,9 +39,9 @@ void check_weights(const Weights& w, const ModelConfig& cfg);
 
 // Edits that make a broken variant of a checkpoint (to test that loading refuses it).
 struct CheckpointEdits {
-  std::vector<std::string> drop;                              // keys left out
-  std::vector<std::pair<std::string, std::string>> rename;    // key -> new name
-  std::vector<std::string> mis_shape;                         // keys whose first dimension gets +1
+  std::vector<std::string> drop;                            // keys left out
+  std::vector<std::pair<std::string, std::string>> rename;  // key -> new name
+  std::vector<std::string> mis_shape;                       // keys whose first dimension gets +1
 };
 
 // Writes a PyTorch checkpoint with exactly expected_state_dict(cfg) (keys, order, shapes, complex64

@@ -50,8 +50,7 @@ struct FieldIO {
 int read_int(const json& v, const std::string& key, const std::string& what) {
   SEGMUX_CHECK(v.is_number_integer(), what, ": field '", key, "' must be an integer, got ", v.dump());
   int64_t x = v.get<int64_t>();
-  SEGMUX_CHECK(x >= -(int64_t(1) << 31) && x < (int64_t(1) << 31), what, ": field '", key,
-               "' is out of range: ", x);
+  SEGMUX_CHECK(x >= -(int64_t(1) << 31) && x < (int64_t(1) << 31), what, ": field '", key, "' is out of range: ", x);
   return int(x);
 }
 
@@ -64,16 +63,14 @@ const std::map<std::string, FieldIO>& fields() {
   static const std::map<std::string, FieldIO> table = [] {
     std::map<std::string, FieldIO> t;
     auto add_int = [&](const char* name, int ModelConfig::*member) {
-      t[name] = FieldIO{[=](ModelConfig& c, const json& v, const std::string& what) {
-                          c.*member = read_int(v, name, what);
-                        },
-                        [=](const ModelConfig& c) { return json(c.*member); }};
+      t[name] =
+          FieldIO{[=](ModelConfig& c, const json& v, const std::string& what) { c.*member = read_int(v, name, what); },
+                  [=](const ModelConfig& c) { return json(c.*member); }};
     };
     auto add_double = [&](const char* name, double ModelConfig::*member) {
-      t[name] = FieldIO{[=](ModelConfig& c, const json& v, const std::string& what) {
-                          c.*member = read_double(v, name, what);
-                        },
-                        [=](const ModelConfig& c) { return json(c.*member); }};
+      t[name] = FieldIO{
+          [=](ModelConfig& c, const json& v, const std::string& what) { c.*member = read_double(v, name, what); },
+          [=](const ModelConfig& c) { return json(c.*member); }};
     };
     t["name"] = FieldIO{[](ModelConfig& c, const json& v, const std::string& what) {
                           SEGMUX_CHECK(v.is_string(), what, ": field 'name' must be a string, got ", v.dump());
@@ -86,14 +83,13 @@ const std::map<std::string, FieldIO>& fields() {
                                 for (auto& e : v) c.vit_global.push_back(read_int(e, "vit_global", what));
                               },
                               [](const ModelConfig& c) { return json(c.vit_global); }};
-    t["neck_scale_factors"] = FieldIO{[](ModelConfig& c, const json& v, const std::string& what) {
-                                        SEGMUX_CHECK(v.is_array(), what,
-                                                     ": field 'neck_scale_factors' must be a list of numbers");
-                                        c.neck_scale_factors.clear();
-                                        for (auto& e : v)
-                                          c.neck_scale_factors.push_back(read_double(e, "neck_scale_factors", what));
-                                      },
-                                      [](const ModelConfig& c) { return json(c.neck_scale_factors); }};
+    t["neck_scale_factors"] =
+        FieldIO{[](ModelConfig& c, const json& v, const std::string& what) {
+                  SEGMUX_CHECK(v.is_array(), what, ": field 'neck_scale_factors' must be a list of numbers");
+                  c.neck_scale_factors.clear();
+                  for (auto& e : v) c.neck_scale_factors.push_back(read_double(e, "neck_scale_factors", what));
+                },
+                [](const ModelConfig& c) { return json(c.neck_scale_factors); }};
     add_int("image_size", &ModelConfig::image_size);
     add_int("patch_size", &ModelConfig::patch_size);
     add_int("pretrain_img_size", &ModelConfig::pretrain_img_size);
@@ -252,7 +248,9 @@ void validate_config(const ModelConfig& c) {
   auto need = [&](bool ok, const std::string& msg) {
     if (!ok) problems.push_back(msg);
   };
-  auto positive = [&](int v, const char* name) { need(v > 0, std::string(name) + " must be positive, got " + std::to_string(v)); };
+  auto positive = [&](int v, const char* name) {
+    need(v > 0, std::string(name) + " must be positive, got " + std::to_string(v));
+  };
   positive(c.image_size, "image_size");
   positive(c.patch_size, "patch_size");
   positive(c.pretrain_img_size, "pretrain_img_size");
@@ -285,26 +283,31 @@ void validate_config(const ModelConfig& c) {
   positive(c.geo_roi_size, "geo_roi_size");
   positive(c.mlp_head_layers, "mlp_head_layers");
   positive(c.obj_ptr_proj_layers, "obj_ptr_proj_layers");
-  for (auto [v, name] : {std::pair{c.fusion_enc_layers, "fusion_enc_layers"}, {c.dec_layers, "dec_layers"},
-                         {c.geo_layers, "geo_layers"}, {c.mem_attn_layers, "mem_attn_layers"},
-                         {c.twoway_depth, "twoway_depth"}, {c.memory_fuser_layers, "memory_fuser_layers"},
+  for (auto [v, name] : {std::pair{c.fusion_enc_layers, "fusion_enc_layers"},
+                         {c.dec_layers, "dec_layers"},
+                         {c.geo_layers, "geo_layers"},
+                         {c.mem_attn_layers, "mem_attn_layers"},
+                         {c.twoway_depth, "twoway_depth"},
+                         {c.memory_fuser_layers, "memory_fuser_layers"},
                          {c.maskmem_downsample_stages, "maskmem_downsample_stages"},
-                         {c.pixel_decoder_stages, "pixel_decoder_stages"}, {c.max_obj_ptrs_in_encoder, "max_obj_ptrs_in_encoder"}})
+                         {c.pixel_decoder_stages, "pixel_decoder_stages"},
+                         {c.max_obj_ptrs_in_encoder, "max_obj_ptrs_in_encoder"}})
     need(v >= 0, std::string(name) + " must not be negative, got " + std::to_string(v));
   if (problems.empty()) {
     need(c.image_size % c.patch_size == 0, "image_size " + std::to_string(c.image_size) +
                                                " is not a multiple of patch_size " + std::to_string(c.patch_size));
     need(c.pretrain_img_size % c.patch_size == 0, "pretrain_img_size " + std::to_string(c.pretrain_img_size) +
-                                                      " is not a multiple of patch_size " + std::to_string(c.patch_size));
-    need(c.vit_dim % c.vit_heads == 0, "vit_dim " + std::to_string(c.vit_dim) + " is not divisible by vit_heads " +
-                                           std::to_string(c.vit_heads));
+                                                      " is not a multiple of patch_size " +
+                                                      std::to_string(c.patch_size));
+    need(c.vit_dim % c.vit_heads == 0,
+         "vit_dim " + std::to_string(c.vit_dim) + " is not divisible by vit_heads " + std::to_string(c.vit_heads));
     need(c.vit_dim % c.vit_heads != 0 || c.vit_head_dim() % 4 == 0,
          "ViT head dim " + std::to_string(c.vit_dim / c.vit_heads) + " must be a multiple of 4 (2-D RoPE)");
     need(c.vit_dim % 4 == 0, "vit_dim must be a multiple of 4 (neck transposed convs)");
     need(c.text_width % c.text_heads == 0, "text_width " + std::to_string(c.text_width) +
                                                " is not divisible by text_heads " + std::to_string(c.text_heads));
-    need(c.d_model % c.attn_heads == 0, "d_model " + std::to_string(c.d_model) + " is not divisible by attn_heads " +
-                                            std::to_string(c.attn_heads));
+    need(c.d_model % c.attn_heads == 0,
+         "d_model " + std::to_string(c.d_model) + " is not divisible by attn_heads " + std::to_string(c.attn_heads));
     need(c.d_model % 8 == 0, "d_model must be a multiple of 8 (SAM mask decoder upscaling channels)");
     need(c.d_model % (2 * c.twoway_attn_downsample) == 0, "d_model must be divisible by 2 * twoway_attn_downsample");
     need(c.vit_mlp_ratio > 0, "vit_mlp_ratio must be positive");
@@ -314,8 +317,8 @@ void validate_config(const ModelConfig& c) {
          "token grid " + std::to_string(c.token_grid()) + " is not a multiple of the pretrain grid " +
              std::to_string(c.pos_embed_pretrain_grid()) + " (abs-pos tiling)");
     for (int g : c.vit_global)
-      need(g >= 0 && g < c.vit_depth, "vit_global block " + std::to_string(g) + " is outside 0.." +
-                                          std::to_string(c.vit_depth - 1));
+      need(g >= 0 && g < c.vit_depth,
+           "vit_global block " + std::to_string(g) + " is outside 0.." + std::to_string(c.vit_depth - 1));
     need(!c.neck_scale_factors.empty(), "neck_scale_factors must not be empty");
     for (double s : c.neck_scale_factors)
       need(s == 4.0 || s == 2.0 || s == 1.0 || s == 0.5,

@@ -39,40 +39,40 @@ struct ModelConfig {
   int max_num_objects = 16;
   int num_maskmem = 7;
   int max_obj_ptrs_in_encoder = 16;
-  int max_cond_frames_in_attn = 4;        // conditioning frames the memory attention may use
+  int max_cond_frames_in_attn = 4;  // conditioning frames the memory attention may use
 
   // Sizes that are fixed constants in the official builder (not reduced in the fixtures) but that
   // the state dict and the candidates depend on. Kept here so nothing hard-codes them.
-  double rope_theta = 10000.0;            // ViT 2-D axial RoPE and the tracker's RoPE attention
-  int text_output_dim = 512;              // text_projection [text_width, 512] (output unused)
-  int text_mlp_ratio = 4;                 // text resblock MLP = 4 * text_width
-  int twoway_depth = 2;                   // SAM two-way transformer layers (both mask decoders)
-  int twoway_attn_downsample = 2;         // two-way cross attention: internal dim = d_model / 2
-  int num_multimask_outputs = 3;          // SAM multimask outputs
-  int mask_in_chans = 16;                 // interactive prompt encoder mask_downscaling channels
-  int memory_fuser_layers = 2;            // CXBlock layers in the memory encoder's fuser
-  int memory_fuser_kernel = 7;            // CXBlock depth-wise conv kernel
-  int memory_fuser_mlp_ratio = 4;         // CXBlock pwconv1 = 4 * mem_dim
-  int maskmem_downsample_stages = 4;      // stride-2 conv stages of SimpleMaskDownSampler
+  double rope_theta = 10000.0;        // ViT 2-D axial RoPE and the tracker's RoPE attention
+  int text_output_dim = 512;          // text_projection [text_width, 512] (output unused)
+  int text_mlp_ratio = 4;             // text resblock MLP = 4 * text_width
+  int twoway_depth = 2;               // SAM two-way transformer layers (both mask decoders)
+  int twoway_attn_downsample = 2;     // two-way cross attention: internal dim = d_model / 2
+  int num_multimask_outputs = 3;      // SAM multimask outputs
+  int mask_in_chans = 16;             // interactive prompt encoder mask_downscaling channels
+  int memory_fuser_layers = 2;        // CXBlock layers in the memory encoder's fuser
+  int memory_fuser_kernel = 7;        // CXBlock depth-wise conv kernel
+  int memory_fuser_mlp_ratio = 4;     // CXBlock pwconv1 = 4 * mem_dim
+  int maskmem_downsample_stages = 4;  // stride-2 conv stages of SimpleMaskDownSampler
   int maskmem_downsample_kernel = 3;
-  int interactive_mask_downsample_kernel = 4;  // tracker.interactive_mask_downsample conv
-  int geo_roi_size = 7;                   // geometry encoder box ROI-align pooling size
-  int pixel_decoder_stages = 3;           // segmentation head upsampling stages
-  int obj_ptr_proj_layers = 3;            // tracker obj_ptr_proj MLP depth
-  int mlp_head_layers = 3;                // bbox/presence/mask-embed/iou/obj-score MLP depth
+  int interactive_mask_downsample_kernel = 4;                // tracker.interactive_mask_downsample conv
+  int geo_roi_size = 7;                                      // geometry encoder box ROI-align pooling size
+  int pixel_decoder_stages = 3;                              // segmentation head upsampling stages
+  int obj_ptr_proj_layers = 3;                               // tracker obj_ptr_proj MLP depth
+  int mlp_head_layers = 3;                                   // bbox/presence/mask-embed/iou/obj-score MLP depth
   std::vector<double> neck_scale_factors = {4.0, 2.0, 1.0};  // TriHead ViTDet neck levels
 
   // Derived sizes.
-  int token_grid() const { return image_size / patch_size; }                       // 72
-  int pos_embed_pretrain_grid() const { return pretrain_img_size / patch_size; }   // 24
+  int token_grid() const { return image_size / patch_size; }                         // 72
+  int pos_embed_pretrain_grid() const { return pretrain_img_size / patch_size; }     // 24
   int pos_embed_tiling() const { return token_grid() / pos_embed_pretrain_grid(); }  // 3
-  int vit_mlp_hidden() const { return int(vit_dim * vit_mlp_ratio); }              // 4736
-  int vit_head_dim() const { return vit_dim / vit_heads; }                         // 64
-  int low_res_mask_size() const { return token_grid() * 4; }                       // 288
-  int input_mask_size() const { return low_res_mask_size() * 4; }                  // 1152
+  int vit_mlp_hidden() const { return int(vit_dim * vit_mlp_ratio); }                // 4736
+  int vit_head_dim() const { return vit_dim / vit_heads; }                           // 64
+  int low_res_mask_size() const { return token_grid() * 4; }                         // 288
+  int input_mask_size() const { return low_res_mask_size() * 4; }                    // 1152
   int mem_dim() const { return d_model; }  // the multiplex tracker keeps memories at d_model
-  int memory_tokens_per_frame() const { return token_grid() * token_grid(); }      // 5184
-  int detector_head_dim() const { return d_model / attn_heads; }                   // 32
+  int memory_tokens_per_frame() const { return token_grid() * token_grid(); }  // 5184
+  int detector_head_dim() const { return d_model / attn_heads; }               // 32
   bool vit_block_is_global(int block) const;
   // Neck level sizes (square), one per neck_scale_factors entry: {288, 144, 72}.
   std::vector<int> neck_levels() const;

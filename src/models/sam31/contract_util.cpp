@@ -7,8 +7,8 @@ namespace segmux::sam31::contract {
 
 Tensor take(const Tensor& t, int axis, int64_t start, int64_t count) {
   SEGMUX_CHECK(axis >= 0 && axis < t.rank(), "take: axis ", axis, " out of range for ", shape_str(t.shape()));
-  SEGMUX_CHECK(start >= 0 && count >= 0 && start + count <= t.dim(axis), "take: entries ", start, "..",
-               start + count, " out of range for axis ", axis, " of ", shape_str(t.shape()));
+  SEGMUX_CHECK(start >= 0 && count >= 0 && start + count <= t.dim(axis), "take: entries ", start, "..", start + count,
+               " out of range for axis ", axis, " of ", shape_str(t.shape()));
   Shape s = t.shape();
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= s[size_t(i)];

@@ -105,18 +105,18 @@ int box_rpb(Ctx& c, int ref, int64_t H, int64_t W) {
   int xs = L::gather(b, xyxy, L::ints(b, {0, 2}), -1);
   int dy = L::sub(b, L::const_f32(b, {H, 1}, ch, "coords_h"), L::unsqueeze(b, ys, {2}));  // B,Q,H,2
   int dx = L::sub(b, L::const_f32(b, {W, 1}, cw, "coords_w"), L::unsqueeze(b, xs, {2}));  // B,Q,W,2
-  dy = L::mlp(b, c.w, log_scale(dy), kDec + ".boxRPB_embed_y", 2);  // B,Q,H,heads
-  dx = L::mlp(b, c.w, log_scale(dx), kDec + ".boxRPB_embed_x", 2);  // B,Q,W,heads
-  int bias = L::add(b, L::unsqueeze(b, dy, {3}), L::unsqueeze(b, dx, {2}));  // B,Q,H,W,heads
+  dy = L::mlp(b, c.w, log_scale(dy), kDec + ".boxRPB_embed_y", 2);                        // B,Q,H,heads
+  dx = L::mlp(b, c.w, log_scale(dx), kDec + ".boxRPB_embed_x", 2);                        // B,Q,W,heads
+  int bias = L::add(b, L::unsqueeze(b, dy, {3}), L::unsqueeze(b, dx, {2}));               // B,Q,H,W,heads
   const int64_t Q = b.shape(ref)[0], nh = c.cfg.attn_heads;
   bias = L::reshape(b, bias, {c.B, Q, H * W, nh});
   return L::transpose(b, bias, {0, 3, 1, 2});
 }
 
 struct DecoderOut {
-  int hs = -1;            // last layer, normed (Q,B,D)
-  int boxes = -1;         // last layer's refined boxes (Q,B,4) cxcywh, sigmoid space
-  int presence = -1;      // last layer presence logit (1,B)
+  int hs = -1;              // last layer, normed (Q,B,D)
+  int boxes = -1;           // last layer's refined boxes (Q,B,4) cxcywh, sigmoid space
+  int presence = -1;        // last layer presence logit (1,B)
   int presence_feats = -1;  // (1,B,D)
   std::vector<int> layer_hs, layer_refs, layer_presence;
 };
@@ -137,8 +137,8 @@ DecoderOut decoder(Ctx& c, int memory, int pos, int prompt, int prompt_mask, int
   for (int l = 0; l < c.cfg.dec_layers; ++l) {
     const std::string p = kDec + ".layers." + std::to_string(l);
     ir::Scope ls(b, "layers." + std::to_string(l));
-    int qse = L::sine_embed_for_position(b, ref, int(D));   // Q,B,2D
-    int qpos = L::mlp(b, c.w, qse, kDec + ".ref_point_head", 2);  // Q,B,D
+    int qse = L::sine_embed_for_position(b, ref, int(D));          // Q,B,2D
+    int qpos = L::mlp(b, c.w, qse, kDec + ".ref_point_head", 2);   // Q,B,D
     int rpb = L::concat(b, {zero_rpb, box_rpb(c, ref, H, W)}, 2);  // B,nh,1+Q,HW
     int t = L::concat(b, {presence, tgt}, 0);
     int tpos = L::concat(b, {zero_pos, qpos}, 0);
@@ -186,16 +186,17 @@ int dot_product_scoring(Ctx& c, int queries, int prompt, int prompt_mask) {
   int h = L::linear(b, c.w, L::relu(b, L::linear(b, c.w, prompt, kScore + ".prompt_mlp.layers.0")),
                     kScore + ".prompt_mlp.layers.1");
   h = L::layer_norm(b, c.w, L::add(b, h, prompt), kScore + ".prompt_mlp.out_norm");
-  int valid = L::cast(b, b.op1("Not", {prompt_mask}), DType::f32);     // B,S
-  valid = L::unsqueeze(b, L::transpose(b, valid, {1, 0}), {2});         // S,B,1
-  int num_valid = L::clip_min(b, b.op1("ReduceSum", {valid, L::ints(b, {0})}, {{"keepdims", ir::AttrValue(int64_t(0))}}),
-                              1.0f);  // B,1
+  int valid = L::cast(b, b.op1("Not", {prompt_mask}), DType::f32);  // B,S
+  valid = L::unsqueeze(b, L::transpose(b, valid, {1, 0}), {2});     // S,B,1
+  int num_valid =
+      L::clip_min(b, b.op1("ReduceSum", {valid, L::ints(b, {0})}, {{"keepdims", ir::AttrValue(int64_t(0))}}),
+                  1.0f);  // B,1
   int pooled = b.op1("ReduceSum", {L::mul(b, h, valid), L::ints(b, {0})}, {{"keepdims", ir::AttrValue(int64_t(0))}});
-  pooled = L::div(b, pooled, num_valid);                                       // B,D
-  int pp = L::linear(b, c.w, pooled, kScore + ".prompt_proj");                 // B,Dp
-  int ph = L::linear(b, c.w, queries, kScore + ".hs_proj");                    // B,Q,Dp
+  pooled = L::div(b, pooled, num_valid);                        // B,D
+  int pp = L::linear(b, c.w, pooled, kScore + ".prompt_proj");  // B,Dp
+  int ph = L::linear(b, c.w, queries, kScore + ".hs_proj");     // B,Q,Dp
   const int64_t dp = b.shape(pp).back();
-  int scores = b.op1("MatMul", {ph, L::unsqueeze(b, pp, {2})});                // B,Q,1
+  int scores = b.op1("MatMul", {ph, L::unsqueeze(b, pp, {2})});  // B,Q,1
   scores = L::mul_scalar(b, scores, float(1.0 / std::sqrt(double(dp))));
   return L::clip(b, scores, -12.0f, 12.0f);
 }
@@ -220,8 +221,8 @@ std::pair<int, int> segmentation_head(Ctx& c, const std::vector<int>& fpn, int m
     const Shape sl = b.shape(fpn[size_t(lvl)]);
     prev = L::add(b, fpn[size_t(lvl)], L::resize_nearest(b, prev, sl[2], sl[3]));
     prev = L::conv2d(b, c.w, prev, kSeg + ".pixel_decoder.conv_layers." + std::to_string(stage), 1, 1);
-    prev = L::relu(b, L::group_norm(b, c.w, prev, kSeg + ".pixel_decoder.norms." + std::to_string(stage),
-                                    kPixelDecoderGroups));
+    prev = L::relu(
+        b, L::group_norm(b, c.w, prev, kSeg + ".pixel_decoder.norms." + std::to_string(stage), kPixelDecoderGroups));
   }
   const Shape sp = b.shape(prev);
   int inst = L::conv2d(b, c.w, prev, kSeg + ".instance_seg_head");
@@ -265,7 +266,7 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   int img_pos = L::transpose(b, L::reshape(b, pos2, {B, D, G * G}), {2, 0, 1});
 
   int geo = geometry_encoder_text_only(c, img, img_pos);
-  int prompt = L::concat(b, {txt, geo}, 0);                                            // S,B,D
+  int prompt = L::concat(b, {txt, geo}, 0);                                          // S,B,D
   int prompt_mask = L::concat(b, {txt_mask, bool_const(b, {B, 1}, "geo_mask")}, 1);  // B,S
 
   int memory = fusion_encoder(c, img, img_pos, prompt, prompt_mask);
@@ -386,10 +387,12 @@ std::string detector_contract(const ModelConfig& cfg) {
   t.output("presence_logit_dec", {B, 1}, "f32", "final presence logit", "pipeline");
   t.output("queries", {B, Q, D}, "f32", "final (normed) query states", "debug / parity");
   t.output("semantic_seg", {B, 1, M, M}, "f32", "semantic logits (unused downstream)", "none");
-  t.note("Geometry prompts (points / boxes / exemplars) are not supported by this candidate: the geometry "
-         "encoder runs its text-only path (CLS token), as in the text-prompted video run.");
-  t.note("The decoder runs in eval mode: no DAC query doubling; the presence-logit clamp of the official "
-         "code is a no-op and is not applied.");
+  t.note(
+      "Geometry prompts (points / boxes / exemplars) are not supported by this candidate: the geometry "
+      "encoder runs its text-only path (CLS token), as in the text-prompted video run.");
+  t.note(
+      "The decoder runs in eval mode: no DAC query doubling; the presence-logit clamp of the official "
+      "code is a no-op and is not applied.");
   return t.markdown();
 }
 

@@ -15,8 +15,8 @@
 namespace segmux::sam31 {
 
 struct DetectorOptions {
-  int batch = 1;      // images (frames) per run; each grounds one prompt
-  int num_texts = 3;  // prompts in the text batch ([prompt, "visual", "geometric"] in the video run)
+  int batch = 1;               // images (frames) per run; each grounds one prompt
+  int num_texts = 3;           // prompts in the text batch ([prompt, "visual", "geometric"] in the video run)
   bool debug_outputs = false;  // also output intermediate tensors (dbg_*)
 };
 

@@ -49,33 +49,39 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   int mask = b.input("mask", DType::f32, {1, 1, Hi, Hi});
 
   // Backbone features with the "no memory" embedding (directly_add_no_mem_embed).
-  int pix = add(b, image, const_tensor(b, as_f32(w.get(kTrackerPrefix + "interactivity_no_mem_embed")).reshaped({1, D, 1, 1}),
-                                       "no_mem_embed"));
+  int pix = add(b, image,
+                const_tensor(b, as_f32(w.get(kTrackerPrefix + "interactivity_no_mem_embed")).reshaped({1, D, 1, 1}),
+                             "no_mem_embed"));
   // Mask prompt: stride-4 conv to the SAM mask-input size, then the prompt encoder's mask_downscaling.
   int m = conv2d(b, w, mask, kTrackerPrefix + "interactive_mask_downsample", 4);
-  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.0", 2), pe + ".mask_downscaling.1"));
-  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.3", 2), pe + ".mask_downscaling.4"));
+  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.0", 2),
+                                               pe + ".mask_downscaling.1"));
+  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.3", 2),
+                                               pe + ".mask_downscaling.4"));
   int dense = conv2d(b, w, m, pe + ".mask_downscaling.6");
   int src = add(b, pix, dense);
 
   // Tokens: obj-score, IoU, mask tokens, then the sparse prompt = the empty point and SAM's pad point.
   Tensor nap = as_f32(w.get(pe + ".not_a_point_embed.weight"));
-  int tokens = concat(b,
-                      {param(b, w, md + ".obj_score_token.weight"), param(b, w, md + ".iou_token.weight"),
-                       param(b, w, md + ".mask_tokens.weight"), const_tensor(b, nap, "not_a_point"),
-                       const_tensor(b, nap, "pad_point")},
-                      0);
+  int tokens = concat(
+      b,
+      {param(b, w, md + ".obj_score_token.weight"), param(b, w, md + ".iou_token.weight"),
+       param(b, w, md + ".mask_tokens.weight"), const_tensor(b, nap, "not_a_point"), const_tensor(b, nap, "pad_point")},
+      0);
   tokens = unsqueeze(b, tokens, {0});
   int key_pe = nchw_to_tokens(
-      b, const_tensor(b, random_fourier_dense_pe(w.get(pe + ".pe_layer.positional_encoding_gaussian_matrix"), g), "dense_pe"),
+      b,
+      const_tensor(b, random_fourier_dense_pe(w.get(pe + ".pe_layer.positional_encoding_gaussian_matrix"), g),
+                   "dense_pe"),
       D, g * g);
   int keys = nchw_to_tokens(b, src, D, g * g);
-  TwoWayResult tr = two_way_transformer(b, w, md + ".transformer", tokens, keys, key_pe, cfg.twoway_depth, cfg.attn_heads);
+  TwoWayResult tr =
+      two_way_transformer(b, w, md + ".transformer", tokens, keys, key_pe, cfg.twoway_depth, cfg.attn_heads);
 
   // hs[:, 0] -> object score; hs[:, 2] = mask token 0 -> object pointer (single-mask output).
   int score_tok = squeeze(b, slice(b, tr.queries, 1, 0, 1), {1});
   int mask_tok = squeeze(b, slice(b, tr.queries, 1, 2, 3), {1});
-  int sam_score = mlp(b, w, score_tok, md + ".pred_obj_score_head", 3);  // (1, 1)
+  int sam_score = mlp(b, w, score_tok, md + ".pred_obj_score_head", 3);           // (1, 1)
   int ptr = mlp(b, w, mask_tok, kTrackerPrefix + "interactive_obj_ptr_proj", 3);  // (1, D)
   auto mix = [&](int p, int appearing) {  // lambda * p + (1 - lambda) * no_obj_ptr_linear(p)
     int lam = cast(b, appearing, DType::f32);
@@ -84,7 +90,8 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   };
   ptr = mix(ptr, b.op1("Greater", {sam_score, scalar(b, 0.0f)}));
   // The mask decides presence from here on (official: any pixel > 0).
-  int present = b.op1("Greater", {b.op1("ReduceMax", {reshape(b, mask, {1, Hi * Hi})}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}}),
+  int present = b.op1("Greater", {b.op1("ReduceMax", {reshape(b, mask, {1, Hi * Hi})},
+                                        {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}}),
                                   scalar(b, 0.0f)});
   ptr = mix(ptr, present);
   int score = add_scalar(b, mul_scalar(b, cast(b, present, DType::f32), 20.0f), -10.0f);
@@ -159,8 +166,9 @@ std::string interactive_decoder_contract(const ModelConfig& cfg) {
   t.output("obj_ptr", {1, D}, "f32", "object pointer for the memory bank (data space)", "memory bank");
   t.output("object_score_logit", {1, 1}, "f32", "+10 if the mask is non-empty else -10", "predictor");
   t.output("sam_object_score_logit", {1, 1}, "f32", "the SAM head's own object score (checks only)", "tests");
-  t.note("Run once per object; the predictor mixes nothing else in. The stored low-res mask of the frame is "
-         "mask * 20 - 10 resized (antialiased) by the predictor, not by this graph.");
+  t.note(
+      "Run once per object; the predictor mixes nothing else in. The stored low-res mask of the frame is "
+      "mask * 20 - 10 resized (antialiased) by the predictor, not by this graph.");
   return t.markdown();
 }
 

@@ -38,7 +38,6 @@ Tensor rows(const Tensor& t_in, int64_t begin, int64_t end) {
 
 constexpr double kPi = 3.14159265358979323846;
 
-
 }  // namespace
 
 Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
@@ -357,7 +356,7 @@ int sine_embed_for_position(GraphBuilder& b, int pos, int num_feats) {
   Tensor even_t(DType::boolean, {nf});
   for (int i = 0; i < nf; ++i) even_t.data<bool>()[i] = even[size_t(i)] != 0;
   int p = unsqueeze(b, mul_scalar(b, pos, float(2.0 * kPi)), {-1});  // [..., c, 1]
-  p = div(b, p, const_f32(b, {nf}, dim_t, "sine_dim_t"));               // [..., c, nf]
+  p = div(b, p, const_f32(b, {nf}, dim_t, "sine_dim_t"));            // [..., c, nf]
   int e = b.op1("Where", {b.constant(even_t, "sine_even"), b.op1("Sin", {p}), b.op1("Cos", {p})});
   // Coordinate order of the output: y, x (, w, h).
   std::vector<int64_t> order = s.back() == 2 ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{1, 0, 2, 3};

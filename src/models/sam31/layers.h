@@ -101,7 +101,7 @@ int sdpa(GraphBuilder& b, int q, int k, int v, int bias = -1);
 
 struct MhaOptions {
   int heads = 8;
-  bool seq_first = true;  // (L,B,D) in and out; else (B,L,D)
+  bool seq_first = true;      // (L,B,D) in and out; else (B,L,D)
   int key_padding_mask = -1;  // bool (B, Lk), True = pad
   int attn_bias = -1;         // float additive bias broadcastable to (B, H, Lq, Lk)
 };

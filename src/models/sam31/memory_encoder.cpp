@@ -135,14 +135,15 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     y = mul(b, y, b.constant(as_f32(w.get(p + ".gamma")).clone(), "gamma"));
     x = add(b, x, transpose(b, y, {0, 3, 1, 2}));
   }
-  if (w.has(kTrackerPrefix + "maskmem_backbone.out_proj.weight")) x = conv2d(b, w, x, kTrackerPrefix + "maskmem_backbone.out_proj", 1, 0);
+  if (w.has(kTrackerPrefix + "maskmem_backbone.out_proj.weight"))
+    x = conv2d(b, w, x, kTrackerPrefix + "maskmem_backbone.out_proj", 1, 0);
   // no_obj_embed_spatial for every slot whose object is absent (logit <= 0); empty slots count as
   // absent (the official muxes a 0 logit there).
   {
     Scope s(b, "no_obj");
     int appearing = b.op1("Cast", {b.op1("Greater", {slot_score, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
     appearing = mul(b, appearing, slot_valid);
-    int absent = b.op1("Sub", {b.scalar_f32(1.0f), appearing});  // (1, M)
+    int absent = b.op1("Sub", {b.scalar_f32(1.0f), appearing});                      // (1, M)
     Tensor emb = as_f32(w.get(kTrackerPrefix + "no_obj_embed_spatial")).clone();     // (M, D)
     int embed = b.op1("MatMul", {absent, b.constant(emb, "no_obj_embed_spatial")});  // (1, D)
     x = add(b, x, reshape(b, embed, {1, D, 1, 1}));
@@ -219,12 +220,14 @@ std::string memory_encoder_contract(const ModelConfig& cfg) {
   t.output("maskmem_features", {1, D, g, g}, "f32", "memory features after no_obj_embed_spatial (fp32)", "tests");
   t.output("maskmem_features_bf16", {1, D, g, g}, "bf16", "the stored copy (official .to(bfloat16))",
            "memory bank (StoredFrame::maskmem_features, stacked over buckets)");
-  t.note("Mask input: sigmoid(logit) * 2 - 1 per slot (0 in unused slots), then M conditioning channels (1.0 / 0.0), "
-         "(1, 2M, H, W). Variant image_size_masks resizes to input_mask_size with PyTorch's antialiased bilinear "
-         "weights (align_corners=False) as Gather/Mul/Add along each axis (exact, standard ONNX).");
-  t.note("no_obj_embed_spatial[s] is added for every slot whose object is absent (logit <= 0) or that is empty: the "
-         "official muxes a 0 logit into empty slots. The sine position encoding of the SimpleMaskEncoder is not "
-         "an output: it is constant and the propagation never reads it.");
+  t.note(
+      "Mask input: sigmoid(logit) * 2 - 1 per slot (0 in unused slots), then M conditioning channels (1.0 / 0.0), "
+      "(1, 2M, H, W). Variant image_size_masks resizes to input_mask_size with PyTorch's antialiased bilinear "
+      "weights (align_corners=False) as Gather/Mul/Add along each axis (exact, standard ONNX).");
+  t.note(
+      "no_obj_embed_spatial[s] is added for every slot whose object is absent (logit <= 0) or that is empty: the "
+      "official muxes a 0 logit into empty slots. The sine position encoding of the SimpleMaskEncoder is not "
+      "an output: it is constant and the propagation never reads it.");
   return t.markdown();
 }
 

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <iomanip>
 #include <map>
-#include <tuple>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/compile.h"
 #include "models/sam31/config.h"
@@ -33,7 +33,8 @@ OutputCheck check_output(const Tensor& got, const Tensor& ref, const Tolerance& 
   }
   if ((got.dtype() == DType::boolean) != (ref.dtype() == DType::boolean)) {
     c.pass = false;
-    c.problem = "dtype " + std::string(dtype_name(got.dtype())) + " != reference " + std::string(dtype_name(ref.dtype()));
+    c.problem =
+        "dtype " + std::string(dtype_name(got.dtype())) + " != reference " + std::string(dtype_name(ref.dtype()));
     return c;
   }
   double dot = 0, na = 0, nb = 0;
@@ -52,9 +53,12 @@ OutputCheck check_output(const Tensor& got, const Tensor& ref, const Tolerance& 
     inter += ma && mr;
     uni += ma || mr;
   }
-  if (na == 0 && nb == 0) c.cosine = 1.0;
-  else if (na == 0 || nb == 0) c.cosine = 0.0;
-  else c.cosine = dot / (std::sqrt(na) * std::sqrt(nb));
+  if (na == 0 && nb == 0)
+    c.cosine = 1.0;
+  else if (na == 0 || nb == 0)
+    c.cosine = 0.0;
+  else
+    c.cosine = dot / (std::sqrt(na) * std::sqrt(nb));
   const double scale = tol.scale_is_max_ref ? c.max_ref : std::max(1.0, c.max_ref);
   c.ratio = scale > 0 ? c.max_abs / scale : (c.max_abs > 0 ? INFINITY : 0.0);
   c.pass = c.cosine >= tol.min_cosine && c.max_abs <= tol.max_abs_over_scale * scale;
@@ -98,9 +102,9 @@ void check_case(ParityReport& rep, const std::string& weights_name, const Candid
     } else {
       auto sel = pc.select.find(name);
       try {
-        const Tensor got = sel == pc.select.end() ? it->second
-                                                  : contract::take_indices(it->second, sel->second.axis,
-                                                                           sel->second.indices);
+        const Tensor got = sel == pc.select.end()
+                               ? it->second
+                               : contract::take_indices(it->second, sel->second.axis, sel->second.indices);
         row.check = check_output(got, ref, row.tol);
       } catch (const Error& e) {
         row.check.pass = false;
@@ -263,8 +267,8 @@ void print_parity_report(const ParityReport& r, std::ostream& os) {
     const auto& c = row.check;
     std::ostringstream cos;
     cos << std::fixed << std::setprecision(8) << c.cosine;
-    os << std::left << std::setw(20) << row.weights << std::setw(22) << row.candidate << std::setw(30)
-       << row.case_label << std::setw(12) << row.backend << std::setw(26) << row.output;
+    os << std::left << std::setw(20) << row.weights << std::setw(22) << row.candidate << std::setw(30) << row.case_label
+       << std::setw(12) << row.backend << std::setw(26) << row.output;
     if (!c.problem.empty() && !c.shape_ok) {
       os << "FAIL (" << c.problem << ")\n";
       continue;

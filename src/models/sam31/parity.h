@@ -29,10 +29,10 @@ struct OutputCheck {
 OutputCheck check_output(const Tensor& got, const Tensor& ref, const Tolerance& tol);
 
 struct ParityRow {
-  std::string weights;    // weights file name
+  std::string weights;  // weights file name
   std::string candidate;
   std::string case_label;
-  std::string backend;    // "reference", "optimized", "compiled", "onnxruntime"
+  std::string backend;  // "reference", "optimized", "compiled", "onnxruntime"
   std::string output;
   OutputCheck check;
   Tolerance tol;

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "ir/builder.h"
 #include "io/safetensors.h"
+#include "ir/builder.h"
 #include "models/sam31/contract_util.h"
 #include "models/sam31/fixture_util.h"
 #include "models/sam31/layers.h"
@@ -55,7 +55,8 @@ int memory_attention_layer(GraphBuilder& b, const Weights& w, const std::string&
     Scope s(b, "cross_attn");
     int t2 = layer_norm(b, w, tgt, p + ".norm2", 1e-5f);
     int q = add(b, linear(b, w, image_tok, p + ".image_cross_attn_q_proj"), linear(b, w, t2, p + ".cross_attn_q_proj"));
-    int k = add(b, linear(b, w, mem_image, p + ".image_cross_attn_k_proj"), linear(b, w, mem, p + ".cross_attn_k_proj"));
+    int k =
+        add(b, linear(b, w, mem_image, p + ".image_cross_attn_k_proj"), linear(b, w, mem, p + ".cross_attn_k_proj"));
     k = add(b, k, mem_image_pos);
     int v = linear(b, w, mem, p + ".cross_attn_v_proj");
     q = apply_rope(b, split_heads(b, q, int(z.heads), false), rope, "rope_q");
@@ -109,7 +110,8 @@ int propagation_pointer_slots(const ModelConfig& cfg) {
 }
 
 Tensor propagation_dense_pe(const ModelConfig& cfg, const Weights& w) {
-  Tensor pe = random_fourier_dense_pe(w.get(kTrackerPrefix + "image_pe_layer.positional_encoding_gaussian_matrix"), cfg.token_grid());
+  Tensor pe = random_fourier_dense_pe(w.get(kTrackerPrefix + "image_pe_layer.positional_encoding_gaussian_matrix"),
+                                      cfg.token_grid());
   SEGMUX_CHECK(pe.dim(1) == cfg.d_model, "image_pe_layer gives ", pe.dim(1), " channels, d_model is ", cfg.d_model);
   return pe;
 }
@@ -173,7 +175,8 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
 
     // Temporal encodings: maskmem_tpos_enc[index] on every spatial token of a slot.
     Tensor tpos_table = as_f32(w.get(kTrackerPrefix + "maskmem_tpos_enc")).reshaped({cfg.num_maskmem, z.D});
-    int tpos = b.op1("Gather", {b.constant(tpos_table.clone(), "maskmem_tpos_enc"), mem_tpos_index}, {{"axis", int64_t(0)}});
+    int tpos =
+        b.op1("Gather", {b.constant(tpos_table.clone(), "maskmem_tpos_enc"), mem_tpos_index}, {{"axis", int64_t(0)}});
     int sp_pos = add(b, pos_tok, reshape(b, tpos, {z.S, 1, z.D}));  // (S, L, D)
     sp_pos = reshape(b, sp_pos, {1, z.S * z.L, z.D});
     // Pointer tokens: 1-D sine PE of the normalized temporal offset (get_1d_sine_pe), then
@@ -197,8 +200,8 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
       int bias = mul(b, b.op1("Sub", {v, b.scalar_f32(1.0f)}), b.scalar_f32(-kMaskedKey));
       return reshape(b, bias, {1, n * rep});
     };
-    int key_bias = b.op1("Concat", {key_bias_of(mem_valid, z.S, z.L), key_bias_of(ptr_valid, z.P, z.M)},
-                         {{"axis", int64_t(1)}});
+    int key_bias =
+        b.op1("Concat", {key_bias_of(mem_valid, z.S, z.L), key_bias_of(ptr_valid, z.P, z.M)}, {{"axis", int64_t(1)}});
     key_bias = reshape(b, key_bias, {1, 1, 1, z.S * z.L + z.K});
 
     const layers::RopeTables rope = layers::axial_rope_tables(int(z.hd), int(z.g), int(z.g), float(cfg.rope_theta));
@@ -206,14 +209,14 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int tgt = add(b, image_tok, mul(b, pos_tok, b.scalar_f32(0.1f)));
     for (int l = 0; l < cfg.mem_attn_layers; ++l) {
       Scope sl(b, "layer" + std::to_string(l));
-      tgt = memory_attention_layer(b, w, kTrackerPrefix + "transformer.encoder.layers." + std::to_string(l), z, tgt, image_tok,
-                                   memory_image, memory, memory_image_pos, key_bias, rope);
+      tgt = memory_attention_layer(b, w, kTrackerPrefix + "transformer.encoder.layers." + std::to_string(l), z, tgt,
+                                   image_tok, memory_image, memory, memory_image_pos, key_bias, rope);
     }
     tgt = layer_norm(b, w, tgt, kTrackerPrefix + "transformer.encoder.norm", 1e-5f);
     // No spatial memory at all: the official skips the fusion and uses the raw image features.
-    int has_memory = b.op1("Greater", {b.op1("ReduceMax", {mem_valid}, {{"axes", std::vector<int64_t>{0}},
-                                                                        {"keepdims", int64_t(0)}}),
-                                       b.scalar_f32(0.0f)});
+    int has_memory = b.op1(
+        "Greater", {b.op1("ReduceMax", {mem_valid}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t(0)}}),
+                    b.scalar_f32(0.0f)});
     int fused = b.op1("Where", {has_memory, tgt, image_tok});
     pix_feat_with_mem = reshape(b, transpose(b, fused, {0, 2, 1}), {1, z.D, z.g, z.g});
   }
@@ -227,8 +230,10 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int extra;
     {
       int v = reshape(b, slot_valid, {1, z.M, 1});
-      int valid_e = b.constant(as_f32(w.get(kTrackerPrefix + "output_valid_embed")).reshaped({1, z.M, z.D}).clone(), "valid_embed");
-      int invalid_e = b.constant(as_f32(w.get(kTrackerPrefix + "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(), "invalid_embed");
+      int valid_e = b.constant(as_f32(w.get(kTrackerPrefix + "output_valid_embed")).reshaped({1, z.M, z.D}).clone(),
+                               "valid_embed");
+      int invalid_e = b.constant(as_f32(w.get(kTrackerPrefix + "output_invalid_embed")).reshaped({1, z.M, z.D}).clone(),
+                                 "invalid_embed");
       extra = add(b, mul(b, v, valid_e), mul(b, b.op1("Sub", {b.scalar_f32(1.0f), v}), invalid_e));
     }
     Tensor mt = as_f32(w.get(md + ".mask_tokens.weight")).reshaped({1, z.M, nmask, z.D});
@@ -236,14 +241,16 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     mask_tokens = reshape(b, mask_tokens, {1, z.M * nmask, z.D});
     Tensor ot = as_f32(w.get(md + ".obj_score_token.weight")).reshaped({1, z.M, z.D});
     Tensor it = as_f32(w.get(md + ".iou_token.weight")).reshaped({1, z.M, z.D});
-    int tokens = b.op1("Concat", {b.constant(ot.clone(), "obj_score_token"), b.constant(it.clone(), "iou_token"), mask_tokens},
-                       {{"axis", int64_t(1)}});
+    int tokens =
+        b.op1("Concat", {b.constant(ot.clone(), "obj_score_token"), b.constant(it.clone(), "iou_token"), mask_tokens},
+              {{"axis", int64_t(1)}});
     const int64_t ntok = z.M * (2 + nmask);
 
     Tensor pe = propagation_dense_pe(cfg, w);
     int key_pe = nchw_to_tokens(b, b.constant(pe, "image_pe"), z.D, z.L);
-    const TwoWayResult tr = two_way_transformer(b, w, md + ".transformer", tokens, nchw_to_tokens(b, pix_feat_with_mem, z.D, z.L),
-                                                key_pe, cfg.twoway_depth, int(z.heads));
+    const TwoWayResult tr =
+        two_way_transformer(b, w, md + ".transformer", tokens, nchw_to_tokens(b, pix_feat_with_mem, z.D, z.L), key_pe,
+                            cfg.twoway_depth, int(z.heads));
     const int queries = tr.queries, keys = tr.keys;
     (void)ntok;
     int obj_out = slice(b, queries, 1, 0, z.M);
@@ -266,9 +273,9 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int hyper_in = b.op1("Concat", hyper, {{"axis", int64_t(2)}});  // (1, M, 3, D/8)
     masks = b.op1("MatMul", {reshape(b, hyper_in, {1, z.M * nmask, up_c}), reshape(b, up, {1, up_c, 16 * z.L})});
     masks = reshape(b, masks, {1, z.M, nmask, 4 * z.g, 4 * z.g});
-    iou_pred = mlp(b, w, iou_out, md + ".iou_prediction_head", cfg.mlp_head_layers);        // (1, M, 3)
-    obj_scores = mlp(b, w, obj_out, md + ".pred_obj_score_head", cfg.mlp_head_layers);      // (1, M, 1)
-    sam_tokens = mask_out;                                                                   // (1, M, 3, D)
+    iou_pred = mlp(b, w, iou_out, md + ".iou_prediction_head", cfg.mlp_head_layers);    // (1, M, 3)
+    obj_scores = mlp(b, w, obj_out, md + ".pred_obj_score_head", cfg.mlp_head_layers);  // (1, M, 1)
+    sam_tokens = mask_out;                                                              // (1, M, 3, D)
   }
   b.output(masks, "masks");
   b.output(iou_pred, "iou_pred");
@@ -396,7 +403,8 @@ std::string propagation_decoder_contract(const ModelConfig& cfg) {
   t.input("obj_ptrs", {P, M, D}, "f32", "stored object pointers (mux space) of the selected pointer frames", glue);
   t.input("obj_ptr_tpos", {P}, "f32", "temporal offset / (min(num_frames, max_obj_ptrs) - 1)", glue);
   t.input("obj_ptr_valid", {P}, "f32", "1 = slot holds a pointer frame, 0 = padding", glue);
-  t.input("slot_valid", {1, M}, "f32", "1 = slot holds an object (output_valid_embed), else output_invalid_embed", glue);
+  t.input("slot_valid", {1, M}, "f32", "1 = slot holds an object (output_valid_embed), else output_invalid_embed",
+          glue);
   const std::string out = "tracker_io::demux_propagation_outputs";
   t.output("pix_feat_with_mem", {1, D, g, g}, "f32", "memory-conditioned features (image features if no memory)", out);
   t.output("masks", {1, M, nm, 4 * g, 4 * g}, "f32", "mux-space mask logits of the decoder", out);
@@ -407,14 +415,16 @@ std::string propagation_decoder_contract(const ModelConfig& cfg) {
            "obj_ptr_proj(best token), no_obj_ptr_linear mix when logit <= 0; zero in unused slots (= stored value)",
            out + ", memory bank");
   t.output("best_mask_index", {1, M}, "i64", "argmax of iou_pred (first on ties)", out);
-  t.note("Slots: S = max_cond_frames_in_attn + num_maskmem - 1 memory frames, P = max_cond_frames_in_attn + "
-         "max_obj_ptrs_in_encoder - 1 pointer frames (M tokens each). Padded slots get an additive -1e30 on their "
-         "keys: their softmax weight is exactly 0, so results equal the official unpadded computation. With no "
-         "valid memory frame the official skips the memory attention; the graph then outputs the image features.");
-  t.note("Keys: image_k_proj(memory_image) + k_proj(memory) + memory_image_pos, where memory_image_pos = image_pos + "
-         "maskmem_tpos_enc[index] for spatial tokens and obj_ptr_tpos_proj(sine(obj_ptr_tpos)) for pointer tokens "
-         "(whose image features are zero). The stored maskmem_pos_enc does not enter the computation. RoPE on "
-         "queries and spatial keys (repeated per frame), none on pointer tokens.");
+  t.note(
+      "Slots: S = max_cond_frames_in_attn + num_maskmem - 1 memory frames, P = max_cond_frames_in_attn + "
+      "max_obj_ptrs_in_encoder - 1 pointer frames (M tokens each). Padded slots get an additive -1e30 on their "
+      "keys: their softmax weight is exactly 0, so results equal the official unpadded computation. With no "
+      "valid memory frame the official skips the memory attention; the graph then outputs the image features.");
+  t.note(
+      "Keys: image_k_proj(memory_image) + k_proj(memory) + memory_image_pos, where memory_image_pos = image_pos + "
+      "maskmem_tpos_enc[index] for spatial tokens and obj_ptr_tpos_proj(sine(obj_ptr_tpos)) for pointer tokens "
+      "(whose image features are zero). The stored maskmem_pos_enc does not enter the computation. RoPE on "
+      "queries and spatial keys (repeated per frame), none on pointer tokens.");
   t.note("Masks forced to -1024 for absent objects and the best mask are applied by the demux (exact selections).");
   return t.markdown();
 }

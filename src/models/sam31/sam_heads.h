@@ -28,8 +28,8 @@ struct TwoWayResult {
   int queries;
   int keys;
 };
-TwoWayResult two_way_transformer(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int tokens,
-                                 int keys, int key_pe, int depth, int heads);
+TwoWayResult two_way_transformer(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int tokens, int keys,
+                                 int key_pe, int depth, int heads);
 
 // LayerNorm2d (sam/common.py, model_misc.py) on NCHW, written out as the official module computes it:
 // mean and biased variance over C, (x - u) / sqrt(var + eps), then the per-channel affine

@@ -31,8 +31,8 @@ ir::Graph build_text_encoder(const ModelConfig& cfg, const Weights& w, const Tex
   SEGMUX_CHECK(table.rank() == 2 && table.dim(0) == cfg.vocab_size && table.dim(1) == W, "token embedding ",
                shape_str(table.shape()), " does not match vocab_size ", cfg.vocab_size, " x text_width ", W);
   const Tensor& pos = w.get(enc + ".positional_embedding");
-  SEGMUX_CHECK(pos.rank() == 2 && pos.dim(0) >= T && pos.dim(1) == W, "positional embedding ",
-               shape_str(pos.shape()), " does not cover context ", T, " x ", W);
+  SEGMUX_CHECK(pos.rank() == 2 && pos.dim(0) >= T && pos.dim(1) == W, "positional embedding ", shape_str(pos.shape()),
+               " does not cover context ", T, " x ", W);
 
   int emb = L::gather(b, L::param(b, w, enc + ".token_embedding.weight"), ids, 0);  // [B,T,W]
   int x;
@@ -111,12 +111,11 @@ std::string text_encoder_contract(const ModelConfig& cfg) {
                         std::to_string(B) +
                         " prompts per run (the video run encodes [prompt, \"visual\", \"geometric\"]); "
                         "outputs are sequence-first as in the official code.");
-  t.input("token_ids", {B, T}, "i64",
-          "SimpleTokenizer ids: [SOT] text [EOT], zero-padded to the context length", "tokenizer (tokenizer.h)");
-  t.output("language_features", {T, B, cfg.d_model}, "f32",
-           "text tokens after ln_final and the resizer (seq-first)", "detector input language_features");
-  t.output("language_mask", {B, T}, "bool", "True = padding position (token id == 0)",
-           "detector input language_mask");
+  t.input("token_ids", {B, T}, "i64", "SimpleTokenizer ids: [SOT] text [EOT], zero-padded to the context length",
+          "tokenizer (tokenizer.h)");
+  t.output("language_features", {T, B, cfg.d_model}, "f32", "text tokens after ln_final and the resizer (seq-first)",
+           "detector input language_features");
+  t.output("language_mask", {B, T}, "bool", "True = padding position (token id == 0)", "detector input language_mask");
   t.output("language_embeds", {T, B, cfg.text_width}, "f32",
            "raw token embeddings (encoder input before the positional embedding, seq-first)",
            "kept for the official API; unused by the video pipeline");

@@ -233,7 +233,8 @@ U32 html_unescape_u32(const U32& s) {
     size_t k = j;
     while (k < s.size() && k - j < 32) {
       char32_t c = s[k];
-      if (c == U'\t' || c == U'\n' || c == U'\f' || c == U' ' || c == U'<' || c == U'&' || c == U'#' || c == U';') break;
+      if (c == U'\t' || c == U'\n' || c == U'\f' || c == U' ' || c == U'<' || c == U'&' || c == U'#' || c == U';')
+        break;
       ++k;
     }
     if (k == j) {
@@ -413,15 +414,19 @@ U32 fix_encoding(U32 s) {
 
 U32 fix_latin_ligatures(const U32& s) {
   static const std::unordered_map<char32_t, U32> ligatures = {
-      {U'\u0132', U"IJ"}, {U'\u0133', U"ij"}, {U'\u0149', U"\u02BCn"}, {U'\u01F1', U"DZ"}, {U'\u01F2', U"Dz"},
-      {U'\u01F3', U"dz"}, {U'\u01C4', U"D\u017D"}, {U'\u01C5', U"D\u017E"}, {U'\u01C6', U"d\u017E"},
-      {U'\u01C7', U"LJ"}, {U'\u01C8', U"Lj"}, {U'\u01C9', U"lj"}, {U'\u01CA', U"NJ"}, {U'\u01CB', U"Nj"},
-      {U'\u01CC', U"nj"}, {U'\uFB00', U"ff"}, {U'\uFB01', U"fi"}, {U'\uFB02', U"fl"}, {U'\uFB03', U"ffi"},
-      {U'\uFB04', U"ffl"}, {U'\uFB05', U"\u017Ft"}, {U'\uFB06', U"st"}};
+      {U'\u0132', U"IJ"},      {U'\u0133', U"ij"}, {U'\u0149', U"\u02BCn"}, {U'\u01F1', U"DZ"},
+      {U'\u01F2', U"Dz"},      {U'\u01F3', U"dz"}, {U'\u01C4', U"D\u017D"}, {U'\u01C5', U"D\u017E"},
+      {U'\u01C6', U"d\u017E"}, {U'\u01C7', U"LJ"}, {U'\u01C8', U"Lj"},      {U'\u01C9', U"lj"},
+      {U'\u01CA', U"NJ"},      {U'\u01CB', U"Nj"}, {U'\u01CC', U"nj"},      {U'\uFB00', U"ff"},
+      {U'\uFB01', U"fi"},      {U'\uFB02', U"fl"}, {U'\uFB03', U"ffi"},     {U'\uFB04', U"ffl"},
+      {U'\uFB05', U"\u017Ft"}, {U'\uFB06', U"st"}};
   U32 out;
   for (char32_t c : s) {
     auto it = ligatures.find(c);
-    if (it != ligatures.end()) out += it->second; else out.push_back(c);
+    if (it != ligatures.end())
+      out += it->second;
+    else
+      out.push_back(c);
   }
   return out;
 }
@@ -440,15 +445,20 @@ U32 fix_character_width(const U32& s) {
   U32 out;
   for (char32_t c : s) {
     auto it = width_map.find(c);
-    if (it != width_map.end()) out += it->second; else out.push_back(c);
+    if (it != width_map.end())
+      out += it->second;
+    else
+      out.push_back(c);
   }
   return out;
 }
 
 U32 uncurl_quotes(U32 s) {
   for (auto& c : s) {
-    if (c == 0x2BC || (c >= 0x2018 && c <= 0x201B)) c = U'\'';
-    else if (c >= 0x201C && c <= 0x201F) c = U'"';
+    if (c == 0x2BC || (c >= 0x2018 && c <= 0x201B))
+      c = U'\'';
+    else if (c >= 0x201C && c <= 0x201F)
+      c = U'"';
   }
   return s;
 }
@@ -799,9 +809,12 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   for (size_t i = 0; i < bytes.size();) {
     size_t len = 1;
     unsigned char c = (unsigned char)bytes[i];
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+      len = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+      len = 4;
     U32 one;
     if (i + len <= bytes.size() && decode_utf8(bytes.substr(i, len), &one)) {
       text += bytes.substr(i, len);

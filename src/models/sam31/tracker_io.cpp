@@ -28,7 +28,6 @@ void check_shape(const Tensor& t, const Shape& want, const std::string& what) {
   SEGMUX_CHECK(t.shape() == want, what, " has shape ", shape_str(t.shape()), ", expected ", shape_str(want));
 }
 
-
 // Copies the `index`-th slice along axis 0 of src into the `slot`-th slice along axis 0 of dst
 // (same dtype, same per-slice element count).
 void copy_slice(const Tensor& src, int64_t index, Tensor& dst, int64_t slot) {
@@ -36,8 +35,8 @@ void copy_slice(const Tensor& src, int64_t index, Tensor& dst, int64_t slot) {
                dtype_name(dst.dtype()));
   SEGMUX_CHECK(index >= 0 && index < src.dim(0) && slot >= 0 && slot < dst.dim(0), "copy_slice: index out of range");
   const size_t bytes = src.nbytes() / size_t(src.dim(0));
-  SEGMUX_CHECK(bytes == dst.nbytes() / size_t(dst.dim(0)), "copy_slice: slice sizes differ (",
-               shape_str(src.shape()), " vs ", shape_str(dst.shape()), ")");
+  SEGMUX_CHECK(bytes == dst.nbytes() / size_t(dst.dim(0)), "copy_slice: slice sizes differ (", shape_str(src.shape()),
+               " vs ", shape_str(dst.shape()), ")");
   std::memcpy(static_cast<std::byte*>(dst.raw()) + bytes * size_t(slot),
               static_cast<const std::byte*>(src.raw()) + bytes * size_t(index), bytes);
 }
@@ -100,7 +99,10 @@ MemorySelection select_memory(const ModelConfig& cfg, const MemoryBank& bank, in
     if (opt.keep_first_cond_frame) {
       int first = -1;
       for (auto& [t, f] : bank.cond_frames)
-        if (t < frame_idx) { first = t; break; }
+        if (t < frame_idx) {
+          first = t;
+          break;
+        }
       if (first < 0)
         for (auto& [t, f] : bank.cond_frames)
           if (t > frame_idx) first = t;
@@ -212,8 +214,8 @@ PropagationInputs assemble_propagation_inputs(const ModelConfig& cfg, const Memo
     const auto& s = sel.spatial[i];
     const StoredFrame& f = frame_of(s.frame_idx, s.is_cond);
     const std::string what = "memory frame " + std::to_string(s.frame_idx);
-    SEGMUX_CHECK(f.maskmem_features.rank() == 4 && f.maskmem_features.dim(0) > bucket, what,
-                 ": maskmem_features ", shape_str(f.maskmem_features.shape()), " has no bucket ", bucket);
+    SEGMUX_CHECK(f.maskmem_features.rank() == 4 && f.maskmem_features.dim(0) > bucket, what, ": maskmem_features ",
+                 shape_str(f.maskmem_features.shape()), " has no bucket ", bucket);
     Tensor mm = f.maskmem_features.dtype() == DType::bf16 ? f.maskmem_features : f.maskmem_features.cast(DType::bf16);
     check_shape(mm, {mm.dim(0), D, g, g}, what + " maskmem_features");
     copy_slice(mm, bucket, maskmem, int64_t(i));
@@ -257,8 +259,8 @@ PropagationResult demux_propagation_outputs(const ModelConfig& cfg, const Multip
   const int64_t D = cfg.d_model, M = cfg.multiplex_count, hw = cfg.low_res_mask_size();
   const int64_t nm = cfg.num_multimask_outputs;
   assignment.validate(int(M));
-  SEGMUX_CHECK(int(outputs.size()) == assignment.num_buckets(), "demux: ", outputs.size(),
-               " bucket outputs for ", assignment.num_buckets(), " buckets");
+  SEGMUX_CHECK(int(outputs.size()) == assignment.num_buckets(), "demux: ", outputs.size(), " bucket outputs for ",
+               assignment.num_buckets(), " buckets");
   for (size_t b = 0; b < outputs.size(); ++b) {
     check_shape(output_of(outputs[b], "masks", b), {1, M, nm, hw, hw}, "masks");
     check_shape(output_of(outputs[b], "iou_pred", b), {1, M, nm}, "iou_pred");
@@ -346,15 +348,16 @@ Tensor stack_buckets(const std::vector<Tensor>& per_bucket) {
   Tensor out(first.dtype(), sh);
   for (size_t b = 0; b < per_bucket.size(); ++b) {
     SEGMUX_CHECK(per_bucket[b].shape() == first.shape() && per_bucket[b].dtype() == first.dtype(),
-                 "stack_buckets: bucket ", b, " has ", shape_str(per_bucket[b].shape()), " vs ", shape_str(first.shape()));
+                 "stack_buckets: bucket ", b, " has ", shape_str(per_bucket[b].shape()), " vs ",
+                 shape_str(first.shape()));
     copy_slice(per_bucket[b], 0, out, int64_t(b));
   }
   return out;
 }
 
 Tensor seq_first_to_nchw(const Tensor& t, int64_t grid) {
-  SEGMUX_CHECK(t.rank() == 3 && t.dim(1) == 1 && t.dim(0) == grid * grid, "seq-first features ",
-               shape_str(t.shape()), " are not (", grid * grid, ", 1, D)");
+  SEGMUX_CHECK(t.rank() == 3 && t.dim(1) == 1 && t.dim(0) == grid * grid, "seq-first features ", shape_str(t.shape()),
+               " are not (", grid * grid, ", 1, D)");
   return contract::permute(t, {1, 2, 0}).reshaped({1, t.dim(2), grid, grid});
 }
 

@@ -27,7 +27,7 @@
 namespace segmux::sam31 {
 
 // Slot values of a multiplex assignment (multiplex_utils.py).
-constexpr int kSlotEmpty = -1;      // padding, never used
+constexpr int kSlotEmpty = -1;       // padding, never used
 constexpr int kSlotRemoved = -1116;  // object removed; slot stays dead
 
 // One tracker state's multiplex layout: buckets[b][s] = data-space object index (0..N-1) or a
@@ -75,8 +75,8 @@ struct MemorySelection {
   struct Pointer {
     int frame_idx;
     bool is_cond;
-    int rel_pos;     // temporal distance as the official computes it (abs unless signed)
-    float tpos;      // rel_pos / (min(num_frames, max_obj_ptrs_in_encoder) - 1), fp32
+    int rel_pos;  // temporal distance as the official computes it (abs unless signed)
+    float tpos;   // rel_pos / (min(num_frames, max_obj_ptrs_in_encoder) - 1), fp32
   };
   std::vector<Spatial> spatial;   // in the official concatenation order
   std::vector<Pointer> pointers;  // in the official concatenation order

@@ -22,12 +22,20 @@ class Weights {
   std::vector<std::string> keys() const;
   size_t size() const { return tensors_.size(); }
   void set(const std::string& key, Tensor t) { tensors_[key] = std::move(t); }
-  void erase(const std::string& key) { tensors_.erase(key); complex_.erase(key); }
+  void erase(const std::string& key) {
+    tensors_.erase(key);
+    complex_.erase(key);
+  }
 
   // True when the checkpoint stored this tensor as complex (a .pt complex64 buffer). Safetensors
   // files carry no such marker, so their f32 [..., 2] RoPE tables report false.
   bool is_complex(const std::string& key) const { return complex_.count(key) != 0; }
-  void set_complex(const std::string& key, bool c) { if (c) complex_.insert(key); else complex_.erase(key); }
+  void set_complex(const std::string& key, bool c) {
+    if (c)
+      complex_.insert(key);
+    else
+      complex_.erase(key);
+  }
   // Keys in the order the file stored them (state_dict order for .pt, data order for safetensors).
   const std::vector<std::string>& file_order() const { return file_order_; }
 
