@@ -18,6 +18,7 @@
 
 #include "ir/op_schema.h"
 #include "kernels/kernel.h"
+#include "common/random_tensor.h"
 
 namespace segmux::bench {
 
@@ -82,12 +83,7 @@ inline double measure_peak(bool bf16, int threads) {
 }
 
 inline Tensor random_f32(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  Tensor t(DType::f32, s);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
-  return t;
+  return test::random_tensor(s, seed, lo, hi);
 }
 
 // One node, created once through a provider, run many times on preallocated outputs.

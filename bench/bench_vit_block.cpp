@@ -14,7 +14,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/layers.h"
 #include "onnx/onnx_io.h"
-#include "runtime/ort_peer.h"
+#include "verify/ort_peer.h"
 
 using namespace segmux;
 using namespace segmux::bench;

@@ -6,16 +6,16 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "compiler/offline_model.h"
+#include "runtime/offline_model.h"
 #include "core/error.h"
 #include "seed_models.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   segmux::fuzz::write_seeds_if_asked([](const segmux::ir::Graph& g) {
     auto c = segmux::compiler::compile_graph(g);
-    segmux::compiler::WriteOptions w;
+    segmux::segmux::WriteOptions w;
     w.target_isa = "generic";
-    return segmux::compiler::serialize_offline_model(c.graph, c.plan, w);
+    return segmux::segmux::serialize_offline_model(c.graph, c.plan, w);
   });
   return 0;
 }
@@ -27,11 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   auto storage = segmux::Storage::allocate(size);
   if (size) std::memcpy(storage->data, data, size);
-  segmux::compiler::LoadOptions opt;
+  segmux::segmux::LoadOptions opt;
   opt.verify_checksums = !skip_checksums;
   opt.check_isa = false;
   try {
-    segmux::compiler::load_offline_model(storage, "fuzz input", opt);
+    segmux::segmux::load_offline_model(storage, "fuzz input", opt);
   } catch (const segmux::Error&) {
   }
   return 0;

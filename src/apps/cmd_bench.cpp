@@ -7,7 +7,7 @@
 
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
-#include "runtime/ort_peer.h"
+#include "verify/ort_peer.h"
 
 namespace segmux::apps {
 

@@ -58,7 +58,7 @@ int check_main(int argc, char** argv) {
   bool smx = is_smx_file(model);
   bool loaded = record(smx ? "load (checksums, version, ISA)" : "load (ONNX checker)", [&] {
     if (smx)
-      g = compiler::load_offline_model_file(model).graph;
+      g = segmux::load_offline_model_file(model).graph;
     else
       g = import_model_graph(model, parse_input_shapes(shapes), false);
     return std::to_string(g.nodes.size()) + " nodes";

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "apps/commands.h"
-#include "models/sam31/candidate.h"
+#include "models/sam31/candidates.h"
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
@@ -28,27 +28,14 @@ int export_onnx_main(int argc, char** argv) {
     return app.exit(e);
   }
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
-  const sam31::CandidateDef* def = nullptr;
-  std::string known;
-  for (auto& c : sam31::all_candidates()) {
-    if (c.name == candidate) def = &c;
-    known += (known.empty() ? "" : ", ") + c.name;
-  }
+  const sam31::Candidate* def = sam31::find_candidate(candidate);
   if (!def) {
-    std::fprintf(stderr, "segmux export-onnx: unknown candidate '%s' (known: %s)\n", candidate.c_str(), known.c_str());
+    std::fprintf(stderr, "segmux export-onnx: unknown candidate '%s' (known: %s)\n", candidate.c_str(),
+                 sam31::candidate_names().c_str());
     return 2;
   }
   sam31::Weights w = sam31::Weights::load(weights);
-  ir::Graph g;
-  if (variant.empty()) {
-    g = def->build(cfg, w);
-  } else {
-    if (!def->build_variant) {
-      std::fprintf(stderr, "segmux export-onnx: candidate '%s' has no build variants\n", candidate.c_str());
-      return 2;
-    }
-    g = def->build_variant(cfg, w, variant);
-  }
+  ir::Graph g = def->build(cfg, w, variant);
   onnx_io::export_onnx_file(g, out);
   std::printf("wrote %s (%zu nodes, %zu inputs, %zu outputs)\n", out.c_str(), g.nodes.size(), g.inputs.size(),
               g.outputs.size());

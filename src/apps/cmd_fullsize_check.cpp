@@ -31,8 +31,9 @@
 #include "compiler/compile.h"
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "models/sam31/candidate.h"
-#include "models/sam31/checkpoint_check.h"
+#include "models/sam31/candidates.h"
+#include "models/sam31/state_dict.h"
+#include "verify/sam31/random_checkpoint.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
 #include "models/sam31/weights.h"
@@ -61,19 +62,17 @@ double mib(long kib) { return kib < 0 ? -1.0 : kib / 1024.0; }
 // What to check: a candidate name, optionally with a build variant ("memory_encoder:image_size_masks").
 struct Target {
   std::string label;
-  const sam31::CandidateDef* def = nullptr;
+  const sam31::Candidate* def = nullptr;
   std::string variant;
 };
 
+// One target per compiled file of a model folder (every candidate, plus the memory encoder variant).
 std::vector<Target> default_targets() {
   std::vector<Target> out;
-  for (const auto& d : sam31::all_candidates()) out.push_back({d.name, &d, ""});
-  out.push_back({std::string("memory_encoder:") + sam31::kMemoryEncoderImageSizeVariant, nullptr,
-                 sam31::kMemoryEncoderImageSizeVariant});
-  for (auto& t : out)
-    if (!t.def)
-      for (const auto& d : sam31::all_candidates())
-        if (d.name == "memory_encoder") t.def = &d;
+  for (const auto& f : sam31::compiled_files()) {
+    const sam31::Candidate& c = sam31::candidate(f.candidate);
+    out.push_back({f.variant.empty() ? c.name : c.name + ":" + f.variant, &c, f.variant});
+  }
   return out;
 }
 
@@ -83,17 +82,12 @@ Target parse_target(const std::string& spec) {
     name = spec.substr(0, colon);
     variant = spec.substr(colon + 1);
   }
-  std::string known;
-  for (const auto& d : sam31::all_candidates()) {
-    known += (known.empty() ? "" : ", ") + d.name;
-    if (d.name != name) continue;
-    SEGMUX_CHECK(variant.empty() || d.build_variant, "--candidate '", spec, "': candidate '", name,
-                 "' has no build variants");
-    return {spec, &d, variant};
-  }
-  throw Error("--candidate '" + spec + "': unknown candidate (known: " + known +
-              "; a variant is written NAME:VARIANT, e.g. memory_encoder:" + sam31::kMemoryEncoderImageSizeVariant +
-              ")");
+  const sam31::Candidate* c = sam31::find_candidate(name);
+  SEGMUX_CHECK(c != nullptr, "--candidate '", spec, "': unknown candidate (known: ", sam31::candidate_names(),
+               "; a variant is written NAME:VARIANT, e.g. memory_encoder:", sam31::kMemoryEncoderImageSizeVariant, ")");
+  SEGMUX_CHECK(variant.empty() || std::find(c->variants.begin(), c->variants.end(), variant) != c->variants.end(),
+               "--candidate '", spec, "': candidate '", name, "' has no build variant '", variant, "'");
+  return {spec, c, variant};
 }
 
 // Random inputs of the graph's declared shapes and dtypes, with values a real caller could give:
@@ -146,7 +140,7 @@ void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31:
   nlohmann::json r = {{"candidate", t.label}, {"stage", "start"}, {"hwm_start_mib", mib(status_kib("VmHWM"))}};
   send_line(fd, r);
   auto t0 = Clock::now();
-  ir::Graph g = t.variant.empty() ? t.def->build(cfg, w) : t.def->build_variant(cfg, w, t.variant);
+  ir::Graph g = t.def->build(cfg, w, t.variant);
   r["build_s"] = seconds_since(t0);
   r["nodes_built"] = g.nodes.size();
   r["hwm_build_mib"] = mib(status_kib("VmHWM"));

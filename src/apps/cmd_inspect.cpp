@@ -40,7 +40,7 @@ int inspect_main(int argc, char** argv) {
   j["model"] = model;
   std::string shape_error;
   if (is_smx_file(model)) {
-    auto m = compiler::load_offline_model_file(model);
+    auto m = segmux::load_offline_model_file(model);
     g = std::move(m.graph);
     j["format"] = "smx";
     j["target_isa"] = m.target_isa;

@@ -9,7 +9,8 @@
 #include <string>
 
 #include "apps/commands.h"
-#include "models/sam31/checkpoint_check.h"
+#include "models/sam31/state_dict.h"
+#include "verify/sam31/random_checkpoint.h"
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "apps/commands.h"
-#include "models/sam31/parity.h"
-#include "pipeline/video_parity.h"
+#include "verify/sam31/parity.h"
+#include "verify/video_parity.h"
 
 namespace segmux::apps {
 

@@ -6,7 +6,7 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
-#include "pipeline/sample_video.h"
+#include "pipeline/media/sample_video.h"
 
 namespace segmux::apps {
 namespace {

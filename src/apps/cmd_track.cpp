@@ -18,11 +18,12 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
-#include "pipeline/compiled_backend.h"
-#include "pipeline/control_plane.h"
-#include "pipeline/outputs.h"
-#include "pipeline/rle.h"
-#include "pipeline/video_io.h"
+#include "pipeline/model_store/model_store.h"
+#include "verify/demo_model.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/outputs/outputs.h"
+#include "pipeline/masks/rle.h"
+#include "pipeline/media/video_io.h"
 
 namespace segmux::apps {
 namespace {
@@ -199,6 +200,7 @@ int run_track(int argc, char** argv) {
   app.footer(kFooter);
   std::string input, prompt, out_dir, direction = "forward", overlay = "auto";
   ModelSource src;
+  bool demo = false;
   int start = 0, max_frames = -1;
   bool quiet = false, json = false, no_masks = false;
   app.add_option("input", input, "video file, GIF or frame folder")->required();
@@ -209,7 +211,7 @@ int run_track(int argc, char** argv) {
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   auto* m = app.add_option("--model", src.model_dir, "folder of compiled candidates (with model.json)")->excludes(w);
-  app.add_flag("--demo", src.demo, "built-in tiny random-weight model: shows the machinery, masks are meaningless")
+  app.add_flag("--demo", demo, "built-in tiny random-weight model: shows the machinery, masks are meaningless")
       ->excludes(w)
       ->excludes(m);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
@@ -228,7 +230,7 @@ int run_track(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  SEGMUX_CHECK(!src.weights.empty() || !src.model_dir.empty() || src.demo,
+  SEGMUX_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                "no model: give --weights CHECKPOINT, --model DIR or --demo");
   SEGMUX_CHECK(!prompt.empty(), "--prompt is empty");
   SEGMUX_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
@@ -243,7 +245,9 @@ int run_track(int argc, char** argv) {
   log("input: " + reader->describe());
   const int n = reader->num_frames();
   SEGMUX_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1, ")");
+  if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, n, log);
+  if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
   log("model: " + model.description);
 
   StagedOutput staged(out_dir);

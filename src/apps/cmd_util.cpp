@@ -30,7 +30,7 @@ std::map<std::string, Tensor> ModelRunner::run(const std::map<std::string, Tenso
 
 std::string ModelRunner::engine_name() const { return engine_; }
 
-bool is_smx_file(const std::string& path) { return compiler::is_offline_model_file(path); }
+bool is_smx_file(const std::string& path) { return segmux::is_offline_model_file(path); }
 
 ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes,
                              bool infer_shapes) {
@@ -52,7 +52,7 @@ std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptio
     SEGMUX_CHECK(opt.input_shapes.empty(), "'", path,
                  "' is a compiled model with fixed input shapes; "
                  "--input-shape applies to ONNX models only");
-    r->offline_ = std::make_unique<compiler::OfflineModel>(compiler::load_offline_model_file(path));
+    r->offline_ = std::make_unique<segmux::OfflineModel>(segmux::load_offline_model_file(path));
     r->load_seconds_ = since(t0);
     t0 = clock::now();
     r->executor_ = std::make_unique<Executor>(r->offline_->graph, r->offline_->plan, eo);

@@ -23,11 +23,11 @@ class ModelRunner {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   std::string engine_name() const;
   const Executor* executor() const { return executor_.get(); }
-  const compiler::OfflineModel* offline() const { return offline_.get(); }
+  const segmux::OfflineModel* offline() const { return offline_.get(); }
 
   std::unique_ptr<Session> session_;
   std::unique_ptr<Executor> executor_;
-  std::unique_ptr<compiler::OfflineModel> offline_;
+  std::unique_ptr<segmux::OfflineModel> offline_;
   std::string engine_;
   double load_seconds_ = 0;     // reading the file (.smx: map + checksums + parse; ONNX: import)
   double prepare_seconds_ = 0;  // compiling (ONNX, compiled engine) + creating kernels + the arena

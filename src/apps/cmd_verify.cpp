@@ -7,7 +7,7 @@
 
 #include "apps/commands.h"
 #include "io/safetensors.h"
-#include "runtime/compare.h"
+#include "verify/compare.h"
 
 namespace segmux::apps {
 

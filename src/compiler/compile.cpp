@@ -61,11 +61,4 @@ void write_compiled(const std::string& path, const CompileResult& r, const Compi
   write_offline_model(path, r.graph, r.plan, w);
 }
 
-LoadedModel load_compiled(const std::string& path, const ExecutorOptions& exec, const LoadOptions& load) {
-  LoadedModel m;
-  m.model = load_offline_model_file(path, load);
-  m.executor = std::make_unique<Executor>(m.model.graph, m.model.plan, exec);
-  return m;
-}
-
 }  // namespace segmux::compiler

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "compiler/memory_planner.h"
-#include "compiler/offline_model.h"
+#include "runtime/offline_model.h"
 #include "compiler/pass_manager.h"
 #include "runtime/executor.h"
 
@@ -35,12 +35,5 @@ CompileResult compile_graph(ir::Graph g, const CompileOptions& opt = {});
 
 // Writes the compiled model (atomically) with options and pass statistics in its META section.
 void write_compiled(const std::string& path, const CompileResult& r, const CompileOptions& opt);
-
-// A loaded .smx model ready to run.
-struct LoadedModel {
-  OfflineModel model;
-  std::unique_ptr<Executor> executor;
-};
-LoadedModel load_compiled(const std::string& path, const ExecutorOptions& exec = {}, const LoadOptions& load = {});
 
 }  // namespace segmux::compiler

@@ -363,8 +363,8 @@ bool mark_bf16_precision(ir::Graph& g) {
       has_f32_weight |= w != nullptr && w->dtype() == DType::f32 && w->rank() >= 2;
     }
     if (!has_f32_weight) continue;
-    if (node.attr_string(kPrecisionAttr, "") == "bf16") continue;
-    node.attrs[kPrecisionAttr] = std::string("bf16");
+    if (ir::wants_bf16(node)) continue;
+    node.attrs[kPrecisionAttr] = std::string(ir::kPrecisionBf16);
     changed = true;
   }
   return changed;

@@ -7,6 +7,7 @@
 
 #include "compiler/pass.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 
 namespace segmux::compiler {
 
@@ -35,8 +36,8 @@ bool eliminate_noops(ir::Graph& g);
 // Merges nodes with the same op, attributes and inputs, and identical initializers.
 bool eliminate_common_subexpressions(ir::Graph& g);
 
-// The attribute the optimized kernels honour for reduced-precision compute (cpu::wants_bf16).
-constexpr const char* kPrecisionAttr = "segmux_precision";
+// The attribute the optimized kernels honour for reduced-precision compute (ir/precision.h).
+using ir::kPrecisionAttr;
 // Marks MatMul/Gemm/Conv/ConvTranspose (and segmux Linear/Attention) nodes with a constant weight
 // for bf16 compute. The reference kernels ignore the attribute (they stay the fp32 ground truth).
 bool mark_bf16_precision(ir::Graph& g);

@@ -18,39 +18,6 @@ const Tensor& TensorFile::at(const std::string& name) const {
   return it->second;
 }
 
-std::shared_ptr<Storage> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SEGMUX_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail("'", path, "' is not a regular file");
-  }
-  size_t size = size_t(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return Storage::allocate(0);
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", path, "': ", std::strerror(errno));
-  auto owner = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
-  return Storage::borrow(p, size, owner);
-}
-
-void write_file_atomic(const std::string& path, const void* data, size_t nbytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  SEGMUX_CHECK(f != nullptr, "cannot write '", tmp, "': ", std::strerror(errno));
-  size_t written = nbytes ? std::fwrite(data, 1, nbytes, f) : 0;
-  bool ok = written == nbytes && std::fflush(f) == 0;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("cannot write '", path, "': ", std::strerror(errno));
-  }
-}
-
 namespace {
 
 bool st_dtype(const std::string& s, DType* out) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/files.h"
 
 namespace segmux {
 
@@ -25,11 +26,5 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
 // Writes tensors (in the given order) atomically: a temporary file renamed into place.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
-
-// Maps a whole file read-only. The returned storage keeps the mapping alive.
-std::shared_ptr<Storage> map_file(const std::string& path);
-
-// Writes bytes to path via a temporary file and rename, so a failure leaves nothing half-written.
-void write_file_atomic(const std::string& path, const void* data, size_t nbytes);
 
 }  // namespace segmux

@@ -13,6 +13,7 @@
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/session.h"
+#include "common/random_tensor.h"
 
 using namespace segmux;
 
@@ -37,13 +38,7 @@ Result segmux_cmd(const std::string& args) {
   return r;
 }
 
-Tensor random_tensor(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DType::f32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using test::random_tensor;
 
 class Commands : public ::testing::Test {
  protected:

@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
+#include "common/random_tensor.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -21,13 +22,7 @@ using ir::GraphBuilder;
 
 namespace {
 
-Tensor random_tensor(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DType::f32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using test::random_tensor;
 
 // A small transformer-ish block: projection, residual, softmax, a flatten through a shape chain.
 ir::Graph small_model() {
@@ -61,8 +56,8 @@ std::shared_ptr<Storage> bytes_storage(const std::string& s) {
   return st;
 }
 
-compiler::OfflineModel load_bytes(const std::string& s) {
-  return compiler::load_offline_model(bytes_storage(s), "test bytes");
+segmux::OfflineModel load_bytes(const std::string& s) {
+  return segmux::load_offline_model(bytes_storage(s), "test bytes");
 }
 
 void expect_close(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
@@ -96,12 +91,12 @@ TEST(OfflineModel, RoundTripMatchesSession) {
   std::string path = temp_path("roundtrip.smx");
   compiler::CompileOptions copt;
   compiler::write_compiled(path, compiled, copt);
-  ASSERT_TRUE(compiler::is_offline_model_file(path));
+  ASSERT_TRUE(segmux::is_offline_model_file(path));
 
-  auto loaded = compiler::load_compiled(path);
+  auto loaded = segmux::load_compiled(path);
   const auto& m = loaded.model;
-  EXPECT_EQ(m.format_version, compiler::kOfflineFormatVersion);
-  EXPECT_EQ(m.target_isa, compiler::host_isa());
+  EXPECT_EQ(m.format_version, segmux::kOfflineFormatVersion);
+  EXPECT_EQ(m.target_isa, segmux::host_isa());
   EXPECT_EQ(m.producer, "segmux 0.1.0");
   EXPECT_EQ(m.plan.arena_bytes, compiled.plan.arena_bytes);
   // Weights alias the file mapping: no copies, page-aligned section, 64-byte aligned tensors.
@@ -143,7 +138,7 @@ TEST(OfflineModel, WrongInputsAreErrors) {
 
 TEST(OfflineModel, TruncationAtEverySectionBoundaryIsAnError) {
   auto compiled = compiler::compile_graph(small_model());
-  std::string bytes = compiler::serialize_offline_model(compiled.graph, compiled.plan, {});
+  std::string bytes = segmux::serialize_offline_model(compiled.graph, compiled.plan, {});
   ASSERT_NO_THROW(load_bytes(bytes));
   uint32_t count;
   std::memcpy(&count, bytes.data() + 12, 4);
@@ -161,7 +156,7 @@ TEST(OfflineModel, TruncationAtEverySectionBoundaryIsAnError) {
 
 TEST(OfflineModel, EveryFlippedByteIsDetected) {
   auto compiled = compiler::compile_graph(small_model());
-  std::string bytes = compiler::serialize_offline_model(compiled.graph, compiled.plan, {});
+  std::string bytes = segmux::serialize_offline_model(compiled.graph, compiled.plan, {});
   // Every byte of the file (it is small): a flip anywhere must be a clean Error.
   for (size_t i = 0; i < bytes.size(); i += (i < 4096 ? 1 : 7)) {
     std::string bad = bytes;
@@ -176,7 +171,7 @@ TEST(OfflineModel, EveryFlippedByteIsDetected) {
 
 TEST(OfflineModel, WrongMagicVersionAndIsaAreClearErrors) {
   auto compiled = compiler::compile_graph(small_model());
-  std::string bytes = compiler::serialize_offline_model(compiled.graph, compiled.plan, {});
+  std::string bytes = segmux::serialize_offline_model(compiled.graph, compiled.plan, {});
   auto message = [](const std::string& b) -> std::string {
     try {
       load_bytes(b);
@@ -195,32 +190,32 @@ TEST(OfflineModel, WrongMagicVersionAndIsaAreClearErrors) {
   std::memcpy(bad.data() + 56, &h, 8);
   EXPECT_NE(message(bad).find("format version 99"), std::string::npos) << message(bad);
 
-  compiler::WriteOptions w;
+  segmux::WriteOptions w;
   w.target_isa = "imaginary-isa";
-  std::string other = compiler::serialize_offline_model(compiled.graph, compiled.plan, w);
+  std::string other = segmux::serialize_offline_model(compiled.graph, compiled.plan, w);
   EXPECT_NE(message(other).find("imaginary-isa"), std::string::npos) << message(other);
-  compiler::LoadOptions lo;
+  segmux::LoadOptions lo;
   lo.check_isa = false;
-  EXPECT_NO_THROW(compiler::load_offline_model(bytes_storage(other), "x", lo));
-  EXPECT_TRUE(compiler::host_supports_isa("generic"));
-  EXPECT_FALSE(compiler::host_supports_isa("imaginary-isa"));
+  EXPECT_NO_THROW(segmux::load_offline_model(bytes_storage(other), "x", lo));
+  EXPECT_TRUE(segmux::host_supports_isa("generic"));
+  EXPECT_FALSE(segmux::host_supports_isa("imaginary-isa"));
   EXPECT_THROW(load_bytes(""), Error);
-  EXPECT_THROW(compiler::load_offline_model_file(temp_path("missing.smx")), Error);
+  EXPECT_THROW(segmux::load_offline_model_file(temp_path("missing.smx")), Error);
 }
 
 TEST(OfflineModel, PrepackedBlobsAreKeyedByIsa) {
   auto compiled = compiler::compile_graph(small_model());
   Tensor blob(DType::u8, {100});
   for (int i = 0; i < 100; ++i) blob.data<uint8_t>()[i] = uint8_t(i);
-  compiler::WriteOptions w;
-  w.prepacked_isa = compiler::host_isa();
+  segmux::WriteOptions w;
+  w.prepacked_isa = segmux::host_isa();
   w.prepacked.push_back({0, {"matmul.b", blob}});
-  auto m = load_bytes(compiler::serialize_offline_model(compiled.graph, compiled.plan, w));
+  auto m = load_bytes(segmux::serialize_offline_model(compiled.graph, compiled.plan, w));
   ASSERT_EQ(m.prepacked.size(), 1u);
   EXPECT_EQ(m.prepacked[0].key, "matmul.b");
   EXPECT_TRUE(m.prepacked[0].data.identical(blob));
   w.prepacked_isa = "some-other-isa";  // not this machine: ignored, kernels repack from the weights
-  m = load_bytes(compiler::serialize_offline_model(compiled.graph, compiled.plan, w));
+  m = load_bytes(segmux::serialize_offline_model(compiled.graph, compiled.plan, w));
   EXPECT_EQ(m.prepacked_isa, "some-other-isa");
   EXPECT_TRUE(m.prepacked.empty());
 }
@@ -271,7 +266,7 @@ std::string load_error(const std::string& b) {
 
 TEST(OfflineModel, CraftedSectionsWithValidChecksumsAreErrors) {
   auto compiled = compiler::compile_graph(small_model());
-  const std::string good = compiler::serialize_offline_model(compiled.graph, compiled.plan, {});
+  const std::string good = segmux::serialize_offline_model(compiled.graph, compiled.plan, {});
   size_t graph_off = read_u64(good, 64 + 32 + 8), graph_len = read_u64(good, 64 + 32 + 16);
   size_t plan_off = read_u64(good, 64 + 64 + 8), plan_len = read_u64(good, 64 + 64 + 16);
 

@@ -8,19 +8,14 @@
 #include "compiler/passes.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
+#include "common/random_tensor.h"
 
 using namespace segmux;
 using ir::GraphBuilder;
 
 namespace {
 
-Tensor random_tensor(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DType::f32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using test::random_tensor;
 
 std::map<std::string, Tensor> run_ref(const ir::Graph& g, const std::map<std::string, Tensor>& in) {
   Session s(g, SessionOptions{1, false});

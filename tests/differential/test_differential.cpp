@@ -13,7 +13,7 @@
 
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "runtime/ort_peer.h"
+#include "verify/ort_peer.h"
 #include "runtime/session.h"
 
 namespace segmux {

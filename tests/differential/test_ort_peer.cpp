@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "runtime/ort_peer.h"
+#include "verify/ort_peer.h"
 
 namespace segmux {
 namespace {

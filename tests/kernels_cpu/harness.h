@@ -10,6 +10,7 @@
 #include "ir/builder.h"
 #include "ir/op_schema.h"
 #include "kernels/kernel.h"
+#include "common/random_tensor.h"
 
 namespace segmux::testing_cpu {
 
@@ -60,14 +61,7 @@ inline std::vector<Tensor> run_node(const Provider& p, ir::Node node, const std:
   return outs;
 }
 
-inline Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  Tensor t(DType::f32, s);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = d(rng);
-  return t;
-}
+using test::random_tensor;
 
 inline Tensor bf16_rounded(const Tensor& t) {
   Tensor c = t.clone();

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "pipeline/outputs.h"
+#include "pipeline/outputs/outputs.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

@@ -3,10 +3,10 @@
 
 #include <map>
 
-#include "pipeline/control_plane.h"
-#include "pipeline/mask_ops.h"
-#include "pipeline/multiplex.h"
-#include "pipeline/rle.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/masks/mask_ops.h"
+#include "pipeline/predictor/multiplex.h"
+#include "pipeline/masks/rle.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "io/safetensors.h"
-#include "pipeline/control_plane.h"
-#include "pipeline/replay_backend.h"
+#include "pipeline/predictor/control_plane.h"
+#include "verify/replay_backend.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

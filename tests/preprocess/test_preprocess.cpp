@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "io/safetensors.h"
-#include "pipeline/preprocess.h"
+#include "pipeline/media/preprocess.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/compare.h"
+#include "verify/compare.h"
 
 using namespace segmux;
 

@@ -9,19 +9,14 @@
 #include "ir/builder.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
+#include "common/random_tensor.h"
 
 using namespace segmux;
 using ir::GraphBuilder;
 
 namespace {
 
-Tensor random_tensor(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DType::f32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
+using test::random_tensor;
 
 void expect_identical(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
   ASSERT_EQ(a.size(), b.size());

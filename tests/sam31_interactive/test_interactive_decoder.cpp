@@ -2,7 +2,7 @@
 
 #include "models/sam31/config.h"
 #include "models/sam31/interactive_decoder.h"
-#include "models/sam31/parity.h"
+#include "verify/sam31/parity.h"
 #include "runtime/session.h"
 
 using namespace segmux;

@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/pytorch_zip.h"
-#include "models/sam31/checkpoint_check.h"
+#include "models/sam31/state_dict.h"
+#include "verify/sam31/random_checkpoint.h"
 
 using namespace segmux;
 using namespace segmux::sam31;

@@ -8,7 +8,7 @@
 #include "models/sam31/backbone.h"
 #include "models/sam31/config.h"
 #include "models/sam31/layers.h"
-#include "models/sam31/parity.h"
+#include "verify/sam31/parity.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"
 

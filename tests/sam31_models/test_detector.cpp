@@ -7,9 +7,9 @@
 
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
-#include "models/sam31/contract_util.h"
+#include "core/tensor_ops.h"
 #include "models/sam31/detector.h"
-#include "models/sam31/parity.h"
+#include "verify/sam31/parity.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"
 
@@ -77,7 +77,7 @@ TEST(Detector, DecoderStatesBoxesPresence) {
   expect_close("refs", r.out.at("dbg_refs"), r.fixture.at("call.decoder.out.1"));
   expect_close("presence", r.out.at("dbg_presence_layers"), r.fixture.at("call.decoder.out.2"));
   const Tensor& scores = r.fixture.at("call.dot_prod_scoring.out");  // L,B,Q,1
-  expect_close("scores", r.out.at("dbg_class_logits"), contract::take(scores, 0, scores.dim(0) - 1, 1));
+  expect_close("scores", r.out.at("dbg_class_logits"), take(scores, 0, scores.dim(0) - 1, 1));
 }
 
 TEST(Detector, FinalOutputsOfTheModuleFixture) {
@@ -96,7 +96,7 @@ TEST(Detector, Frame0MatchesTheRawGroundingOutputs) {
   for (auto& [name, ref] : pc.expected) {
     Tensor got = out.at(name);
     auto sel = pc.select.find(name);
-    if (sel != pc.select.end()) got = contract::take_indices(got, sel->second.axis, sel->second.indices);
+    if (sel != pc.select.end()) got = take_indices(got, sel->second.axis, sel->second.indices);
     expect_close(name, got, ref);
   }
 }
@@ -122,7 +122,7 @@ TEST(Detector, ModuleFixtureIsAnotherFrame) {
   TensorFile bb = read_safetensors(kDir + "/modules/backbone.safetensors");
   TensorFile f = read_safetensors(kDir + "/modules/detector.safetensors");
   auto seq = [](const Tensor& t) {
-    return contract::permute(t.reshaped({t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}), {2, 0, 1});
+    return permute(t.reshaped({t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}), {2, 0, 1});
   };
   OutputCheck c =
       check_output(seq(bb.at("out.det.fpn2")), f.at("call.geometry_encoder.kwargs.img_feats.0"), Tolerance{});
@@ -164,8 +164,8 @@ TEST(Detector, BatchEntriesAreIndependent) {
   auto oa = one.run(a), ob = one.run(b);
   for (const char* k : {"pred_logits", "pred_boxes", "pred_masks", "presence_logit_dec"}) {
     const Tensor& t = out2.at(k);
-    expect_close(std::string(k) + "[0]", contract::take(t, 0, 0, 1), oa.at(k));
-    expect_close(std::string(k) + "[1]", contract::take(t, 0, 1, 1), ob.at(k));
+    expect_close(std::string(k) + "[0]", take(t, 0, 0, 1), oa.at(k));
+    expect_close(std::string(k) + "[1]", take(t, 0, 1, 1), ob.at(k));
   }
 }
 }  // namespace

@@ -10,11 +10,11 @@
 #include "compiler/compile.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
-#include "models/sam31/parity.h"
+#include "verify/sam31/parity.h"
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "runtime/ort_peer.h"
+#include "verify/ort_peer.h"
 #include "runtime/session.h"
 
 using namespace segmux;

@@ -4,7 +4,7 @@
 
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
-#include "models/sam31/parity.h"
+#include "verify/sam31/parity.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "pipeline/rle.h"
-#include "pipeline/video_io.h"
+#include "pipeline/masks/rle.h"
+#include "pipeline/media/video_io.h"
 
 namespace fs = std::filesystem;
 using segmux::pipeline::BinaryMask;

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "pipeline/video_io.h"
+#include "pipeline/media/video_io.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

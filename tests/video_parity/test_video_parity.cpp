@@ -3,7 +3,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "pipeline/video_parity.h"
+#include "verify/video_parity.h"
 
 using namespace segmux::pipeline;
 

@@ -26,7 +26,5 @@ std::unique_ptr<Kernel> make_rope(const KernelInit& init);        // segmux Rope
 std::unique_ptr<Kernel> make_split(const KernelInit& init);       // ONNX Split (any dtype)
 std::unique_ptr<Kernel> make_concat(const KernelInit& init);      // ONNX Concat (any dtype)
 
-// True when the node asks for bf16 compute (attribute segmux_precision = "bf16").
-bool wants_bf16(const ir::Node& node);
 
 }  // namespace segmux::cpu

@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "ir/precision.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/onednn_common.h"
 
@@ -238,7 +239,7 @@ std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed
       cfg.auto_pad != "SAME_LOWER")
     return nullptr;
   cfg.weight = *w;
-  cfg.bf16 = wants_bf16(n);
+  cfg.bf16 = ir::wants_bf16(n);
   if (init.inputs.size() > 2 && init.inputs[2]) {
     if (init.constants[2])
       cfg.bias_const = *init.constants[2];

@@ -12,12 +12,12 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ir/precision.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/onednn_common.h"
 
 namespace segmux::cpu {
 
-bool wants_bf16(const ir::Node& node) { return node.attr_string("segmux_precision", "f32") == "bf16"; }
 
 namespace {
 
@@ -278,7 +278,7 @@ std::unique_ptr<Kernel> make_matmul(const KernelInit& init) {
     cfg.K = w->dim(0);
     cfg.N = w->dim(1);
     cfg.weight = *w;
-    cfg.bf16 = wants_bf16(init.node);
+    cfg.bf16 = ir::wants_bf16(init.node);
     int64_t m = known_rows(a, cfg.K, false);
     return std::make_unique<WeightMatMul>(std::move(cfg), reference_fallback(init), m);
   }
@@ -297,7 +297,7 @@ std::unique_ptr<Kernel> make_gemm(const KernelInit& init) {
   cfg.weight = *w;
   cfg.alpha = init.node.attr_float("alpha", 1.f);
   const float beta = init.node.attr_float("beta", 1.f);
-  cfg.bf16 = wants_bf16(init.node);
+  cfg.bf16 = ir::wants_bf16(init.node);
   if (init.inputs.size() > 2 && init.inputs[2]) {
     if (!is_f32(init.inputs[2])) return nullptr;
     const Tensor* c = init.constants.size() > 2 ? init.constants[2] : nullptr;
@@ -326,7 +326,7 @@ std::unique_ptr<Kernel> make_linear(const KernelInit& init) {
   cfg.K = w->dim(0);
   cfg.N = w->dim(1);
   cfg.weight = *w;
-  cfg.bf16 = wants_bf16(init.node);
+  cfg.bf16 = ir::wants_bf16(init.node);
   const std::string act = init.node.attr_string("activation", "");
   if (act == "gelu") {
     cfg.gelu = true;

@@ -1,11 +1,11 @@
 #include "models/sam31/backbone.h"
+#include "models/sam31/tensor_names.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "io/safetensors.h"
-#include "models/sam31/contract_util.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 
 namespace segmux::sam31 {
@@ -17,7 +17,6 @@ namespace {
 const std::string kVision = "detector.backbone.vision_backbone";
 const std::string kTrunk = kVision + ".trunk";
 const char* kHeads[3] = {"convs", "interactive_convs", "propagation_convs"};
-const char* kHeadOut[3] = {"det", "interactive", "propagation"};
 
 bool is_global(const ModelConfig& cfg, int block) {
   return std::find(cfg.vit_global.begin(), cfg.vit_global.end(), block) != cfg.vit_global.end();
@@ -109,7 +108,7 @@ int64_t level_size(int64_t g, double scale) { return scale >= 1.0 ? int64_t(g * 
 
 Tensor vit_abs_pos_embed(const ModelConfig& cfg, const Weights& w) {
   const Tensor pe_in = w.get(kTrunk + ".pos_embed");
-  const Tensor pe = pe_in.dtype() == DType::f32 ? pe_in : pe_in.cast(DType::f32);
+  const Tensor pe = as_f32(pe_in);
   const int64_t P = cfg.pos_embed_pretrain_grid(), g = cfg.token_grid(), C = cfg.vit_dim;
   SEGMUX_CHECK(pe.rank() == 3 && pe.dim(2) == C && (pe.dim(1) == P * P || pe.dim(1) == P * P + 1), "pos_embed ",
                shape_str(pe.shape()), " does not match a ", P, "x", P, " grid of width ", C);
@@ -136,7 +135,7 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
   const int64_t S = cfg.image_size, G = cfg.token_grid(), C = cfg.vit_dim, ws = cfg.vit_window;
   const int heads = cfg.vit_heads, hd = cfg.vit_dim / cfg.vit_heads;
 
-  int img = b.input("image", DType::f32, {1, 3, S, S});
+  int img = b.input(names::backbone::kImage, DType::f32, {1, 3, S, S});
   int x;
   {
     ir::Scope s(b, "patch_embed");
@@ -173,7 +172,7 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
     x = L::add(b, x, vit_mlp(b, w, p + ".mlp", L::layer_norm(b, w, x, p + ".norm2"), opt.fp32_mlp));
   }
   int trunk = L::transpose(b, x, {0, 3, 1, 2});  // NCHW
-  b.output(trunk, "vit_trunk");
+  b.output(trunk, names::backbone::kVitTrunk);
 
   std::vector<int> prop_levels;
   for (int head = 0; head < 3; ++head) {
@@ -182,18 +181,18 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
     for (size_t lvl = 0; lvl < cfg.neck_scale_factors.size(); ++lvl) {
       int y = neck_level(b, w, kVision + "." + kHeads[head] + "." + std::to_string(lvl), trunk,
                          cfg.neck_scale_factors[lvl]);
-      b.output(y, std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl));
+      b.output(y, names::backbone::fpn(names::backbone::Head(head), lvl));
       if (head == 2) prop_levels.push_back(y);
     }
   }
   for (size_t lvl = 0; lvl < cfg.neck_scale_factors.size(); ++lvl) {
     const int64_t n = level_size(G, cfg.neck_scale_factors[lvl]);
     Tensor pe = L::sine_position_encoding(cfg.d_model, int(n), int(n));
-    b.output(L::identity(b, L::const_tensor(b, pe, "pos_enc")), "pos" + std::to_string(lvl));
+    b.output(L::identity(b, L::const_tensor(b, pe, "pos_enc")), names::backbone::pos(lvl));
   }
   if (opt.tracker_high_res && w.has("tracker.model.sam_mask_decoder.conv_s0.weight")) {
-    b.output(L::conv2d(b, w, prop_levels[0], "tracker.model.sam_mask_decoder.conv_s0"), "propagation_high_res_s0");
-    b.output(L::conv2d(b, w, prop_levels[1], "tracker.model.sam_mask_decoder.conv_s1"), "propagation_high_res_s1");
+    b.output(L::conv2d(b, w, prop_levels[0], "tracker.model.sam_mask_decoder.conv_s0"), names::backbone::kHighResS0);
+    b.output(L::conv2d(b, w, prop_levels[1], "tracker.model.sam_mask_decoder.conv_s1"), names::backbone::kHighResS1);
   }
   g.metadata["candidate"] = "backbone";
   g.metadata["vit_mlp"] = opt.fp32_mlp ? "fp32" : "bf16 (official)";
@@ -204,36 +203,12 @@ ir::Graph build_backbone_default(const ModelConfig& cfg, const Weights& w) { ret
 
 ir::Graph build_backbone_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant) {
   BackboneOptions o;
-  if (variant == "fp32_mlp") {
+  if (variant == kBackboneFp32MlpVariant) {
     o.fp32_mlp = true;
   } else {
     SEGMUX_CHECK(variant.empty(), "backbone has no build variant '", variant, "' (known: fp32_mlp)");
   }
   return build_backbone(cfg, w, o);
-}
-
-std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
-  TensorFile f = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
-  ParityCase c;
-  c.label = "frame 0";
-  c.inputs["image"] = f.at("in.image");
-  c.expected["vit_trunk"] = f.at("out.vit_trunk");
-  for (int head = 0; head < 3; ++head)
-    for (int lvl = 0; lvl < 3; ++lvl) {
-      const std::string key = std::string(kHeadOut[head]) + ".fpn" + std::to_string(lvl);
-      c.expected[std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl)] = f.at("out." + key);
-    }
-  for (int lvl = 0; lvl < 3; ++lvl) c.expected["pos" + std::to_string(lvl)] = f.at("out.pos" + std::to_string(lvl));
-  std::vector<ParityCase> cases;
-  cases.push_back(c);
-  ParityCase v;
-  v.label = "frame 0, fp32 MLP";
-  v.variant = "fp32_mlp";
-  v.inputs["image"] = f.at("in.image");
-  v.expected["vit_trunk"] = f.at("variant_fp32_mlp.out.vit_trunk");
-  cases.push_back(v);
-  (void)cfg;
-  return cases;
 }
 
 std::string backbone_contract(const ModelConfig& cfg) {
@@ -257,7 +232,7 @@ std::string backbone_contract(const ModelConfig& cfg) {
   for (int head = 0; head < 3; ++head)
     for (int lvl = 0; lvl < levels; ++lvl) {
       const int64_t n = level_size(G, cfg.neck_scale_factors[size_t(lvl)]);
-      t.output(std::string(kHeadOut[head]) + "_fpn" + std::to_string(lvl), {1, D, n, n}, "f32",
+      t.output(names::backbone::fpn(names::backbone::Head(head), lvl), {1, D, n, n}, "f32",
                std::string(what[head]) + ", level " + std::to_string(lvl) + " (stride " +
                    std::to_string(cfg.patch_size) + "/" + std::to_string(int(cfg.neck_scale_factors[size_t(lvl)])) +
                    ")",

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "models/sam31/candidate.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
 
@@ -23,10 +25,10 @@ struct BackboneOptions {
 };
 
 ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const BackboneOptions& opt = {});
-// Candidate entry points (candidates.cpp). Variant "fp32_mlp" builds with opt.fp32_mlp = true.
+// Candidate entry points (candidates.cpp). Variant kBackboneFp32MlpVariant builds with opt.fp32_mlp = true.
+inline constexpr const char* kBackboneFp32MlpVariant = "fp32_mlp";
 ir::Graph build_backbone_default(const ModelConfig& cfg, const Weights& w);
 ir::Graph build_backbone_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant);
-std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::string backbone_contract(const ModelConfig& cfg);
 
 // The absolute position embedding the trunk adds after the patch embedding, [1, g, g, vit_dim]: the

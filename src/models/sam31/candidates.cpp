@@ -1,28 +1,114 @@
-// The deployment candidates in pipeline order. Each entry: name, graph builder, parity cases from a
-// fixture folder, written contract (and optionally named build variants).
+#include "models/sam31/candidates.h"
+
+#include "core/error.h"
 #include "models/sam31/backbone.h"
-#include "models/sam31/candidate.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/interactive_decoder.h"
 #include "models/sam31/memory_encoder.h"
 #include "models/sam31/propagation_decoder.h"
+#include "models/sam31/tensor_names.h"
 #include "models/sam31/text_encoder.h"
 
 namespace segmux::sam31 {
 
-const std::vector<CandidateDef>& all_candidates() {
-  static const std::vector<CandidateDef> defs = {
-      {"text_encoder", build_text_encoder_default, text_encoder_parity_cases, text_encoder_contract},
-      {"backbone", build_backbone_default, backbone_parity_cases, backbone_contract, build_backbone_variant},
-      {"detector", build_detector_default, detector_parity_cases, detector_contract},
-      {"propagation_decoder", build_propagation_decoder, propagation_decoder_parity_cases,
-       propagation_decoder_contract},
-      {"interactive_decoder", build_interactive_decoder, interactive_decoder_parity_cases,
-       interactive_decoder_contract},
-      {"memory_encoder", build_memory_encoder, memory_encoder_parity_cases, memory_encoder_contract,
-       build_memory_encoder_variant},
+namespace {
+
+std::vector<std::string> backbone_outputs() {
+  namespace n = names::backbone;
+  std::vector<std::string> out = {n::kVitTrunk};
+  for (int head = 0; head < 3; ++head)
+    for (int level = 0; level < n::kLevels; ++level) out.push_back(n::fpn(n::Head(head), level));
+  for (int level = 0; level < n::kLevels; ++level) out.push_back(n::pos(level));
+  out.push_back(n::kHighResS0);
+  out.push_back(n::kHighResS1);
+  return out;
+}
+
+std::vector<Candidate> make_table() {
+  namespace te = names::text_encoder;
+  namespace bb = names::backbone;
+  namespace det = names::detector;
+  namespace id = names::interactive_decoder;
+  namespace pd = names::propagation_decoder;
+  namespace me = names::memory_encoder;
+  return {
+      {CandidateId::text_encoder, "text_encoder", "per prompt", {}, {te::kTokenIds},
+       {te::kLanguageFeatures, te::kLanguageMask, te::kLanguageEmbeds}, build_text_encoder_default, nullptr,
+       text_encoder_contract},
+      {CandidateId::backbone, "backbone", "per frame", {kBackboneFp32MlpVariant}, {bb::kImage}, backbone_outputs(),
+       build_backbone_default, build_backbone_variant, backbone_contract},
+      {CandidateId::detector, "detector", "per frame and prompt",
+       {},
+       {det::fpn(0), det::fpn(1), det::fpn(2), det::kPos2, det::kLanguageFeatures, det::kLanguageMask, det::kTextIds},
+       {det::kPredLogits, det::kPredBoxes, det::kPredBoxesXyxy, det::kPredMasks, det::kPresenceLogit, det::kQueries,
+        det::kSemanticSeg},
+       build_detector_default, nullptr, detector_contract},
+      {CandidateId::interactive_decoder, "interactive_decoder", "per object given a mask",
+       {},
+       {id::kImage, id::kMask},
+       {id::kObjPtr, id::kObjectScoreLogit, id::kSamObjectScoreLogit},
+       build_interactive_decoder, nullptr, interactive_decoder_contract},
+      {CandidateId::propagation_decoder, "propagation_decoder", "per frame and tracker bucket",
+       {},
+       {pd::kImage, pd::kImagePos, pd::kHighResS0, pd::kHighResS1, pd::kMemoryMaskmem, pd::kMemoryImage,
+        pd::kMemoryTposIndex, pd::kMemoryValid, pd::kObjPtrs, pd::kObjPtrTpos, pd::kObjPtrValid, pd::kSlotValid},
+       {pd::kPixFeatWithMem, pd::kMasks, pd::kIouPred, pd::kObjectScoreLogits, pd::kSamTokens, pd::kObjPtr,
+        pd::kBestMaskIndex},
+       build_propagation_decoder, nullptr, propagation_decoder_contract},
+      {CandidateId::memory_encoder, "memory_encoder", "per frame and tracker bucket",
+       {kMemoryEncoderImageSizeVariant},
+       {me::kPixFeat, me::kMaskLogits, me::kSlotValid, me::kSlotConditioning, me::kSlotObjectScore},
+       {me::kMaskmemFeatures, me::kMaskmemFeaturesBf16},
+       build_memory_encoder, build_memory_encoder_variant, memory_encoder_contract},
   };
-  return defs;
+}
+
+}  // namespace
+
+ir::Graph Candidate::build(const ModelConfig& cfg, const Weights& w, const std::string& variant) const {
+  if (variant.empty()) return build_default(cfg, w);
+  bool known = false;
+  std::string list;
+  for (const auto& v : variants) {
+    known = known || v == variant;
+    list += (list.empty() ? "" : ", ") + v;
+  }
+  SEGMUX_CHECK(known && build_variant != nullptr, "candidate ", name, " has no build variant '", variant, "'",
+               list.empty() ? std::string(" (it has none)") : " (known: " + list + ")");
+  return build_variant(cfg, w, variant);
+}
+
+const std::vector<Candidate>& candidates() {
+  static const std::vector<Candidate> table = make_table();
+  return table;
+}
+
+const Candidate& candidate(CandidateId id) {
+  for (const Candidate& c : candidates())
+    if (c.id == id) return c;
+  fail("unknown candidate id ", int(id));
+}
+
+const Candidate* find_candidate(std::string_view name) {
+  for (const Candidate& c : candidates())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string candidate_names() {
+  std::string s;
+  for (const Candidate& c : candidates()) s += (s.empty() ? "" : ", ") + c.name;
+  return s;
+}
+
+const std::vector<CompiledFile>& compiled_files() {
+  static const std::vector<CompiledFile> files = [] {
+    std::vector<CompiledFile> v;
+    for (const Candidate& c : candidates()) v.push_back({c.name, c.id, ""});
+    v.push_back({"memory_encoder_image_size", CandidateId::memory_encoder, kMemoryEncoderImageSizeVariant});
+    return v;
+  }();
+  return files;
 }
 
 }  // namespace segmux::sam31

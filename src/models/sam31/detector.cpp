@@ -1,10 +1,9 @@
 #include "models/sam31/detector.h"
+#include "models/sam31/tensor_names.h"
 
 #include <cmath>
 
-#include "io/safetensors.h"
-#include "models/sam31/contract_util.h"
-#include "models/sam31/fixture_util.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 
 namespace segmux::sam31 {
@@ -252,12 +251,12 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   std::vector<int> fpn;
   for (size_t lvl = 0; lvl < sizes.size(); ++lvl) {
     const int64_t n = sizes[lvl];
-    fpn.push_back(b.input("fpn" + std::to_string(lvl), DType::f32, {B, D, n, n}));
+    fpn.push_back(b.input(names::detector::fpn(lvl), DType::f32, {B, D, n, n}));
   }
-  int pos2 = b.input("pos2", DType::f32, {B, D, G, G});
-  int lang = b.input("language_features", DType::f32, {T, opt.num_texts, D});
-  int lang_mask = b.input("language_mask", DType::boolean, {opt.num_texts, T});
-  int text_ids = b.input("text_ids", DType::i64, {B});
+  int pos2 = b.input(names::detector::kPos2, DType::f32, {B, D, G, G});
+  int lang = b.input(names::detector::kLanguageFeatures, DType::f32, {T, opt.num_texts, D});
+  int lang_mask = b.input(names::detector::kLanguageMask, DType::boolean, {opt.num_texts, T});
+  int text_ids = b.input(names::detector::kTextIds, DType::i64, {B});
 
   // Sam3Image._encode_prompt: text of each batch entry, image tokens of level 2 (seq-first).
   int txt = L::gather(b, lang, text_ids, 1);            // T,B,D
@@ -281,13 +280,13 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   int boxes = L::transpose(b, dec.boxes, {1, 0, 2});  // B,Q,4
   auto [masks, sem] = segmentation_head(c, fpn, memory, prompt, prompt_mask, queries);
 
-  b.output(logits, "pred_logits");
-  b.output(boxes, "pred_boxes");
-  b.output(cxcywh_to_xyxy(b, boxes), "pred_boxes_xyxy");
-  b.output(masks, "pred_masks");
-  b.output(presence, "presence_logit_dec");
-  b.output(queries, "queries");
-  b.output(sem, "semantic_seg");
+  b.output(logits, names::detector::kPredLogits);
+  b.output(boxes, names::detector::kPredBoxes);
+  b.output(cxcywh_to_xyxy(b, boxes), names::detector::kPredBoxesXyxy);
+  b.output(masks, names::detector::kPredMasks);
+  b.output(presence, names::detector::kPresenceLogit);
+  b.output(queries, names::detector::kQueries);
+  b.output(sem, names::detector::kSemanticSeg);
   if (opt.debug_outputs) {
     b.output(L::identity(b, geo), "dbg_geometry");
     b.output(L::identity(b, prompt), "dbg_prompt");
@@ -305,54 +304,6 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
 }
 
 ir::Graph build_detector_default(const ModelConfig& cfg, const Weights& w) { return build_detector(cfg, w); }
-
-std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
-  // Two official groundings are stored:
-  // - frame 0 (add_prompt pass): its image features are modules/backbone.safetensors out.det.*; its
-  //   outputs are the raw per-frame tensors video/raw_frame_000_add_prompt.safetensors (pre-NMS logits,
-  //   presence, boxes, and the mask logits of the candidate queries);
-  // - modules/detector.safetensors: the grounding module's own inputs and outputs. Its level-2
-  //   features are those of frame 1 (its logits equal raw_frame_001's), not of the backbone fixture's
-  //   frame 0; levels 0/1 of that frame are not stored, so the case feeds frame 0's levels 0/1 (they
-  //   reach only the segmentation head) and compares the outputs that do not depend on them.
-  TensorFile bb = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
-  TensorFile f = read_safetensors(fixture_dir + "/modules/detector.safetensors");
-  TensorFile raw = read_safetensors(fixture_dir + "/video/raw_frame_000_add_prompt.safetensors");
-  const int64_t Q = cfg.num_queries, G = cfg.token_grid();
-  std::vector<ParityCase> cases;
-
-  ParityCase a;
-  a.label = "frame 0 (add_prompt)";
-  for (int lvl = 0; lvl < 3; ++lvl) a.inputs["fpn" + std::to_string(lvl)] = bb.at("out.det.fpn" + std::to_string(lvl));
-  a.inputs["pos2"] = bb.at("out.pos2");
-  a.inputs["language_features"] = f.at("in.language_features");
-  a.inputs["language_mask"] = f.at("in.language_mask");
-  a.inputs["text_ids"] = Tensor::from_vector<int64_t>({1}, {0});
-  a.expected["pred_logits"] = raw.at("grounding_pred_logits_preNMS").reshaped({1, Q, 1});
-  a.expected["presence_logit_dec"] = raw.at("grounding_presence_logit").reshaped({1, 1});
-  a.expected["pred_boxes_xyxy"] = raw.at("det_boxes_xyxy").reshaped({1, Q, 4});
-  const Tensor& cq = raw.at("det_candidate_queries");
-  const Tensor& cm = raw.at("det_candidate_mask_logits");
-  OutputSelection sel;
-  sel.axis = 1;
-  for (int64_t i = 0; i < cq.numel(); ++i) sel.indices.push_back(int64_t(cq.get_as_double(i)));
-  a.select["pred_masks"] = sel;
-  a.expected["pred_masks"] = cm.reshaped({1, cm.dim(0), cm.dim(1), cm.dim(2)});
-  cases.push_back(std::move(a));
-
-  ParityCase m;
-  m.label = "detector module (frame 1)";
-  m.inputs = cases[0].inputs;
-  auto to_nchw = [&](const Tensor& seq) {  // (HW,B,D) -> (B,D,g,g)
-    return contract::permute(seq, {1, 2, 0}).reshaped({seq.dim(1), seq.dim(2), G, G});
-  };
-  m.inputs["fpn2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_feats.0"));
-  m.inputs["pos2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
-  for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
-    m.expected[name] = fixture::tensor(f, std::string("out.") + name);
-  cases.push_back(std::move(m));
-  return cases;
-}
 
 std::string detector_contract(const ModelConfig& cfg) {
   const DetectorOptions o;

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "models/sam31/candidate.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
 
@@ -22,7 +24,6 @@ struct DetectorOptions {
 
 ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const DetectorOptions& opt = {});
 ir::Graph build_detector_default(const ModelConfig& cfg, const Weights& w);
-std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::string detector_contract(const ModelConfig& cfg);
 
 }  // namespace segmux::sam31

@@ -2,12 +2,12 @@
 // video_tracking_multiplex.py _use_mask_as_output -> _forward_sam_heads, interactive branch;
 // sam/prompt_encoder.py; sam/mask_decoder.py; sam/transformer.py). Only ONNX opset-17 ops.
 #include "models/sam31/interactive_decoder.h"
+#include "models/sam31/tensor_names.h"
 
 #include <cmath>
 
-#include "io/safetensors.h"
 #include "ir/builder.h"
-#include "models/sam31/contract_util.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/sam_heads.h"
 #include "runtime/session.h"
@@ -45,8 +45,8 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   const std::string md = kTrackerPrefix + "interactive_sam_mask_decoder";
   const std::string pe = kTrackerPrefix + "interactive_sam_prompt_encoder";
 
-  int image = b.input("image", DType::f32, {1, D, g, g});
-  int mask = b.input("mask", DType::f32, {1, 1, Hi, Hi});
+  int image = b.input(names::interactive_decoder::kImage, DType::f32, {1, D, g, g});
+  int mask = b.input(names::interactive_decoder::kMask, DType::f32, {1, 1, Hi, Hi});
 
   // Backbone features with the "no memory" embedding (directly_add_no_mem_embed).
   int pix = add(b, image,
@@ -96,64 +96,11 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   ptr = mix(ptr, present);
   int score = add_scalar(b, mul_scalar(b, cast(b, present, DType::f32), 20.0f), -10.0f);
 
-  b.output(ptr, "obj_ptr");
-  b.output(score, "object_score_logit");
-  b.output(sam_score, "sam_object_score_logit");
+  b.output(ptr, names::interactive_decoder::kObjPtr);
+  b.output(score, names::interactive_decoder::kObjectScoreLogit);
+  b.output(sam_score, names::interactive_decoder::kSamObjectScoreLogit);
   graph.metadata["contract"] = "docs/contracts/interactive_decoder.md";
   return graph;
-}
-
-namespace {
-
-// Detector mask logits (K, h, w) -> binary masks at `size` (bilinear, align_corners=False, > 0), as the
-// control plane prepares new-object masks; computed with our own Resize kernel.
-Tensor upsample_binarize(const Tensor& logits, int64_t size) {
-  ir::Graph g;
-  ir::GraphBuilder b(g);
-  const int64_t k = logits.dim(0), h = logits.dim(1), w = logits.dim(2);
-  int x = b.input("x", DType::f32, {1, k, h, w});
-  int empty = b.constant(Tensor(DType::f32, {0}), "roi");
-  int y = b.op1("Resize", {x, empty, empty, b.ints({1, k, size, size})},
-                {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("half_pixel")}});
-  y = b.op1("Cast", {b.op1("Greater", {y, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
-  b.output(y, "y");
-  Session s(std::move(g), SessionOptions{1, false});
-  return s.run({{"x", logits.reshaped({1, k, h, w})}}).at("y");
-}
-
-}  // namespace
-
-std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& dir, const ModelConfig& cfg) {
-  // Frame 0, add_prompt: the three new objects' detector masks through the mask-as-output path.
-  TensorFile raw = read_safetensors(dir + "/video/raw_frame_000_add_prompt.safetensors");
-  TensorFile bb = read_safetensors(dir + "/modules/backbone.safetensors");
-  const Tensor& order = raw.at("det_order");
-  const Tensor& keep = raw.at("det_keep");
-  const Tensor& cand = raw.at("det_candidate_queries");
-  const Tensor& cand_masks = raw.at("det_candidate_mask_logits");
-  const Tensor& ptr = raw.at("tracker_step0.interactive.obj_ptr");
-  const Tensor& sam_scores = raw.at("tracker_step0.interactive.object_score_logits");
-  std::vector<ParityCase> cases;
-  int64_t obj = 0;
-  for (int64_t i = 0; i < order.numel() && obj < ptr.dim(0); ++i) {
-    int64_t q = order.data<int64_t>()[i];
-    if (!keep.data<bool>()[q]) break;  // kept detections come first in det_order
-    int64_t row = -1;
-    for (int64_t c = 0; c < cand.numel(); ++c)
-      if (cand.data<int64_t>()[c] == q) row = c;
-    SEGMUX_CHECK(row >= 0, "fixture: kept query ", q, " has no candidate mask");
-    Tensor logits = contract::take(cand_masks, 0, row, 1);
-    ParityCase c;
-    c.label = "add_prompt_f000_obj" + std::to_string(obj);
-    c.inputs["image"] = bb.at("out.interactive.fpn2").clone();
-    c.inputs["mask"] = upsample_binarize(logits, cfg.input_mask_size());
-    c.expected["obj_ptr"] = contract::take(ptr, 0, obj, 1);
-    c.expected["sam_object_score_logit"] = contract::take(sam_scores, 0, obj, 1);
-    cases.push_back(std::move(c));
-    ++obj;
-  }
-  SEGMUX_CHECK(obj == ptr.dim(0), "fixture: found ", obj, " new-object masks for ", ptr.dim(0), " pointers");
-  return cases;
 }
 
 std::string interactive_decoder_contract(const ModelConfig& cfg) {

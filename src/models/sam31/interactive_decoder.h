@@ -14,7 +14,9 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
-#include "models/sam31/candidate.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
 #include "models/sam31/config.h"
 #include "models/sam31/sam_heads.h"  // the SAM pieces this candidate is built from (moved there)
 #include "models/sam31/weights.h"
@@ -22,7 +24,6 @@
 namespace segmux::sam31 {
 
 ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w);
-std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::string interactive_decoder_contract(const ModelConfig& cfg);
 
 }  // namespace segmux::sam31

@@ -40,8 +40,6 @@ constexpr double kPi = 3.14159265358979323846;
 
 }  // namespace
 
-Tensor as_f32(const Tensor& t) { return t.dtype() == DType::f32 ? t : t.cast(DType::f32); }
-
 // ---- constants and small tensor ops -------------------------------------------------------------
 
 int param(GraphBuilder& b, const Weights& w, const std::string& key) { return b.constant(w.get(key), key); }

@@ -27,6 +27,7 @@
 
 #include "core/tensor.h"
 #include "ir/builder.h"
+#include "core/tensor_ops.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31::layers {
@@ -34,8 +35,6 @@ namespace segmux::sam31::layers {
 using ir::GraphBuilder;
 
 // ---- constants and small tensor ops -------------------------------------------------------------
-// The tensor itself when it is f32, else an f32 copy (weights and fixtures may be stored in bf16).
-Tensor as_f32(const Tensor& t);
 int param(GraphBuilder& b, const Weights& w, const std::string& key);  // weight as an initializer
 int const_tensor(GraphBuilder& b, const Tensor& t, const std::string& name = "const");
 int const_f32(GraphBuilder& b, const Shape& shape, const std::vector<float>& values, const std::string& name = "const");

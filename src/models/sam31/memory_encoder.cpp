@@ -2,15 +2,14 @@
 // video_tracking_multiplex.py (_encode_new_memory) and memory.py (SimpleMaskEncoder,
 // SimpleMaskDownSampler, CXBlock, SimpleFuser). Only ONNX opset-17 ops.
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/tensor_names.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "io/safetensors.h"
 #include "ir/builder.h"
-#include "models/sam31/contract_util.h"
-#include "models/sam31/fixture_util.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/sam_heads.h"
 #include "models/sam31/tracker_io.h"
@@ -87,11 +86,11 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
   const int64_t S = cfg.input_mask_size(), Hm = mask_size;
   SEGMUX_CHECK(Hm > 0, "memory-encoder mask size must be positive");
 
-  int pix_feat = b.input("pix_feat", DType::f32, {1, D, g, g});
-  int mask_logits = b.input("mask_logits", DType::f32, {1, M, Hm, Hm});
-  int slot_valid = b.input("slot_valid", DType::f32, {1, M});
-  int slot_cond = b.input("slot_conditioning", DType::f32, {1, M});
-  int slot_score = b.input("slot_object_score", DType::f32, {1, M});
+  int pix_feat = b.input(names::memory_encoder::kPixFeat, DType::f32, {1, D, g, g});
+  int mask_logits = b.input(names::memory_encoder::kMaskLogits, DType::f32, {1, M, Hm, Hm});
+  int slot_valid = b.input(names::memory_encoder::kSlotValid, DType::f32, {1, M});
+  int slot_cond = b.input(names::memory_encoder::kSlotConditioning, DType::f32, {1, M});
+  int slot_score = b.input(names::memory_encoder::kSlotObjectScore, DType::f32, {1, M});
 
   // Mask input: sigmoid(logit) * 2 - 1 (sigmoid_scale 2, bias -1), zero in empty/removed slots, then
   // the conditioning channels (condition_as_mask_input: fg 1, bg 0): (1, 2M, Hm, Hm).
@@ -148,9 +147,9 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
     int embed = b.op1("MatMul", {absent, b.constant(emb, "no_obj_embed_spatial")});  // (1, D)
     x = add(b, x, reshape(b, embed, {1, D, 1, 1}));
   }
-  b.output(x, "maskmem_features");
+  b.output(x, names::memory_encoder::kMaskmemFeatures);
   int stored = b.op1("Cast", {x}, {{"to", int64_t(16)}});  // TensorProto BFLOAT16
-  b.output(stored, "maskmem_features_bf16");
+  b.output(stored, names::memory_encoder::kMaskmemFeaturesBf16);
   graph.metadata["contract"] = "docs/contracts/memory_encoder.md";
   return graph;
 }
@@ -162,45 +161,6 @@ ir::Graph build_memory_encoder(const ModelConfig& cfg, const Weights& w) {
 ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant) {
   SEGMUX_CHECK(variant == kMemoryEncoderImageSizeVariant, "memory_encoder has no variant '", variant, "'");
   return build_memory_encoder_for_mask_size(cfg, w, cfg.image_size);
-}
-
-namespace {
-
-ParityCase memory_encoder_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
-  TensorFile f = read_safetensors(path);
-  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
-  std::set<int> cond;
-  for (auto& v : nlohmann::json::parse(fixture::meta(f, "conditioning_objects", label))) cond.insert(v.get<int>());
-  const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
-  ParityCase c;
-  c.label = label;
-  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, 0, fixture::tensor(f, "in.maskmem_backbone.pix_feat"),
-                                            masks, fixture::tensor(f, "in.object_score_logits"), cond);
-  if (masks.dim(2) != cfg.input_mask_size()) {
-    SEGMUX_CHECK(masks.dim(2) == cfg.image_size, label, ": masks of size ", masks.dim(2),
-                 " are neither input_mask_size nor image_size");
-    c.variant = kMemoryEncoderImageSizeVariant;
-  }
-  c.expected["maskmem_features"] = fixture::tensor(f, "out.maskmem_features");
-  c.expected["maskmem_features_bf16"] = fixture::tensor(f, "out.run_memory_encoder.0");
-  for (auto& [name, t] : c.expected) {
-    Tolerance tol;
-    tol.min_cosine = 0.9999;
-    tol.max_abs_over_scale = 2e-2;
-    tol.scale_is_max_ref = false;
-    c.tolerance[name] = tol;
-  }
-  return c;
-}
-
-}  // namespace
-
-std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
-  std::vector<ParityCase> cases;
-  for (const char* label :
-       {"memory_encoder_add_prompt_f000", "memory_encoder_propagate_f001", "memory_encoder_propagate_f010"})
-    cases.push_back(memory_encoder_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
-  return cases;
 }
 
 std::string memory_encoder_contract(const ModelConfig& cfg) {

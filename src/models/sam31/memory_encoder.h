@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "models/sam31/candidate.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 
@@ -28,7 +30,6 @@ ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w,
 // Cases from modules/memory_encoder_propagate_f001 and _f010 (masks at input_mask_size, the candidate)
 // and memory_encoder_add_prompt_f000 (image_size masks, variant "image_size_masks"). Inputs are
 // assembled by tracker_io::assemble_memory_encoder_inputs.
-std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 
 std::string memory_encoder_contract(const ModelConfig& cfg);
 

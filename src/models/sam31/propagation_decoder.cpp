@@ -4,15 +4,14 @@
 // sam/transformer.py (TwoWayTransformer), multiplex_mask_decoder.py, video_tracking_multiplex.py
 // (_prepare_memory_conditioned_features, _forward_sam_heads). Only ONNX opset-17 ops.
 #include "models/sam31/propagation_decoder.h"
+#include "models/sam31/tensor_names.h"
 
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "io/safetensors.h"
 #include "ir/builder.h"
-#include "models/sam31/contract_util.h"
-#include "models/sam31/fixture_util.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/sam_heads.h"
 #include "models/sam31/tracker_io.h"
@@ -142,18 +141,18 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
   SEGMUX_CHECK(z.D % z.heads == 0, "d_model ", z.D, " is not divisible by attn_heads ", z.heads);
 
   // ---- inputs ----
-  int image = b.input("image", DType::f32, {1, z.D, z.g, z.g});
-  int image_pos = b.input("image_pos", DType::f32, {1, z.D, z.g, z.g});
-  int high_res_s0 = b.input("high_res_s0", DType::f32, {1, hr[0], 4 * z.g, 4 * z.g});
-  int high_res_s1 = b.input("high_res_s1", DType::f32, {1, hr[1], 2 * z.g, 2 * z.g});
-  int mem_maskmem = b.input("memory_maskmem", DType::bf16, {z.S, z.D, z.g, z.g});
-  int mem_image_in = b.input("memory_image", DType::f32, {z.S, z.D, z.g, z.g});
-  int mem_tpos_index = b.input("memory_tpos_index", DType::i64, {z.S});
-  int mem_valid = b.input("memory_valid", DType::f32, {z.S});
-  int ptrs = b.input("obj_ptrs", DType::f32, {z.P, z.M, z.D});
-  int ptr_tpos = b.input("obj_ptr_tpos", DType::f32, {z.P});
-  int ptr_valid = b.input("obj_ptr_valid", DType::f32, {z.P});
-  int slot_valid = b.input("slot_valid", DType::f32, {1, z.M});
+  int image = b.input(names::propagation_decoder::kImage, DType::f32, {1, z.D, z.g, z.g});
+  int image_pos = b.input(names::propagation_decoder::kImagePos, DType::f32, {1, z.D, z.g, z.g});
+  int high_res_s0 = b.input(names::propagation_decoder::kHighResS0, DType::f32, {1, hr[0], 4 * z.g, 4 * z.g});
+  int high_res_s1 = b.input(names::propagation_decoder::kHighResS1, DType::f32, {1, hr[1], 2 * z.g, 2 * z.g});
+  int mem_maskmem = b.input(names::propagation_decoder::kMemoryMaskmem, DType::bf16, {z.S, z.D, z.g, z.g});
+  int mem_image_in = b.input(names::propagation_decoder::kMemoryImage, DType::f32, {z.S, z.D, z.g, z.g});
+  int mem_tpos_index = b.input(names::propagation_decoder::kMemoryTposIndex, DType::i64, {z.S});
+  int mem_valid = b.input(names::propagation_decoder::kMemoryValid, DType::f32, {z.S});
+  int ptrs = b.input(names::propagation_decoder::kObjPtrs, DType::f32, {z.P, z.M, z.D});
+  int ptr_tpos = b.input(names::propagation_decoder::kObjPtrTpos, DType::f32, {z.P});
+  int ptr_valid = b.input(names::propagation_decoder::kObjPtrValid, DType::f32, {z.P});
+  int slot_valid = b.input(names::propagation_decoder::kSlotValid, DType::f32, {1, z.M});
 
   // ---- memory attention ----
   int pix_feat_with_mem;
@@ -220,7 +219,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     int fused = b.op1("Where", {has_memory, tgt, image_tok});
     pix_feat_with_mem = reshape(b, transpose(b, fused, {0, 2, 1}), {1, z.D, z.g, z.g});
   }
-  b.output(pix_feat_with_mem, "pix_feat_with_mem");
+  b.output(pix_feat_with_mem, names::propagation_decoder::kPixFeatWithMem);
 
   // ---- multiplex mask decoder ----
   const std::string md = kTrackerPrefix + "sam_mask_decoder";
@@ -277,10 +276,10 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     obj_scores = mlp(b, w, obj_out, md + ".pred_obj_score_head", cfg.mlp_head_layers);  // (1, M, 1)
     sam_tokens = mask_out;                                                              // (1, M, 3, D)
   }
-  b.output(masks, "masks");
-  b.output(iou_pred, "iou_pred");
-  b.output(obj_scores, "object_score_logits");
-  b.output(sam_tokens, "sam_tokens");
+  b.output(masks, names::propagation_decoder::kMasks);
+  b.output(iou_pred, names::propagation_decoder::kIouPred);
+  b.output(obj_scores, names::propagation_decoder::kObjectScoreLogits);
+  b.output(sam_tokens, names::propagation_decoder::kSamTokens);
 
   // ---- best mask and object pointers (per slot; demux is a gather of slots) ----
   {
@@ -294,92 +293,11 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
     ptr = b.op1("Where", {appearing, ptr, no_obj});
     // Stored pointers are mux(data-space pointers): zero in empty and removed slots.
     ptr = mul(b, ptr, reshape(b, slot_valid, {1, z.M, 1}));
-    b.output(ptr, "obj_ptr");
-    b.output(reshape(b, best, {1, z.M}), "best_mask_index");
+    b.output(ptr, names::propagation_decoder::kObjPtr);
+    b.output(reshape(b, best, {1, z.M}), names::propagation_decoder::kBestMaskIndex);
   }
   graph.metadata["contract"] = "docs/contracts/propagation_decoder.md";
   return graph;
-}
-
-// ---- parity cases and contract -------------------------------------------------------------------
-
-namespace {
-
-Tolerance tracker_tolerance(bool is_mask) {
-  Tolerance t;
-  t.min_cosine = 0.9999;
-  t.max_abs_over_scale = 2e-2;
-  t.scale_is_max_ref = false;  // 2e-2 * max(1, max|ref|)
-  t.check_mask_iou = is_mask;
-  t.min_mask_iou = 0.99;
-  return t;
-}
-
-ParityCase propagation_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
-  TensorFile f = read_safetensors(path);
-  const int64_t g = cfg.token_grid(), M = cfg.multiplex_count, D = cfg.d_model;
-  const int frame_idx = std::stoi(fixture::meta(f, "frame_idx", label));
-  const int num_frames = std::stoi(fixture::meta(f, "num_frames", label));
-  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
-
-  MemoryBank bank;
-  auto frames = nlohmann::json::parse(fixture::meta(f, "memory_bank_frames", label));
-  for (auto& [kind, list] : frames.items()) {
-    SEGMUX_CHECK(kind == "cond_frame_outputs" || kind == "non_cond_frame_outputs", label, ": unknown bank kind ", kind);
-    for (auto& t : list) {
-      const int fi = t.get<int>();
-      char tag[16];
-      std::snprintf(tag, sizeof(tag), "f%03d", fi);
-      const std::string p = "in.memory_bank." + kind + "." + tag + ".";
-      StoredFrame sf;
-      sf.maskmem_features = fixture::tensor(f, p + "maskmem_features");
-      sf.image_features = seq_first_to_nchw(fixture::tensor(f, p + "image_features"), g);
-      sf.obj_ptr = fixture::tensor(f, p + "obj_ptr");
-      (kind == "cond_frame_outputs" ? bank.cond_frames : bank.non_cond_frames)[fi] = sf;
-    }
-  }
-  CurrentFrameFeatures feats;
-  feats.image = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_feats.0"), g);
-  feats.image_pos = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_pos_embeds.0"), g);
-  feats.high_res_s0 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.0");
-  feats.high_res_s1 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.1");
-  PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, 0, frame_idx, num_frames, feats);
-  // The fixture records how many pointer tokens the official code used: check the selection.
-  const int ptr_tokens = std::stoi(fixture::meta(f, "memory_attention.num_obj_ptr_tokens", label));
-  SEGMUX_CHECK(int64_t(in.selection.pointers.size()) * M == ptr_tokens, label, ": selected ",
-               in.selection.pointers.size(), " pointer frames, the official code used ", ptr_tokens, " tokens");
-  const int64_t mem_tokens = fixture::tensor(f, "in.memory_attention.memory_image").dim(0);
-  SEGMUX_CHECK(int64_t(in.selection.spatial.size()) * g * g == mem_tokens, label, ": selected ",
-               in.selection.spatial.size(), " memory frames, the official code used ", mem_tokens, " tokens");
-
-  ParityCase c;
-  c.label = label;
-  c.inputs = in.tensors;
-  c.expected["pix_feat_with_mem"] = fixture::tensor(f, "out.pix_feat_with_mem");
-  c.expected["masks"] = fixture::tensor(f, "out.mask_decoder.masks");
-  c.expected["iou_pred"] = fixture::tensor(f, "out.mask_decoder.iou_pred");
-  c.expected["object_score_logits"] = fixture::tensor(f, "out.mask_decoder.object_score_logits");
-  c.expected["sam_tokens"] = fixture::tensor(f, "out.mask_decoder.sam_tokens_out");
-  // obj_ptr output = mux(data-space pointers), zero in unused slots.
-  const Tensor& ptr_data = fixture::tensor(f, "out.sam_heads.obj_ptr");
-  Tensor ptr_mux(DType::f32, {1, M, D});
-  for (int64_t s = 0; s < M; ++s) {
-    const int obj = assignment.buckets[0][size_t(s)];
-    if (obj < 0) continue;
-    for (int64_t d = 0; d < D; ++d) ptr_mux.data<float>()[s * D + d] = float(ptr_data.get_as_double(obj * D + d));
-  }
-  c.expected["obj_ptr"] = ptr_mux;
-  for (auto& [name, t] : c.expected) c.tolerance[name] = tracker_tolerance(name == "masks");
-  return c;
-}
-
-}  // namespace
-
-std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
-  std::vector<ParityCase> cases;
-  for (const char* label : {"propagation_f001", "propagation_f010"})
-    cases.push_back(propagation_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
-  return cases;
 }
 
 std::string propagation_decoder_contract(const ModelConfig& cfg) {

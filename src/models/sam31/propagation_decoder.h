@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "models/sam31/candidate.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 
@@ -36,7 +38,6 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
                                               int pointer_slots);
 
 // Cases from modules/propagation_f001 and propagation_f010 (inputs assembled by tracker_io).
-std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 
 std::string propagation_decoder_contract(const ModelConfig& cfg);
 

@@ -1,10 +1,10 @@
 #include "models/sam31/text_encoder.h"
+#include "models/sam31/tensor_names.h"
 
 #include <limits>
 #include <sstream>
 
-#include "io/safetensors.h"
-#include "models/sam31/contract_util.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 
 namespace segmux::sam31 {
@@ -25,7 +25,7 @@ ir::Graph build_text_encoder(const ModelConfig& cfg, const Weights& w, const Tex
   const std::string enc = std::string(kPrefix) + ".encoder";
   const int64_t B = opt.batch, T = cfg.text_context_length, W = cfg.text_width;
 
-  int ids = b.input("token_ids", DType::i64, {B, T});
+  int ids = b.input(names::text_encoder::kTokenIds, DType::i64, {B, T});
 
   const Tensor& table = w.get(enc + ".token_embedding.weight");
   SEGMUX_CHECK(table.rank() == 2 && table.dim(0) == cfg.vocab_size && table.dim(1) == W, "token embedding ",
@@ -67,38 +67,14 @@ ir::Graph build_text_encoder(const ModelConfig& cfg, const Weights& w, const Tex
   int features = L::linear(b, w, seq_first, std::string(kPrefix) + ".resizer");
   int mask = b.op1("Equal", {ids, b.constant(Tensor::scalar<int64_t>(0), "pad_id")});
 
-  b.output(features, "language_features");
-  b.output(mask, "language_mask");
-  b.output(L::transpose(b, emb, {1, 0, 2}), "language_embeds");
+  b.output(features, names::text_encoder::kLanguageFeatures);
+  b.output(mask, names::text_encoder::kLanguageMask);
+  b.output(L::transpose(b, emb, {1, 0, 2}), names::text_encoder::kLanguageEmbeds);
   g.metadata["candidate"] = "text_encoder";
   return g;
 }
 
 ir::Graph build_text_encoder_default(const ModelConfig& cfg, const Weights& w) { return build_text_encoder(cfg, w); }
-
-std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
-  TensorFile f = read_safetensors(fixture_dir + "/modules/text_encoder.safetensors");
-  const Tensor& ids = f.at("in.token_ids");
-  const int64_t n = ids.dim(0);
-  const int batch = TextEncoderOptions{}.batch;
-  SEGMUX_CHECK(n >= batch, "text_encoder fixture has ", n, " prompts, fewer than the batch ", batch);
-  std::vector<ParityCase> cases;
-  // Windows of `batch` consecutive prompts that together cover every prompt.
-  std::vector<int64_t> starts;
-  for (int64_t s = 0; s + batch <= n; s += batch) starts.push_back(s);
-  if (starts.back() + batch < n) starts.push_back(n - batch);
-  for (int64_t s : starts) {
-    ParityCase c;
-    c.label = "prompts " + std::to_string(s) + ".." + std::to_string(s + batch - 1);
-    c.inputs["token_ids"] = contract::take(ids, 0, s, batch);
-    c.expected["language_features"] = contract::take(f.at("out.language_features"), 1, s, batch);
-    c.expected["language_mask"] = contract::take(f.at("out.language_mask"), 0, s, batch);
-    c.expected["language_embeds"] = contract::take(f.at("out.language_embeds"), 1, s, batch);
-    cases.push_back(std::move(c));
-  }
-  (void)cfg;
-  return cases;
-}
 
 std::string text_encoder_contract(const ModelConfig& cfg) {
   const int B = TextEncoderOptions{}.batch;

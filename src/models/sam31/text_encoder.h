@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "models/sam31/candidate.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
 
@@ -17,7 +19,6 @@ struct TextEncoderOptions {
 ir::Graph build_text_encoder(const ModelConfig& cfg, const Weights& w, const TextEncoderOptions& opt = {});
 // Candidate entry points (candidates.cpp).
 ir::Graph build_text_encoder_default(const ModelConfig& cfg, const Weights& w);
-std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::string text_encoder_contract(const ModelConfig& cfg);
 
 }  // namespace segmux::sam31

@@ -6,13 +6,15 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "models/sam31/contract_util.h"
+#include "core/tensor_ops.h"
+#include "models/sam31/tensor_names.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/propagation_decoder.h"
 
 namespace segmux::sam31 {
 
-using layers::as_f32;
+namespace pd = names::propagation_decoder;
+
 
 namespace {
 
@@ -239,18 +241,18 @@ PropagationInputs assemble_propagation_inputs(const ModelConfig& cfg, const Memo
   Tensor slot_valid(DType::f32, {1, M});
   for (int64_t s = 0; s < M; ++s) slot_valid.data<float>()[s] = assignment.buckets[size_t(bucket)][size_t(s)] >= 0;
 
-  out.tensors["image"] = as_f32(feats.image);
-  out.tensors["image_pos"] = as_f32(feats.image_pos);
-  out.tensors["high_res_s0"] = as_f32(feats.high_res_s0);
-  out.tensors["high_res_s1"] = as_f32(feats.high_res_s1);
-  out.tensors["memory_maskmem"] = maskmem;
-  out.tensors["memory_image"] = mem_image;
-  out.tensors["memory_tpos_index"] = tpos_index;
-  out.tensors["memory_valid"] = mem_valid;
-  out.tensors["obj_ptrs"] = ptrs;
-  out.tensors["obj_ptr_tpos"] = ptr_tpos;
-  out.tensors["obj_ptr_valid"] = ptr_valid;
-  out.tensors["slot_valid"] = slot_valid;
+  out.tensors[pd::kImage] = as_f32(feats.image);
+  out.tensors[pd::kImagePos] = as_f32(feats.image_pos);
+  out.tensors[pd::kHighResS0] = as_f32(feats.high_res_s0);
+  out.tensors[pd::kHighResS1] = as_f32(feats.high_res_s1);
+  out.tensors[pd::kMemoryMaskmem] = maskmem;
+  out.tensors[pd::kMemoryImage] = mem_image;
+  out.tensors[pd::kMemoryTposIndex] = tpos_index;
+  out.tensors[pd::kMemoryValid] = mem_valid;
+  out.tensors[pd::kObjPtrs] = ptrs;
+  out.tensors[pd::kObjPtrTpos] = ptr_tpos;
+  out.tensors[pd::kObjPtrValid] = ptr_valid;
+  out.tensors[pd::kSlotValid] = slot_valid;
   return out;
 }
 
@@ -262,12 +264,12 @@ PropagationResult demux_propagation_outputs(const ModelConfig& cfg, const Multip
   SEGMUX_CHECK(int(outputs.size()) == assignment.num_buckets(), "demux: ", outputs.size(), " bucket outputs for ",
                assignment.num_buckets(), " buckets");
   for (size_t b = 0; b < outputs.size(); ++b) {
-    check_shape(output_of(outputs[b], "masks", b), {1, M, nm, hw, hw}, "masks");
-    check_shape(output_of(outputs[b], "iou_pred", b), {1, M, nm}, "iou_pred");
-    check_shape(output_of(outputs[b], "object_score_logits", b), {1, M, 1}, "object_score_logits");
-    check_shape(output_of(outputs[b], "obj_ptr", b), {1, M, D}, "obj_ptr");
-    check_shape(output_of(outputs[b], "sam_tokens", b), {1, M, nm, D}, "sam_tokens");
-    check_shape(output_of(outputs[b], "best_mask_index", b), {1, M}, "best_mask_index");
+    check_shape(output_of(outputs[b], pd::kMasks, b), {1, M, nm, hw, hw}, "masks");
+    check_shape(output_of(outputs[b], pd::kIouPred, b), {1, M, nm}, "iou_pred");
+    check_shape(output_of(outputs[b], pd::kObjectScoreLogits, b), {1, M, 1}, "object_score_logits");
+    check_shape(output_of(outputs[b], pd::kObjPtr, b), {1, M, D}, "obj_ptr");
+    check_shape(output_of(outputs[b], pd::kSamTokens, b), {1, M, nm, D}, "sam_tokens");
+    check_shape(output_of(outputs[b], pd::kBestMaskIndex, b), {1, M}, "best_mask_index");
   }
   const int64_t N = assignment.num_objects();
   PropagationResult r;
@@ -282,21 +284,21 @@ PropagationResult demux_propagation_outputs(const ModelConfig& cfg, const Multip
   for (int64_t i = 0; i < N; ++i) {
     auto [b, s] = assignment.find(int(i));
     const auto& o = outputs[size_t(b)];
-    const float* masks = o.at("masks").data<float>() + s * nm * plane;
-    const float score = o.at("object_score_logits").data<float>()[s];
-    const int64_t best = o.at("best_mask_index").data<int64_t>()[s];
+    const float* masks = o.at(pd::kMasks).data<float>() + s * nm * plane;
+    const float score = o.at(pd::kObjectScoreLogits).data<float>()[s];
+    const int64_t best = o.at(pd::kBestMaskIndex).data<int64_t>()[s];
     SEGMUX_CHECK(best >= 0 && best < nm, "best_mask_index ", best, " out of range");
     float* dst = r.low_res_multimasks.data<float>() + i * nm * plane;
     for (int64_t k = 0; k < nm * plane; ++k) dst[k] = score > 0.0f ? masks[k] : kNoObjScore;
     std::memcpy(r.low_res_masks.data<float>() + i * plane, dst + best * plane, size_t(plane) * sizeof(float));
-    std::memcpy(r.ious.data<float>() + i * nm, o.at("iou_pred").data<float>() + s * nm, size_t(nm) * sizeof(float));
+    std::memcpy(r.ious.data<float>() + i * nm, o.at(pd::kIouPred).data<float>() + s * nm, size_t(nm) * sizeof(float));
     r.object_score_logits.data<float>()[i] = score;
-    std::memcpy(r.obj_ptr.data<float>() + i * D, o.at("obj_ptr").data<float>() + s * D, size_t(D) * sizeof(float));
-    std::memcpy(r.sam_tokens.data<float>() + i * nm * D, o.at("sam_tokens").data<float>() + s * nm * D,
+    std::memcpy(r.obj_ptr.data<float>() + i * D, o.at(pd::kObjPtr).data<float>() + s * D, size_t(D) * sizeof(float));
+    std::memcpy(r.sam_tokens.data<float>() + i * nm * D, o.at(pd::kSamTokens).data<float>() + s * nm * D,
                 size_t(nm * D) * sizeof(float));
   }
   std::vector<Tensor> ptrs;
-  for (size_t b = 0; b < outputs.size(); ++b) ptrs.push_back(outputs[b].at("obj_ptr"));
+  for (size_t b = 0; b < outputs.size(); ++b) ptrs.push_back(outputs[b].at(pd::kObjPtr));
   r.stored_obj_ptr = stack_buckets(ptrs);
   return r;
 }
@@ -331,11 +333,12 @@ std::map<std::string, Tensor> assemble_memory_encoder_inputs(const ModelConfig& 
     slot_cond.data<float>()[s] = conditioning_objects.count(obj) ? 1.0f : 0.0f;
     slot_score.data<float>()[s] = scores_f.data<float>()[obj];
   }
-  return {{"pix_feat", as_f32(pix_feat)},
-          {"mask_logits", masks},
-          {"slot_valid", slot_valid},
-          {"slot_conditioning", slot_cond},
-          {"slot_object_score", slot_score}};
+  namespace me = names::memory_encoder;
+  return {{me::kPixFeat, as_f32(pix_feat)},
+          {me::kMaskLogits, masks},
+          {me::kSlotValid, slot_valid},
+          {me::kSlotConditioning, slot_cond},
+          {me::kSlotObjectScore, slot_score}};
 }
 
 Tensor stack_buckets(const std::vector<Tensor>& per_bucket) {
@@ -358,7 +361,7 @@ Tensor stack_buckets(const std::vector<Tensor>& per_bucket) {
 Tensor seq_first_to_nchw(const Tensor& t, int64_t grid) {
   SEGMUX_CHECK(t.rank() == 3 && t.dim(1) == 1 && t.dim(0) == grid * grid, "seq-first features ", shape_str(t.shape()),
                " are not (", grid * grid, ", 1, D)");
-  return contract::permute(t, {1, 2, 0}).reshaped({1, t.dim(2), grid, grid});
+  return permute(t, {1, 2, 0}).reshaped({1, t.dim(2), grid, grid});
 }
 
 MultiplexAssignment parse_multiplex_state(const std::string& json_text) {

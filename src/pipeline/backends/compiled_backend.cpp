@@ -1,0 +1,468 @@
+// The product backend: the compiled SAM 3.1 candidates behind the control plane's ModelBackend
+// interface, with the tracker memory bank (tracker_io) kept per tracker state in mux space.
+#include "pipeline/backends/compiled_backend.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/tensor_ops.h"
+#include "io/safetensors.h"
+#include "ir/builder.h"
+#include "models/sam31/candidates.h"
+#include "models/sam31/memory_encoder.h"
+#include "models/sam31/tensor_names.h"
+#include "models/sam31/tracker_io.h"
+#include "pipeline/masks/mask_ops.h"
+#include "pipeline/media/preprocess.h"
+#include "runtime/offline_model.h"
+#include "runtime/session.h"
+
+namespace segmux::pipeline {
+
+using sam31::ModelConfig;
+using sam31::MultiplexAssignment;
+
+namespace {
+
+constexpr float kNoObjScore = -1024.0f;
+
+// Data space (N, ...) -> mux space (buckets, M, ...); empty / removed slots are zero.
+Tensor mux(const MultiplexAssignment& a, int M, const Tensor& data) {
+  Shape s = data.shape();
+  const size_t row = data.numel() ? data.nbytes() / size_t(s[0]) : 0;
+  Shape out_shape = {int64_t(a.num_buckets()), int64_t(M)};
+  out_shape.insert(out_shape.end(), s.begin() + 1, s.end());
+  Tensor out(data.dtype(), out_shape);
+  for (int b = 0; b < a.num_buckets(); ++b)
+    for (int k = 0; k < M; ++k) {
+      int obj = a.buckets[size_t(b)][size_t(k)];
+      if (obj >= 0 && obj < s[0])
+        std::memcpy(static_cast<std::byte*>(out.raw()) + (size_t(b) * size_t(M) + size_t(k)) * row,
+                    static_cast<const std::byte*>(data.raw()) + size_t(obj) * row, row);
+    }
+  return out;
+}
+
+// Mux space (buckets, M, ...) -> data space (N, ...).
+Tensor demux(const MultiplexAssignment& a, int M, const Tensor& muxed, int64_t n) {
+  Shape s(muxed.shape().begin() + 1, muxed.shape().end());
+  s[0] = n;
+  Tensor out(muxed.dtype(), s);
+  const size_t row = n ? out.nbytes() / size_t(n) : 0;
+  for (int b = 0; b < a.num_buckets(); ++b)
+    for (int k = 0; k < M; ++k) {
+      int obj = a.buckets[size_t(b)][size_t(k)];
+      if (obj >= 0 && obj < n)
+        std::memcpy(static_cast<std::byte*>(out.raw()) + size_t(obj) * row,
+                    static_cast<const std::byte*>(muxed.raw()) + (size_t(b) * size_t(M) + size_t(k)) * row, row);
+    }
+  return out;
+}
+
+// torch F.interpolate(bilinear, antialias=True, align_corners=False) through our own kernel.
+class AntialiasResizer {
+ public:
+  Tensor run(const Tensor& x, int64_t h, int64_t w) {  // x f32 [N, C, H, W]
+    auto key = std::make_tuple(x.shape(), h, w);
+    auto it = sessions_.find(key);
+    if (it == sessions_.end()) {
+      ir::Graph g;
+      ir::GraphBuilder b(g);
+      int in = b.input("x", DType::f32, x.shape());
+      int y = b.op1("ResizeAntialias", {in}, {{"sizes", std::vector<int64_t>{h, w}}}, "segmux");
+      b.output(y, "y");
+      it = sessions_.emplace(key, std::make_unique<Session>(std::move(g), SessionOptions{1, false})).first;
+    }
+    return it->second->run({{"x", x}}).at("y");
+  }
+
+ private:
+  std::map<std::tuple<Shape, int64_t, int64_t>, std::unique_ptr<Session>> sessions_;
+};
+
+// One compiled candidate.
+struct Runner {
+  std::string name;
+  segmux::LoadedModel loaded;
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) {
+    try {
+      return loaded.executor->run(in);
+    } catch (const Error& e) {
+      fail(name, ": ", e.what());
+    }
+  }
+};
+
+struct FrameFeatures {
+  Tensor det_fpn[3];
+  Tensor pos2;
+  Tensor interactive2;
+  Tensor propagation2;
+  Tensor high_res_s0, high_res_s1;
+  int video_width = 0, video_height = 0;
+};
+
+// Per tracker state: the memory bank (mux space) and this frame's pending tracker outputs.
+struct StateMemory {
+  sam31::MemoryBank bank;
+  struct Pending {
+    Tensor low_res;         // mux (buckets, M, Hm, Hm)
+    Tensor scores;          // mux (buckets, M)
+    Tensor stored_obj_ptr;  // mux (buckets, M, D)
+  };
+  std::map<int, Pending> pending;
+};
+
+class CompiledBackend : public ModelBackend {
+ public:
+  CompiledBackend(ModelConfig cfg, const std::string& dir, sam31::Tokenizer tok, int num_frames, int threads)
+      : cfg_(std::move(cfg)), tok_(std::move(tok)), num_frames_(num_frames) {
+    ExecutorOptions ex{threads, true};
+    using sam31::CandidateId;
+    auto load = [&](CandidateId id, const std::string& variant = "") {
+      for (const sam31::CompiledFile& f : sam31::compiled_files())
+        if (f.candidate == id && f.variant == variant) return Runner{f.file, load_compiled(dir + "/" + f.file + ".smx", ex)};
+      fail("no compiled file for candidate ", sam31::candidate(id).name, " variant '", variant, "'");
+    };
+    text_ = load(CandidateId::text_encoder);
+    backbone_ = load(CandidateId::backbone);
+    detector_ = load(CandidateId::detector);
+    interactive_ = load(CandidateId::interactive_decoder);
+    propagation_ = load(CandidateId::propagation_decoder);
+    memory_ = load(CandidateId::memory_encoder);
+    memory_image_size_ = load(CandidateId::memory_encoder, sam31::kMemoryEncoderImageSizeVariant);
+  }
+
+  BackendGeometry geometry() const override {
+    return {cfg_.image_size, cfg_.low_res_mask_size(), cfg_.input_mask_size()};
+  }
+
+  void encode_text(const std::vector<std::string>& batch) override {
+    Tensor ids = tok_.tokenize(batch);
+    namespace te = sam31::names::text_encoder;
+    auto out = text_.run({{te::kTokenIds, ids}});
+    lang_features_ = out.at(te::kLanguageFeatures);
+    lang_mask_ = out.at(te::kLanguageMask);
+  }
+
+  void run_backbone(int frame_index, const RgbFrame& frame) override {
+    if (frames_.count(frame_index)) return;
+    namespace bb = sam31::names::backbone;
+    auto out = backbone_.run({{bb::kImage, preprocess_frame(frame, cfg_.image_size)}});
+    FrameFeatures f;
+    for (int l = 0; l < 3; ++l) f.det_fpn[l] = out.at(bb::fpn(bb::kDetHead, l));
+    f.pos2 = out.at(bb::pos(2));
+    f.interactive2 = out.at(bb::fpn(bb::kInteractiveHead, 2));
+    f.propagation2 = out.at(bb::fpn(bb::kPropagationHead, 2));
+    f.high_res_s0 = out.at(bb::kHighResS0);
+    f.high_res_s1 = out.at(bb::kHighResS1);
+    f.video_width = frame.width;
+    f.video_height = frame.height;
+    frames_[frame_index] = std::move(f);
+  }
+
+  void release_frame(int frame_index) override { frames_.erase(frame_index); }
+
+  DetectorOutput detect(int frame_index) override {
+    const FrameFeatures& f = features(frame_index);
+    SEGMUX_CHECK(lang_features_.defined(), "detect: no text encoded (add a prompt first)");
+    namespace det = sam31::names::detector;
+    auto out = detector_.run({{det::fpn(0), f.det_fpn[0]},
+                              {det::fpn(1), f.det_fpn[1]},
+                              {det::fpn(2), f.det_fpn[2]},
+                              {det::kPos2, f.pos2},
+                              {det::kLanguageFeatures, lang_features_},
+                              {det::kLanguageMask, lang_mask_},
+                              {det::kTextIds, Tensor::from_vector<int64_t>({1}, {0})}});
+    DetectorOutput d;
+    const Tensor& logits = out.at(det::kPredLogits);
+    d.pred_logits = logits.reshaped({logits.numel()});
+    const Tensor& boxes = out.at(det::kPredBoxesXyxy);
+    d.boxes_xyxy = boxes.reshaped({boxes.dim(1), 4});
+    const Tensor& masks = out.at(det::kPredMasks);
+    d.mask_logits = masks.reshaped({masks.dim(1), masks.dim(2), masks.dim(3)});
+    return d;
+  }
+
+  TrackerOutput propagate(const TrackerStateView& state, int t, bool reverse) override {
+    StateMemory& sm = states_[state.state_id];
+    sync_frame_kinds(sm, state);
+    MultiplexAssignment a{state.buckets};
+    const int M = cfg_.multiplex_count;
+    const int64_t n = int64_t(state.obj_ids.size());
+    if (!input_objects(state, t).empty() && sm.pending.count(t)) {
+      // A frame where masks were given holds stored outputs (official: no decoder run there).
+      return data_outputs(a, sm.pending[t], n);
+    }
+    const FrameFeatures& f = features(t);
+    sam31::CurrentFrameFeatures cur{f.propagation2, f.pos2, f.high_res_s0, f.high_res_s1};
+    sam31::MemorySelectionOptions opt;
+    opt.track_in_reverse = reverse;
+    std::vector<std::map<std::string, Tensor>> outs;
+    for (int b = 0; b < a.num_buckets(); ++b) {
+      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, num_frames_, cur, opt);
+      // Debug aid for parity work: SEGMUX_DEBUG_DUMP=DIR writes every propagation input set.
+      if (const char* dump = std::getenv("SEGMUX_DEBUG_DUMP")) {
+        std::vector<std::pair<std::string, Tensor>> v(in.tensors.begin(), in.tensors.end());
+        write_safetensors(std::string(dump) + "/prop_f" + std::to_string(t) + "_b" + std::to_string(b) + ".safetensors",
+                          v);
+      }
+      outs.push_back(propagation_.run(in.tensors));
+    }
+    sam31::PropagationResult r = sam31::demux_propagation_outputs(cfg_, a, outs);
+    StateMemory::Pending p;
+    const int64_t hm = cfg_.low_res_mask_size();
+    p.low_res = mux(a, M, r.low_res_masks.reshaped({n, hm, hm}));
+    p.scores = mux(a, M, r.object_score_logits.reshaped({n}));
+    p.stored_obj_ptr = r.stored_obj_ptr;
+    sm.pending[t] = p;
+    return data_outputs(a, p, n);
+  }
+
+  void encode_memory(const TrackerStateView& state, int t, const Tensor& masks, const Tensor& scores) override {
+    StateMemory& sm = states_[state.state_id];
+    MultiplexAssignment a{state.buckets};
+    const FrameFeatures& f = features(t);
+    const int64_t n = int64_t(state.obj_ids.size()), hi = masks.dim(1);
+    sync_frame_kinds(sm, state);
+    const bool cond = sm.bank.cond_frames.count(t) != 0;
+    Tensor pix = f.propagation2;
+    // Objects that received a mask input on this frame keep their conditioning channel.
+    std::set<int> cond_idx = input_objects(state, t);
+    Tensor maskmem = run_memory_encoder(memory_, a, pix, as_f32(masks).reshaped({n, 1, hi, hi}),
+                                        as_f32(scores).reshaped({n, 1}), cond_idx);
+    if (cond) {
+      sm.bank.cond_frames[t].maskmem_features = maskmem;
+      return;
+    }
+    sam31::StoredFrame sf;
+    sf.maskmem_features = maskmem;
+    sf.image_features = f.propagation2;
+    auto it = sm.pending.find(t);
+    SEGMUX_CHECK(it != sm.pending.end(), "encode_memory on frame ", t, " before the state was propagated there");
+    sf.obj_ptr = it->second.stored_obj_ptr;
+    sm.bank.non_cond_frames[t] = sf;
+    evict_unreachable_frames(sm, t);
+  }
+
+  void add_masks(const TrackerStateView& state, int t, const std::vector<int64_t>& obj_ids, const Tensor& masks,
+                 MaskInputKind /*kind: new objects and reconditioning take the same path*/,
+                 bool conditioning) override {
+    StateMemory& sm = states_[state.state_id];
+    if (!conditioning && sm.bank.cond_frames.count(t)) {
+      // Masks given on a frame that is already a conditioning frame of this state without making it
+      // one (reconditioning there): the official preflight drops the non-conditioning output of a
+      // frame that has a conditioning output, so neither outputs nor memory change.
+      return;
+    }
+    MultiplexAssignment a{state.buckets};
+    const FrameFeatures& f = features(t);
+    const int M = cfg_.multiplex_count;
+    const int64_t n = int64_t(state.obj_ids.size()), hm = cfg_.low_res_mask_size(), hi = cfg_.input_mask_size(),
+                  D = cfg_.d_model;
+    SEGMUX_CHECK(
+        masks.rank() == 3 && masks.dim(0) == int64_t(obj_ids.size()) && masks.dim(1) == hi && masks.dim(2) == hi,
+        "add_masks: masks ", shape_str(masks.shape()), " for ", obj_ids.size(), " objects at ", hi);
+    // Current data-space outputs of the state on this frame (objects without any get "absent").
+    Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
+    for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
+    for (int64_t i = 0; i < n; ++i) scores.data<float>()[i] = -10.0f;
+    if (auto it = sm.pending.find(t); it != sm.pending.end()) {
+      low = demux(a, M, it->second.low_res, n);
+      scores = demux(a, M, it->second.scores, n);
+      ptrs = demux(a, M, it->second.stored_obj_ptr, n);
+    }
+    Tensor mask_f = as_f32(masks);
+    std::vector<int> rows;
+    for (size_t k = 0; k < obj_ids.size(); ++k) {
+      int row = -1;
+      for (size_t i = 0; i < state.obj_ids.size(); ++i)
+        if (state.obj_ids[i] == obj_ids[k]) row = int(i);
+      SEGMUX_CHECK(row >= 0, "add_masks: object ", obj_ids[k], " is not in tracker state ", state.state_id);
+      rows.push_back(row);
+      Tensor mk = take(mask_f, 0, int64_t(k), 1).reshaped({1, 1, hi, hi});
+      namespace id = sam31::names::interactive_decoder;
+      auto out = interactive_.run({{id::kImage, f.interactive2}, {id::kMask, mk}});
+      std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
+      scores.data<float>()[row] = out.at(id::kObjectScoreLogit).data<float>()[0];
+    }
+
+    // Memory of this frame as the official preflight encodes it: masks at video resolution (the given
+    // masks binarised there, each suppressed by the other given masks; other objects by all of them),
+    // antialiased to low resolution, upsampled to the image size, made non-overlapping.
+    const int vh = f.video_height, vw = f.video_width;
+    std::set<int> given(rows.begin(), rows.end());
+    Tensor video_given = resizer_.run(mask_f.reshaped({1, int64_t(obj_ids.size()), hi, hi}), vh, vw);
+    const size_t vplane = size_t(vh) * size_t(vw);
+    std::vector<std::vector<uint8_t>> given_bin(obj_ids.size(), std::vector<uint8_t>(vplane));
+    for (size_t k = 0; k < obj_ids.size(); ++k)
+      for (size_t i = 0; i < vplane; ++i) given_bin[k][i] = video_given.data<float>()[k * vplane + i] > 0.5f;
+    Tensor video(DType::f32, {1, n, vh, vw});
+    float* vd = video.data<float>();
+    for (int64_t j = 0; j < n; ++j) {
+      float* plane = vd + size_t(j) * vplane;
+      auto gi = std::find(rows.begin(), rows.end(), int(j));
+      if (gi != rows.end()) {
+        const auto& m = given_bin[size_t(gi - rows.begin())];
+        for (size_t i = 0; i < vplane; ++i) plane[i] = m[i] ? -kNoObjScore : kNoObjScore;
+      } else {
+        resize_bilinear(low.data<float>() + size_t(j) * size_t(hm * hm), int(hm), int(hm), plane, vh, vw);
+      }
+      for (size_t k = 0; k < obj_ids.size(); ++k) {
+        if (gi != rows.end() && size_t(gi - rows.begin()) == k) continue;
+        for (size_t i = 0; i < vplane; ++i)
+          if (given_bin[k][i]) plane[i] = kNoObjScore;
+      }
+    }
+    Tensor low_c = resizer_.run(video, hm, hm).reshaped({n, hm, hm});
+    // The frame's tracker outputs are these consolidated masks (what the official stores for it).
+    StateMemory::Pending p{mux(a, M, low_c), mux(a, M, scores), mux(a, M, ptrs)};
+    sm.pending[t] = p;
+    const int S = cfg_.image_size;
+    Tensor high(DType::f32, {n, 1, S, S});
+    for (int64_t j = 0; j < n; ++j)
+      resize_bilinear(low_c.data<float>() + size_t(j) * size_t(hm * hm), int(hm), int(hm),
+                      high.data<float>() + size_t(j) * size_t(S) * size_t(S), S, S);
+    apply_non_overlapping_constraints(high);
+    // The objects given masks here are this frame's conditioning objects, whether or not the frame
+    // becomes a conditioning frame (official: mask_as_output marks every object of its batch).
+    std::set<int> cond_objects = given;
+    Tensor pix = round_to_bf16(f.propagation2);
+    Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
+    sam31::StoredFrame sf;
+    sf.maskmem_features = maskmem;
+    sf.image_features = f.propagation2;  // the bank keeps fp32 image features (only the encoder input is bf16)
+    sf.obj_ptr = p.stored_obj_ptr;
+    if (conditioning) {
+      sm.bank.cond_frames[t] = sf;
+      sm.bank.non_cond_frames.erase(t);
+    } else {
+      sm.bank.non_cond_frames[t] = sf;
+    }
+    evict_unreachable_frames(sm, t);
+  }
+
+  void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {
+    // Memories are kept in mux space; the removed objects' slots are dead in the state's buckets.
+  }
+  void drop_state(int state_id) override { states_.erase(state_id); }
+  void reset() override {
+    states_.clear();
+    frames_.clear();
+    lang_features_ = Tensor();
+    lang_mask_ = Tensor();
+  }
+
+ private:
+  const FrameFeatures& features(int t) const {
+    auto it = frames_.find(t);
+    SEGMUX_CHECK(it != frames_.end(), "frame ", t, " has no backbone features (run_backbone first)");
+    return it->second;
+  }
+
+  // Bounded memory on long videos. The tracker reads non-conditioning frames at most
+  // max(num_maskmem, max_obj_ptrs_in_encoder) - 1 frames away from the frame it processes; tracking
+  // proceeds frame by frame from a prompted (conditioning) frame, forward or backward. A stored frame
+  // farther than that from the current frame and from every conditioning frame can never be read again
+  // by such a run, so it is dropped: the bank holds at most 2 * window + 1 frames around the current
+  // frame plus each conditioning frame's neighbourhood (the official code keeps every frame, which
+  // grows without bound). Pending per-frame outputs are kept for conditioning frames only.
+  void evict_unreachable_frames(StateMemory& sm, int t) const {
+    const int window = std::max(cfg_.num_maskmem, cfg_.max_obj_ptrs_in_encoder) - 1;
+    auto near_cond = [&](int f) {
+      for (auto& [c, sf] : sm.bank.cond_frames)
+        if (std::abs(f - c) <= window) return true;
+      return false;
+    };
+    for (auto it = sm.bank.non_cond_frames.begin(); it != sm.bank.non_cond_frames.end();) {
+      if (std::abs(it->first - t) > window && !near_cond(it->first))
+        it = sm.bank.non_cond_frames.erase(it);
+      else
+        ++it;
+    }
+    for (auto it = sm.pending.begin(); it != sm.pending.end();) {
+      if (it->first != t && !sm.bank.cond_frames.count(it->first))
+        it = sm.pending.erase(it);
+      else
+        ++it;
+    }
+  }
+
+  // Data-space indices of the objects that received a mask input on frame t (control plane's record).
+  static std::set<int> input_objects(const TrackerStateView& state, int t) {
+    std::set<int> out;
+    for (const MemoryFrame& mf : state.memory_frames)
+      if (mf.frame_index == t)
+        for (int64_t id : mf.input_obj_ids)
+          for (size_t i = 0; i < state.obj_ids.size(); ++i)
+            if (state.obj_ids[i] == id) out.insert(int(i));
+    return out;
+  }
+
+  // The control plane decides which frames are conditioning frames (removals can downgrade one, the
+  // fix for states without conditioning objects promotes one): keep the bank's two maps in step.
+  static void sync_frame_kinds(StateMemory& sm, const TrackerStateView& state) {
+    for (const MemoryFrame& mf : state.memory_frames) {
+      auto& from = mf.conditioning ? sm.bank.non_cond_frames : sm.bank.cond_frames;
+      auto& to = mf.conditioning ? sm.bank.cond_frames : sm.bank.non_cond_frames;
+      auto it = from.find(mf.frame_index);
+      if (it != from.end()) {
+        to[mf.frame_index] = it->second;
+        from.erase(it);
+      }
+    }
+  }
+
+  TrackerOutput data_outputs(const MultiplexAssignment& a, const StateMemory::Pending& p, int64_t n) const {
+    TrackerOutput out;
+    out.low_res_masks = demux(a, cfg_.multiplex_count, p.low_res, n);
+    out.object_score_logits = demux(a, cfg_.multiplex_count, p.scores, n);
+    return out;
+  }
+
+  // Per pixel only the highest-scoring object keeps its logit; the others are clamped to <= -10.
+  static void apply_non_overlapping_constraints(Tensor& masks) {
+    const int64_t n = masks.dim(0), plane = masks.numel() / std::max<int64_t>(n, 1);
+    if (n <= 1) return;
+    float* d = masks.data<float>();
+    for (int64_t i = 0; i < plane; ++i) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < n; ++j)
+        if (d[j * plane + i] > d[best * plane + i]) best = j;
+      for (int64_t j = 0; j < n; ++j)
+        if (j != best) d[j * plane + i] = std::min(d[j * plane + i], -10.0f);
+    }
+  }
+
+  Tensor run_memory_encoder(Runner& r, const MultiplexAssignment& a, const Tensor& pix, const Tensor& masks,
+                            const Tensor& scores, const std::set<int>& cond) {
+    std::vector<Tensor> per_bucket;
+    for (int b = 0; b < a.num_buckets(); ++b) {
+      auto in = sam31::assemble_memory_encoder_inputs(cfg_, a, b, pix, masks, scores, cond);
+      per_bucket.push_back(r.run(in).at(sam31::names::memory_encoder::kMaskmemFeaturesBf16));
+    }
+    return sam31::stack_buckets(per_bucket);
+  }
+
+  ModelConfig cfg_;
+  sam31::Tokenizer tok_;
+  int num_frames_;
+  Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
+  Tensor lang_features_, lang_mask_;
+  std::map<int, FrameFeatures> frames_;
+  std::map<int, StateMemory> states_;
+  AntialiasResizer resizer_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
+                                                    sam31::Tokenizer tokenizer, int num_frames, int num_threads) {
+  return std::make_unique<CompiledBackend>(cfg, model_dir, std::move(tokenizer), num_frames, num_threads);
+}
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,19 @@
+// The product backend: the compiled SAM 3.1 candidates (.smx files of a model folder, one per
+// sam31::compiled_files() entry) behind the control plane's ModelBackend interface, with the tracker
+// memory bank kept per tracker state in mux space. Needs only the runtime: no compiler, no ONNX.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "models/sam31/config.h"
+#include "models/sam31/tokenizer.h"
+#include "pipeline/backends/backend.h"
+
+namespace segmux::pipeline {
+
+// Loads every compiled file of `model_dir` (error naming the missing or broken one).
+// num_frames: frames of the video the backend will serve (object-pointer temporal encodings use it).
+std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
+                                                    sam31::Tokenizer tokenizer, int num_frames, int num_threads);
+
+}  // namespace segmux::pipeline

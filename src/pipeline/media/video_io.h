@@ -1,0 +1,53 @@
+// Reading videos (MP4/MOV/WebM/... through libavformat/libavcodec), animated GIFs (giflib) and
+// folders of frames (PNG/JPEG/... decoded through libavcodec), and writing frames back out.
+// Frames are RGB u8, row-major HxWx3. Readers decode lazily and keep at most a small window of
+// decoded frames, so memory stays bounded on long videos.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/media/frame_source.h"
+
+namespace segmux::pipeline {
+
+using RgbImage = RgbFrame;
+
+inline uint8_t* pixel_at(RgbImage& img, int x, int y) {
+  return &img.pixels[(size_t(y) * size_t(img.width) + size_t(x)) * 3];
+}
+inline const uint8_t* pixel_at(const RgbImage& img, int x, int y) {
+  return &img.pixels[(size_t(y) * size_t(img.width) + size_t(x)) * 3];
+}
+
+// A video file or frame folder as the predictor's FrameSource (frame(i) is RGB at original size;
+// sequential access is fastest, random access seeks).
+class VideoReader : public FrameSource {
+ public:
+  virtual double fps() const = 0;            // frames per second (folders: 25 by convention)
+  virtual std::string describe() const = 0;  // "video.mp4: 120 frames 640x480 @ 30 fps (h264)"
+};
+
+// Picks the reader by what the path is: a directory -> frame folder (files sorted by name, image
+// extensions only), *.gif -> GIF reader, anything else -> libav. Errors name the path and problem.
+std::unique_ptr<VideoReader> open_video(const std::string& path);
+
+// Single images.
+RgbImage read_image(const std::string& path);                      // PNG/JPEG/BMP/... through libavcodec
+void write_png_rgb(const std::string& path, const RgbImage& img);  // atomic
+void write_png_gray(const std::string& path, int width, int height, const std::vector<uint16_t>& values,
+                    bool sixteen_bit);  // atomic
+
+// Writes an animated GIF (frames quantised to a fixed 6x7x6 palette) or a video file (libav; MP4
+// with H.264 when the encoder exists, else MPEG-4 Part 2). Chosen by extension. Atomic: frames go
+// to a temporary file renamed at finish().
+class VideoWriter {
+ public:
+  virtual ~VideoWriter() = default;
+  virtual void add(const RgbImage& frame) = 0;
+  virtual void finish() = 0;
+};
+std::unique_ptr<VideoWriter> open_video_writer(const std::string& path, int width, int height, double fps);
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,49 @@
+// Where a compiled SAM 3.1 model comes from: a model folder (model.json + one .smx per
+// sam31::compiled_files() entry), or a checkpoint compiled on first use into a cache folder keyed by
+// the checkpoint, the config and this build. The only part of the pipeline that needs the compiler.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "models/sam31/config.h"
+#include "pipeline/backends/backend.h"
+
+namespace segmux::pipeline {
+
+using LogFn = std::function<void(const std::string&)>;
+
+struct ModelSource {
+  std::string weights;    // .pt or .safetensors with official key names
+  std::string config;     // optional model config (flat JSON or a fixtures config.json)
+  std::string vocab;      // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
+  std::string model_dir;  // a model folder (compiled candidates + model.json)
+  std::string cache_dir;  // where compiled candidates are cached; default: default_cache_dir()
+  int num_threads = 2;
+};
+
+struct OpenedModel {
+  std::unique_ptr<ModelBackend> backend;
+  sam31::ModelConfig config;
+  std::string model_dir;    // the folder of compiled candidates in use
+  std::string description;  // for logs: where the model came from
+};
+
+// Compiles (or finds cached) candidates and opens a backend on them. `log` receives progress lines.
+// num_frames: frames of the video the backend will serve (object-pointer temporal encodings use it).
+OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log);
+
+// Builds every compiled file of sam31::compiled_files() from weights + config, compiles each to
+// DIR/<file>.smx and writes DIR/model.json (config, vocab path, provenance). Atomic per file.
+void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& vocab_path,
+                       const std::string& out_dir, const LogFn& log);
+
+// $XDG_CACHE_HOME/segmux, else ~/.cache/segmux.
+std::string default_cache_dir();
+// Identifies this build (version, executable size and time): compiled candidates depend on the code
+// that built them, so cache keys include it.
+std::string build_identity();
+// A short stable hash for cache folder names.
+uint64_t cache_hash(const std::string& key);
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,158 @@
+// The SAM 3.1 multiplex video predictor's control plane (official Sam3MultiplexBase /
+// Sam3MultiplexTracking of commit 9f22cb9, re-implemented from its behaviour): per frame it detects,
+// propagates the tracker states, associates detections with tracks, applies hot start, reconditioning,
+// occlusion and area-shrinkage suppression, encodes memories, adds/removes objects in multiplex
+// buckets and builds outputs; across frames it delays outputs (hot start), applies masklet
+// confirmation and post-processes them. All model work goes through a ModelBackend.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/backends/backend.h"
+#include "pipeline/predictor/control_config.h"
+#include "pipeline/media/frame_source.h"
+#include "pipeline/masks/mask_ops.h"
+#include "pipeline/predictor/multiplex.h"
+#include "pipeline/masks/rle.h"
+
+namespace segmux::pipeline {
+
+struct FrameStats {
+  int num_obj_tracked = 0;
+  int num_obj_dropped = 0;
+};
+
+// The per-frame output of the request API (official _postprocess_output), objects by ascending id.
+struct FrameOutput {
+  int frame_index = 0;
+  std::vector<int64_t> obj_ids;
+  std::vector<float> probs;                      // detection score that created the object (-10000 if removed)
+  std::vector<std::array<float, 4>> boxes_xywh;  // from the mask before non-overlap, normalised
+  std::vector<BinaryMask> masks;                 // video resolution, after the object-wise non-overlap
+  FrameStats stats;
+};
+
+struct TrackerStateSnapshot {
+  std::vector<int64_t> obj_ids;
+  std::vector<std::vector<int>> assignments;
+};
+
+// Position-indexed hot-start / confirmation metadata after a frame (official gpu_metadata).
+struct HotstartMetadata {
+  std::vector<int64_t> obj_first_frame;
+  std::vector<int64_t> consecutive_unmatch_count;
+  std::vector<int64_t> trk_keep_alive;
+  std::vector<int64_t> last_occluded;
+  std::vector<int64_t> overlap_pair_counts;  // N x N row-major
+  std::vector<int> confirmation_status;
+  std::vector<int64_t> consecutive_det_num;
+};
+
+// Everything decided on one processed frame (mirrors trace.json "frames" entries).
+struct FrameDecisions {
+  std::string phase;  // "add_prompt" or "propagate"
+  int frame_index = 0;
+  std::vector<int64_t> tracker_obj_ids_before;
+  std::vector<int> det_kept_queries;  // query indices kept after NMS / boundary suppression, ascending
+  std::vector<int> det_order;         // permutation applied to detections (kept first)
+  std::vector<int> new_det_fa_inds;   // indices into the reordered detections
+  std::vector<int64_t> new_det_obj_ids;
+  std::vector<int64_t> unmatched_trk_obj_ids;
+  std::map<int, std::vector<int64_t>> det_to_matched_trk_obj_ids;
+  std::vector<int64_t> obj_ids_newly_removed;  // ascending
+  int num_obj_dropped_due_to_limit = 0;
+  std::map<int64_t, int> trk_id_to_max_iou_high_conf_det;
+  std::vector<int64_t> reconditioned_obj_ids;          // ascending
+  std::vector<int64_t> keep_alive_suppressed_obj_ids;  // computed as officially, not applied by default
+  std::vector<int64_t> occlusion_suppressed_obj_ids;
+  std::vector<int64_t> obj_ids_after;
+  std::map<int64_t, float> obj_id_to_score;
+  std::vector<int> masklet_confirmation_status;  // per obj_ids_after: 1 unconfirmed, 2 confirmed
+  FrameStats stats;
+  int64_t max_obj_id = -1;
+  std::vector<TrackerStateSnapshot> tracker_states;
+  std::vector<int64_t> build_outputs_obj_ids;
+  std::map<int64_t, RleMask> build_outputs_masks;  // video resolution, before post-processing
+  MaskStack memory_update_low_res_masks;           // tracker masks fed to memory encoding (low res)
+  HotstartMetadata metadata_after;                 // hot-start / confirmation metadata after the frame
+};
+
+class VideoControlPlane {
+ public:
+  VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config);
+
+  // Text prompt on a frame (official add_prompt): resets the session state, encodes the text batch
+  // [text, "visual", "geometric"], runs one frame and returns its outputs (nothing hidden).
+  FrameOutput add_text_prompt(int frame_index, const std::string& text);
+
+  // Runs frames in order (official propagate_in_video): reverse starts at start_frame - 1. Outputs are
+  // delivered through `sink` in frame order of processing, hotstart_delay frames late and in batches
+  // of postprocess_batch_size, flushed at the end. start_frame < 0 = first prompted frame;
+  // max_frames < 0 = all. `sink` returning false stops after the current batch.
+  void propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+
+  // User removal of an object from every state (official remove_object).
+  bool remove_object(int64_t obj_id);
+  // Forgets prompts, objects, states and cached features.
+  void reset();
+
+  bool has_prompt() const { return prompt_.has_value(); }
+  const ControlConfig& config() const { return cfg_; }
+  const std::vector<FrameDecisions>& decisions() const { return decisions_; }
+  void clear_decisions() { decisions_.clear(); }
+  const HotstartMetadata& hotstart_metadata() const { return meta_; }
+  std::vector<TrackerStateView> tracker_state_views() const;
+  std::vector<int64_t> object_ids() const { return obj_ids_; }
+
+ private:
+  struct TrackerState {
+    int id = 0;
+    std::vector<int64_t> obj_ids;
+    MultiplexBuckets buckets;
+    std::map<int, MemoryFrame> memory;  // frame -> memory frame info
+    std::set<int> tracked_frames;       // frames this state has produced outputs for
+  };
+  // A processed frame waiting for its (delayed) output.
+  struct PendingFrame {
+    int frame_index = 0;
+    std::vector<int64_t> obj_ids;  // ascending
+    std::map<int64_t, RleMask> masks;
+    std::map<int64_t, float> scores;
+    std::map<int64_t, float> sam2_scores;
+    std::vector<int64_t> suppressed;
+    FrameStats stats;
+  };
+
+  PendingFrame process_frame(int frame_index, bool reverse, const std::string& phase);
+  FrameOutput postprocess(const PendingFrame& frame, const std::set<int64_t>& hidden) const;
+  TrackerStateView view(const TrackerState& s) const;
+  void ensure_frame_features(int frame_index, bool reverse);
+  void remove_from_states(const std::vector<int64_t>& ids);
+  void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
+
+  ModelBackend& backend_;
+  FrameSource& frames_;
+  ControlConfig cfg_;
+  BackendGeometry geo_;
+  std::optional<std::string> prompt_;
+  std::set<int> prompted_frames_;
+  int next_state_id_ = 0;
+  std::vector<TrackerState> states_;
+  // Object metadata (global order = ascending id).
+  std::vector<int64_t> obj_ids_;
+  int64_t max_obj_id_ = -1;
+  std::map<int64_t, float> obj_id_to_score_;
+  HotstartMetadata meta_;
+  std::set<int> cached_frames_;
+  std::map<int, std::vector<int64_t>> unconfirmed_per_frame_;
+  std::vector<FrameDecisions> decisions_;
+};
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,73 @@
+#include "pipeline/predictor/session_api.h"
+
+#include "core/error.h"
+
+namespace segmux::pipeline {
+
+VideoPredictor::VideoPredictor(ModelBackend& backend, ControlConfig config) : backend_(backend), config_(config) {}
+VideoPredictor::~VideoPredictor() = default;
+
+VideoPredictor::Session& VideoPredictor::get(const std::string& id) {
+  auto it = sessions_.find(id);
+  SEGMUX_CHECK(it != sessions_.end(), "no session '", id, "' (closed or never started)");
+  return it->second;
+}
+const VideoPredictor::Session& VideoPredictor::get(const std::string& id) const {
+  auto it = sessions_.find(id);
+  SEGMUX_CHECK(it != sessions_.end(), "no session '", id, "' (closed or never started)");
+  return it->second;
+}
+
+std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
+  SEGMUX_CHECK(frames != nullptr, "start_session: no frame source");
+  SEGMUX_CHECK(frames->num_frames() > 0, "start_session: the video has no frames");
+  std::string id = "session_" + std::to_string(next_id_++);
+  Session s;
+  s.frames = std::move(frames);
+  s.control = std::make_unique<VideoControlPlane>(backend_, *s.frames, config_);
+  sessions_.emplace(id, std::move(s));
+  return id;
+}
+
+FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
+  Session& s = get(id);
+  SEGMUX_CHECK(prompt.boxes_xywh.empty() && prompt.points_xy.empty() && !prompt.obj_id,
+               "add_prompt: box and point prompts are not supported yet (text only)");
+  SEGMUX_CHECK(prompt.text.has_value() && !prompt.text->empty(), "add_prompt: the prompt has no text");
+  return s.control->add_text_prompt(frame_index, *prompt.text);
+}
+
+void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRequest& req,
+                                        const std::function<bool(const FrameOutput&)>& on_frame) {
+  Session& s = get(id);
+  const int start = req.start_frame_index.value_or(-1);
+  const int max_frames = req.max_frame_num_to_track.value_or(-1);
+  SEGMUX_CHECK(!req.max_frame_num_to_track || *req.max_frame_num_to_track >= 0,
+               "propagate_in_video: max_frame_num_to_track must be >= 0");
+  bool stopped = false;
+  auto sink = [&](FrameOutput out) {
+    if (!on_frame(out)) stopped = true;
+    return !stopped;
+  };
+  if (req.direction != PropagationDirection::Backward) s.control->propagate(start, max_frames, false, sink);
+  if (!stopped && req.direction != PropagationDirection::Forward) s.control->propagate(start, max_frames, true, sink);
+}
+
+bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id) {
+  return get(id).control->remove_object(obj_id);
+}
+
+void VideoPredictor::reset_session(const std::string& id) { get(id).control->reset(); }
+
+void VideoPredictor::close_session(const std::string& id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  it->second.control->reset();
+  sessions_.erase(it);
+}
+
+const std::vector<FrameDecisions>& VideoPredictor::decisions(const std::string& id) const {
+  return get(id).control->decisions();
+}
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,94 @@
+// segmux video predictor: the user-facing session API (mirrors the official SAM 3.1 request API:
+// start_session, add_prompt, propagate_in_video, remove_object, reset_session, close_session).
+//
+//   auto backend = ...;                              // a ModelBackend (compiled models, or replay)
+//   segmux::pipeline::VideoPredictor predictor(*backend, segmux::pipeline::default_control_config());
+//   std::string id = predictor.start_session(std::move(frame_source));
+//   auto first = predictor.add_prompt(id, 0, segmux::pipeline::Prompt::from_text("person"));
+//   predictor.propagate_in_video(id, {}, [](const segmux::pipeline::FrameOutput& out) {
+//     // out.frame_index, out.obj_ids, out.probs, out.boxes_xywh (normalised), out.masks (video size)
+//     return true;                                  // false stops the propagation
+//   });
+//   predictor.close_session(id);
+//
+// Frames come from a FrameSource (pipeline/frame_source.h: frame count, original size, frame i as RGB).
+// Memory bound: backbone features of one frame at a time (the frame being processed) plus the text
+// features; delayed outputs are held as RLE masks for at most hotstart_delay + postprocess_batch_size
+// frames; tracker memories are kept per state by the backend (one entry per processed frame, as in the
+// official predictor).
+#pragma once
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/backends/backend.h"
+#include "pipeline/predictor/control_config.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/media/frame_source.h"
+
+namespace segmux::pipeline {
+
+// A prompt. Only text is supported now; boxes (normalised xywh with labels) and points (normalised xy
+// with labels, for one object id) have their fields so that they can be added without changing the API.
+struct Prompt {
+  std::optional<std::string> text;
+  std::vector<std::array<float, 4>> boxes_xywh;  // normalised [0, 1]
+  std::vector<int> box_labels;                   // 1 positive, 0 negative
+  std::vector<std::array<float, 2>> points_xy;   // normalised [0, 1]
+  std::vector<int> point_labels;
+  std::optional<int64_t> obj_id;  // the object points refine
+
+  static Prompt from_text(std::string t) {
+    Prompt p;
+    p.text = std::move(t);
+    return p;
+  }
+};
+
+enum class PropagationDirection { Forward, Backward, Both };
+
+struct PropagateRequest {
+  PropagationDirection direction = PropagationDirection::Both;  // the official request default
+  std::optional<int> start_frame_index;                         // default: the first prompted frame
+  std::optional<int> max_frame_num_to_track;                    // default: all frames
+};
+
+class VideoPredictor {
+ public:
+  VideoPredictor(ModelBackend& backend, ControlConfig config);
+  ~VideoPredictor();
+
+  // Opens a session on a frame source; returns its id ("session_0", ...). One session runs at a time
+  // per backend; starting another closes nothing but shares the backend, so run them one after another.
+  std::string start_session(std::unique_ptr<FrameSource> frames);
+  // A text prompt resets the session's objects and runs the prompted frame; returns its outputs.
+  FrameOutput add_prompt(const std::string& session_id, int frame_index, const Prompt& prompt);
+  // Runs the frames and calls `on_frame` for each output (in processing order; hot-start delayed).
+  // "Both" = forward from the start frame, then backward from it. on_frame returning false stops.
+  void propagate_in_video(const std::string& session_id, const PropagateRequest& request,
+                          const std::function<bool(const FrameOutput&)>& on_frame);
+  bool remove_object(const std::string& session_id, int64_t obj_id);
+  void reset_session(const std::string& session_id);
+  void close_session(const std::string& session_id);  // idempotent
+
+  // The decisions taken so far in a session (for tools and tests).
+  const std::vector<FrameDecisions>& decisions(const std::string& session_id) const;
+
+ private:
+  struct Session {
+    std::unique_ptr<FrameSource> frames;
+    std::unique_ptr<VideoControlPlane> control;
+  };
+  Session& get(const std::string& id);
+  const Session& get(const std::string& id) const;
+  ModelBackend& backend_;
+  ControlConfig config_;
+  int next_id_ = 0;
+  std::map<std::string, Session> sessions_;
+};
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,330 @@
+#include "verify/sam31/parity_cases.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "core/tensor_ops.h"
+#include "io/safetensors.h"
+#include "ir/builder.h"
+#include "models/sam31/backbone.h"
+#include "models/sam31/detector.h"
+#include "models/sam31/memory_encoder.h"
+#include "models/sam31/tensor_names.h"
+#include "models/sam31/text_encoder.h"
+#include "models/sam31/tracker_io.h"
+#include "runtime/session.h"
+#include "verify/sam31/fixture.h"
+
+namespace segmux::sam31 {
+
+std::vector<std::string> fixture_modules(const std::string& fixture_dir, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(fixture_dir) / "modules";
+  std::vector<std::string> labels;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string file = e.path().filename().string();
+    if (e.path().extension() == ".safetensors" && file.rfind(prefix, 0) == 0) labels.push_back(e.path().stem().string());
+  }
+  SEGMUX_CHECK(!ec, "cannot list fixture folder '", dir.string(), "': ", ec.message());
+  SEGMUX_CHECK(!labels.empty(), "fixture folder '", dir.string(), "' has no ", prefix, "*.safetensors");
+  std::sort(labels.begin(), labels.end());
+  return labels;
+}
+
+// ---- text_encoder ------------------------------------------------------------------------------
+
+std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  TensorFile f = read_safetensors(fixture_dir + "/modules/text_encoder.safetensors");
+  const Tensor& ids = f.at("in.token_ids");
+  const int64_t n = ids.dim(0);
+  const int batch = TextEncoderOptions{}.batch;
+  SEGMUX_CHECK(n >= batch, "text_encoder fixture has ", n, " prompts, fewer than the batch ", batch);
+  std::vector<ParityCase> cases;
+  // Windows of `batch` consecutive prompts that together cover every prompt.
+  std::vector<int64_t> starts;
+  for (int64_t s = 0; s + batch <= n; s += batch) starts.push_back(s);
+  if (starts.back() + batch < n) starts.push_back(n - batch);
+  for (int64_t s : starts) {
+    ParityCase c;
+    c.label = "prompts " + std::to_string(s) + ".." + std::to_string(s + batch - 1);
+    c.inputs["token_ids"] = take(ids, 0, s, batch);
+    c.expected["language_features"] = take(f.at("out.language_features"), 1, s, batch);
+    c.expected["language_mask"] = take(f.at("out.language_mask"), 0, s, batch);
+    c.expected["language_embeds"] = take(f.at("out.language_embeds"), 1, s, batch);
+    cases.push_back(std::move(c));
+  }
+  (void)cfg;
+  return cases;
+}
+
+// ---- backbone ----------------------------------------------------------------------------------
+
+std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  TensorFile f = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
+  ParityCase c;
+  c.label = "frame 0";
+  c.inputs["image"] = f.at("in.image");
+  c.expected["vit_trunk"] = f.at("out.vit_trunk");
+  for (int head = 0; head < 3; ++head)
+    for (int lvl = 0; lvl < 3; ++lvl) {
+      const std::string key = std::string(names::backbone::kHeads[head]) + ".fpn" + std::to_string(lvl);
+      c.expected[std::string(names::backbone::kHeads[head]) + "_fpn" + std::to_string(lvl)] = f.at("out." + key);
+    }
+  for (int lvl = 0; lvl < 3; ++lvl) c.expected["pos" + std::to_string(lvl)] = f.at("out.pos" + std::to_string(lvl));
+  std::vector<ParityCase> cases;
+  cases.push_back(c);
+  ParityCase v;
+  v.label = "frame 0, fp32 MLP";
+  v.variant = kBackboneFp32MlpVariant;
+  v.inputs["image"] = f.at("in.image");
+  v.expected["vit_trunk"] = f.at("variant_fp32_mlp.out.vit_trunk");
+  cases.push_back(v);
+  (void)cfg;
+  return cases;
+}
+
+// ---- detector ----------------------------------------------------------------------------------
+
+std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  // Two official groundings are stored:
+  // - frame 0 (add_prompt pass): its image features are modules/backbone.safetensors out.det.*; its
+  //   outputs are the raw per-frame tensors video/raw_frame_000_add_prompt.safetensors (pre-NMS logits,
+  //   presence, boxes, and the mask logits of the candidate queries);
+  // - modules/detector.safetensors: the grounding module's own inputs and outputs. Its level-2
+  //   features are those of frame 1 (its logits equal raw_frame_001's), not of the backbone fixture's
+  //   frame 0; levels 0/1 of that frame are not stored, so the case feeds frame 0's levels 0/1 (they
+  //   reach only the segmentation head) and compares the outputs that do not depend on them.
+  TensorFile bb = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
+  TensorFile f = read_safetensors(fixture_dir + "/modules/detector.safetensors");
+  TensorFile raw = read_safetensors(fixture_dir + "/video/raw_frame_000_add_prompt.safetensors");
+  const int64_t Q = cfg.num_queries, G = cfg.token_grid();
+  std::vector<ParityCase> cases;
+
+  ParityCase a;
+  a.label = "frame 0 (add_prompt)";
+  for (int lvl = 0; lvl < 3; ++lvl) a.inputs["fpn" + std::to_string(lvl)] = bb.at("out.det.fpn" + std::to_string(lvl));
+  a.inputs["pos2"] = bb.at("out.pos2");
+  a.inputs["language_features"] = f.at("in.language_features");
+  a.inputs["language_mask"] = f.at("in.language_mask");
+  a.inputs["text_ids"] = Tensor::from_vector<int64_t>({1}, {0});
+  a.expected["pred_logits"] = raw.at("grounding_pred_logits_preNMS").reshaped({1, Q, 1});
+  a.expected["presence_logit_dec"] = raw.at("grounding_presence_logit").reshaped({1, 1});
+  a.expected["pred_boxes_xyxy"] = raw.at("det_boxes_xyxy").reshaped({1, Q, 4});
+  const Tensor& cq = raw.at("det_candidate_queries");
+  const Tensor& cm = raw.at("det_candidate_mask_logits");
+  OutputSelection sel;
+  sel.axis = 1;
+  for (int64_t i = 0; i < cq.numel(); ++i) sel.indices.push_back(int64_t(cq.get_as_double(i)));
+  a.select["pred_masks"] = sel;
+  a.expected["pred_masks"] = cm.reshaped({1, cm.dim(0), cm.dim(1), cm.dim(2)});
+  cases.push_back(std::move(a));
+
+  ParityCase m;
+  m.label = "detector module (frame 1)";
+  m.inputs = cases[0].inputs;
+  auto to_nchw = [&](const Tensor& seq) {  // (HW,B,D) -> (B,D,g,g)
+    return permute(seq, {1, 2, 0}).reshaped({seq.dim(1), seq.dim(2), G, G});
+  };
+  m.inputs["fpn2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_feats.0"));
+  m.inputs["pos2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
+  for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
+    m.expected[name] = fixture::tensor(f, std::string("out.") + name);
+  cases.push_back(std::move(m));
+  return cases;
+}
+
+// ---- interactive_decoder -----------------------------------------------------------------------
+
+namespace {
+
+// Detector mask logits (K, h, w) -> binary masks at `size` (bilinear, align_corners=False, > 0), as the
+// control plane prepares new-object masks; computed with our own Resize kernel.
+Tensor upsample_binarize(const Tensor& logits, int64_t size) {
+  ir::Graph g;
+  ir::GraphBuilder b(g);
+  const int64_t k = logits.dim(0), h = logits.dim(1), w = logits.dim(2);
+  int x = b.input("x", DType::f32, {1, k, h, w});
+  int empty = b.constant(Tensor(DType::f32, {0}), "roi");
+  int y = b.op1("Resize", {x, empty, empty, b.ints({1, k, size, size})},
+                {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("half_pixel")}});
+  y = b.op1("Cast", {b.op1("Greater", {y, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
+  b.output(y, "y");
+  Session s(std::move(g), SessionOptions{1, false});
+  return s.run({{"x", logits.reshaped({1, k, h, w})}}).at("y");
+}
+
+}  // namespace
+
+std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& dir, const ModelConfig& cfg) {
+  // Frame 0, add_prompt: the three new objects' detector masks through the mask-as-output path.
+  TensorFile raw = read_safetensors(dir + "/video/raw_frame_000_add_prompt.safetensors");
+  TensorFile bb = read_safetensors(dir + "/modules/backbone.safetensors");
+  const Tensor& order = raw.at("det_order");
+  const Tensor& keep = raw.at("det_keep");
+  const Tensor& cand = raw.at("det_candidate_queries");
+  const Tensor& cand_masks = raw.at("det_candidate_mask_logits");
+  const Tensor& ptr = raw.at("tracker_step0.interactive.obj_ptr");
+  const Tensor& sam_scores = raw.at("tracker_step0.interactive.object_score_logits");
+  std::vector<ParityCase> cases;
+  int64_t obj = 0;
+  for (int64_t i = 0; i < order.numel() && obj < ptr.dim(0); ++i) {
+    int64_t q = order.data<int64_t>()[i];
+    if (!keep.data<bool>()[q]) break;  // kept detections come first in det_order
+    int64_t row = -1;
+    for (int64_t c = 0; c < cand.numel(); ++c)
+      if (cand.data<int64_t>()[c] == q) row = c;
+    SEGMUX_CHECK(row >= 0, "fixture: kept query ", q, " has no candidate mask");
+    Tensor logits = take(cand_masks, 0, row, 1);
+    ParityCase c;
+    c.label = "add_prompt_f000_obj" + std::to_string(obj);
+    c.inputs["image"] = bb.at("out.interactive.fpn2").clone();
+    c.inputs["mask"] = upsample_binarize(logits, cfg.input_mask_size());
+    c.expected["obj_ptr"] = take(ptr, 0, obj, 1);
+    c.expected["sam_object_score_logit"] = take(sam_scores, 0, obj, 1);
+    cases.push_back(std::move(c));
+    ++obj;
+  }
+  SEGMUX_CHECK(obj == ptr.dim(0), "fixture: found ", obj, " new-object masks for ", ptr.dim(0), " pointers");
+  return cases;
+}
+
+// ---- memory_encoder ----------------------------------------------------------------------------
+
+namespace {
+
+ParityCase memory_encoder_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
+  TensorFile f = read_safetensors(path);
+  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+  std::set<int> cond;
+  for (auto& v : nlohmann::json::parse(fixture::meta(f, "conditioning_objects", label))) cond.insert(v.get<int>());
+  const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
+  ParityCase c;
+  c.label = label;
+  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, 0, fixture::tensor(f, "in.maskmem_backbone.pix_feat"),
+                                            masks, fixture::tensor(f, "in.object_score_logits"), cond);
+  if (masks.dim(2) != cfg.input_mask_size()) {
+    SEGMUX_CHECK(masks.dim(2) == cfg.image_size, label, ": masks of size ", masks.dim(2),
+                 " are neither input_mask_size nor image_size");
+    c.variant = kMemoryEncoderImageSizeVariant;
+  }
+  c.expected["maskmem_features"] = fixture::tensor(f, "out.maskmem_features");
+  c.expected["maskmem_features_bf16"] = fixture::tensor(f, "out.run_memory_encoder.0");
+  for (auto& [name, t] : c.expected) {
+    Tolerance tol;
+    tol.min_cosine = 0.9999;
+    tol.max_abs_over_scale = 2e-2;
+    tol.scale_is_max_ref = false;
+    c.tolerance[name] = tol;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  std::vector<ParityCase> cases;
+  for (const std::string& label : fixture_modules(fixture_dir, "memory_encoder_"))
+    cases.push_back(memory_encoder_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
+  return cases;
+}
+
+// ---- propagation_decoder -----------------------------------------------------------------------
+
+namespace {
+
+Tolerance tracker_tolerance(bool is_mask) {
+  Tolerance t;
+  t.min_cosine = 0.9999;
+  t.max_abs_over_scale = 2e-2;
+  t.scale_is_max_ref = false;  // 2e-2 * max(1, max|ref|)
+  t.check_mask_iou = is_mask;
+  t.min_mask_iou = 0.99;
+  return t;
+}
+
+ParityCase propagation_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
+  TensorFile f = read_safetensors(path);
+  const int64_t g = cfg.token_grid(), M = cfg.multiplex_count, D = cfg.d_model;
+  const int frame_idx = std::stoi(fixture::meta(f, "frame_idx", label));
+  const int num_frames = std::stoi(fixture::meta(f, "num_frames", label));
+  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+
+  MemoryBank bank;
+  auto frames = nlohmann::json::parse(fixture::meta(f, "memory_bank_frames", label));
+  for (auto& [kind, list] : frames.items()) {
+    SEGMUX_CHECK(kind == "cond_frame_outputs" || kind == "non_cond_frame_outputs", label, ": unknown bank kind ", kind);
+    for (auto& t : list) {
+      const int fi = t.get<int>();
+      char tag[16];
+      std::snprintf(tag, sizeof(tag), "f%03d", fi);
+      const std::string p = "in.memory_bank." + kind + "." + tag + ".";
+      StoredFrame sf;
+      sf.maskmem_features = fixture::tensor(f, p + "maskmem_features");
+      sf.image_features = seq_first_to_nchw(fixture::tensor(f, p + "image_features"), g);
+      sf.obj_ptr = fixture::tensor(f, p + "obj_ptr");
+      (kind == "cond_frame_outputs" ? bank.cond_frames : bank.non_cond_frames)[fi] = sf;
+    }
+  }
+  CurrentFrameFeatures feats;
+  feats.image = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_feats.0"), g);
+  feats.image_pos = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_pos_embeds.0"), g);
+  feats.high_res_s0 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.0");
+  feats.high_res_s1 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.1");
+  PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, 0, frame_idx, num_frames, feats);
+  // The fixture records how many pointer tokens the official code used: check the selection.
+  const int ptr_tokens = std::stoi(fixture::meta(f, "memory_attention.num_obj_ptr_tokens", label));
+  SEGMUX_CHECK(int64_t(in.selection.pointers.size()) * M == ptr_tokens, label, ": selected ",
+               in.selection.pointers.size(), " pointer frames, the official code used ", ptr_tokens, " tokens");
+  const int64_t mem_tokens = fixture::tensor(f, "in.memory_attention.memory_image").dim(0);
+  SEGMUX_CHECK(int64_t(in.selection.spatial.size()) * g * g == mem_tokens, label, ": selected ",
+               in.selection.spatial.size(), " memory frames, the official code used ", mem_tokens, " tokens");
+
+  ParityCase c;
+  c.label = label;
+  c.inputs = in.tensors;
+  c.expected["pix_feat_with_mem"] = fixture::tensor(f, "out.pix_feat_with_mem");
+  c.expected["masks"] = fixture::tensor(f, "out.mask_decoder.masks");
+  c.expected["iou_pred"] = fixture::tensor(f, "out.mask_decoder.iou_pred");
+  c.expected["object_score_logits"] = fixture::tensor(f, "out.mask_decoder.object_score_logits");
+  c.expected["sam_tokens"] = fixture::tensor(f, "out.mask_decoder.sam_tokens_out");
+  // obj_ptr output = mux(data-space pointers), zero in unused slots.
+  const Tensor& ptr_data = fixture::tensor(f, "out.sam_heads.obj_ptr");
+  Tensor ptr_mux(DType::f32, {1, M, D});
+  for (int64_t s = 0; s < M; ++s) {
+    const int obj = assignment.buckets[0][size_t(s)];
+    if (obj < 0) continue;
+    for (int64_t d = 0; d < D; ++d) ptr_mux.data<float>()[s * D + d] = float(ptr_data.get_as_double(obj * D + d));
+  }
+  c.expected["obj_ptr"] = ptr_mux;
+  for (auto& [name, t] : c.expected) c.tolerance[name] = tracker_tolerance(name == "masks");
+  return c;
+}
+
+}  // namespace
+
+std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  std::vector<ParityCase> cases;
+  for (const std::string& label : fixture_modules(fixture_dir, "propagation_f"))
+    cases.push_back(propagation_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
+  return cases;
+}
+
+
+std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_dir, const ModelConfig& cfg) {
+  switch (id) {
+    case CandidateId::text_encoder: return text_encoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::backbone: return backbone_parity_cases(fixture_dir, cfg);
+    case CandidateId::detector: return detector_parity_cases(fixture_dir, cfg);
+    case CandidateId::interactive_decoder: return interactive_decoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::propagation_decoder: return propagation_decoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::memory_encoder: return memory_encoder_parity_cases(fixture_dir, cfg);
+  }
+  fail("no parity cases for candidate id ", int(id));
+}
+
+}  // namespace segmux::sam31

@@ -1,0 +1,167 @@
+#include "verify/video_parity.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "pipeline/model_store/model_store.h"
+#include "pipeline/predictor/control_config.h"
+#include "pipeline/masks/rle.h"
+#include "pipeline/predictor/session_api.h"
+#include "pipeline/media/video_io.h"
+
+namespace segmux::pipeline {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RefFrame {
+  int frame_index = 0;
+  std::vector<int64_t> ids;
+  std::vector<double> probs;
+  std::vector<std::array<double, 4>> boxes;
+  std::vector<RleMask> masks;
+};
+
+RefFrame parse_ref(const nlohmann::json& j, int frame_index) {
+  RefFrame r;
+  r.frame_index = frame_index;
+  r.ids = j.at("obj_ids").get<std::vector<int64_t>>();
+  r.probs = j.at("probs").get<std::vector<double>>();
+  for (auto& b : j.at("boxes_xywh")) r.boxes.push_back(b.get<std::array<double, 4>>());
+  for (auto& m : j.at("masks_rle")) {
+    RleMask rle;
+    rle.height = m.at("size")[0];
+    rle.width = m.at("size")[1];
+    rle.counts = m.at("counts").get<std::vector<int64_t>>();
+    r.masks.push_back(std::move(rle));
+  }
+  SEGMUX_CHECK(r.probs.size() == r.ids.size() && r.boxes.size() == r.ids.size() && r.masks.size() == r.ids.size(),
+               "trace.json frame ", frame_index, ": inconsistent object lists");
+  return r;
+}
+
+std::string ids_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+void compare_frame(const std::string& label, const RefFrame& ref, const FrameOutput& got, VideoParityReport& rep,
+                   std::ostream& log) {
+  ++rep.frames_compared;
+  if (got.obj_ids != ref.ids) {
+    ++rep.id_mismatches;
+    log << label << ": ids " << ids_str(got.obj_ids) << ", official " << ids_str(ref.ids) << "  MISS\n";
+  }
+  std::ostringstream line;
+  line << label << ": ids " << ids_str(got.obj_ids);
+  for (size_t k = 0; k < ref.ids.size(); ++k) {
+    auto it = std::find(got.obj_ids.begin(), got.obj_ids.end(), ref.ids[k]);
+    if (it == got.obj_ids.end()) continue;
+    const size_t j = size_t(it - got.obj_ids.begin());
+    ++rep.objects_compared;
+    BinaryMask want = rle_decode(ref.masks[k]);
+    const BinaryMask& have = got.masks[j];
+    SEGMUX_CHECK(have.height == want.height && have.width == want.width, label, ": mask size ", have.width, "x",
+                 have.height, " vs official ", want.width, "x", want.height);
+    long long diff = 0;
+    for (size_t p = 0; p < want.pixels.size(); ++p) diff += (want.pixels[p] != 0) != (have.pixels[p] != 0);
+    const double iou = mask_iou(have, want);
+    const int64_t area = want.area();
+    const bool mask_ok = iou >= 0.99 || (area < 1600 && diff <= 16);
+    if (!mask_ok) ++rep.mask_misses;
+    if (iou < rep.worst_iou) {
+      rep.worst_iou = iou;
+      rep.worst_frame = ref.frame_index;
+      rep.worst_obj = ref.ids[k];
+      rep.worst_diff_pixels = diff;
+    }
+    const bool prob_ok = std::abs(double(got.probs[j]) - ref.probs[k]) <= 1e-3;
+    if (!prob_ok) ++rep.prob_mismatches;
+    double box_px = 0;
+    for (int c = 0; c < 4; ++c) {
+      const double px = (c % 2 == 0) ? want.width : want.height;
+      box_px = std::max(box_px, std::abs(double(got.boxes_xywh[j][size_t(c)]) - ref.boxes[k][size_t(c)]) * px);
+    }
+    rep.worst_box_px = std::max(rep.worst_box_px, box_px);
+    line << "  id " << ref.ids[k] << ": IoU " << std::fixed << std::setprecision(4) << iou << " (" << diff
+         << " px differ of " << area << ")" << (mask_ok ? "" : " MASK MISS") << (prob_ok ? "" : " PROB MISS")
+         << (box_px > 1.0 + 1e-6 ? " box off by " + std::to_string(box_px) + " px" : "");
+  }
+  log << line.str() << "\n";
+}
+
+}  // namespace
+
+VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log) {
+  const std::string dir = opt.fixture_dir;
+  const std::string trace_path = dir + "/video/trace.json";
+  std::ifstream in(trace_path);
+  SEGMUX_CHECK(in.good(), "'", trace_path, "' cannot be read (is '", dir, "' a fixture folder?)");
+  nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
+  SEGMUX_CHECK(!trace.is_discarded() && trace.contains("outputs") && trace.contains("prompt"), "'", trace_path,
+               "' is not a predictor trace");
+  const std::string prompt = trace["prompt"].get<std::string>();
+
+  ModelSource src;
+  src.weights = opt.weights.empty() ? dir + "/weights.safetensors" : opt.weights;
+  src.config = dir + "/config.json";
+  src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
+  src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
+  src.num_threads = opt.num_threads;
+  auto frames = open_video(dir + "/video/frames");
+  const int num_frames = frames->num_frames();
+  OpenedModel model = open_model(src, num_frames, [&](const std::string& s) { log << s << "\n"; });
+
+  // Control-plane settings: the fixture's config over the official defaults.
+  ControlConfig ccfg = load_control_config(src.config);
+  VideoPredictor predictor(*model.backend, ccfg);
+  std::string session = predictor.start_session(std::move(frames));
+  VideoParityReport rep;
+  const int start = trace["add_prompt"].value("frame_index", 0);
+  auto t0 = std::chrono::steady_clock::now();
+  FrameOutput first = predictor.add_prompt(session, start, Prompt::from_text(prompt));
+  compare_frame("add_prompt frame " + std::to_string(start), parse_ref(trace["add_prompt"]["outputs"], start), first,
+                rep, log);
+  std::map<int, RefFrame> refs;
+  for (auto& f : trace["outputs"]) refs[f["frame_index"].get<int>()] = parse_ref(f, f["frame_index"].get<int>());
+  int yielded = 0;
+  PropagateRequest req;
+  req.direction = PropagationDirection::Forward;
+  req.start_frame_index = start;
+  predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
+    ++yielded;
+    auto it = refs.find(out.frame_index);
+    if (it == refs.end()) {
+      ++rep.id_mismatches;
+      log << "frame " << out.frame_index << ": emitted, but the official predictor emitted no such frame  MISS\n";
+    } else {
+      compare_frame("frame " + std::to_string(out.frame_index), it->second, out, rep, log);
+      refs.erase(it);
+    }
+    return true;
+  });
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rep.seconds_per_frame = secs / std::max(1, yielded + 1);
+  for (auto& [f, r] : refs) {
+    ++rep.id_mismatches;
+    log << "frame " << f << ": the official predictor emitted it, we did not  MISS\n";
+  }
+  predictor.close_session(session);
+  log << "video parity: " << rep.frames_compared << " frames, " << rep.objects_compared << " object-frames; id "
+      << "mismatches " << rep.id_mismatches << ", prob " << rep.prob_mismatches << ", mask " << rep.mask_misses
+      << "; worst IoU " << std::setprecision(4) << rep.worst_iou << " (frame " << rep.worst_frame << ", object "
+      << rep.worst_obj << ", " << rep.worst_diff_pixels << " px differ); worst box deviation " << rep.worst_box_px
+      << " px; " << std::setprecision(3) << rep.seconds_per_frame << " s/frame -> " << (rep.passed() ? "PASS" : "FAIL")
+      << "\n";
+  return rep;
+}
+
+}  // namespace segmux::pipeline
