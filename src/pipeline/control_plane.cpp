@@ -41,6 +41,16 @@ Tensor masks_to_u8_tensor(const std::vector<BinaryMask>& masks, int h, int w) {
 }
 }  // namespace
 
+const char* phase_name(FramePhase phase) {
+  switch (phase) {
+    case FramePhase::AddPrompt:
+      return "add_prompt";
+    case FramePhase::Propagate:
+      return "propagate";
+  }
+  return "unknown";
+}
+
 VideoControlPlane::VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config)
     : backend_(backend), frames_(frames), cfg_(config), geo_(backend.geometry()) {
   SEGMUX_CHECK(geo_.low_res_mask_size > 0 && geo_.input_mask_size > 0, "backend reports mask sizes ",
@@ -79,7 +89,7 @@ std::vector<TrackerStateView> VideoControlPlane::tracker_state_views() const {
   return out;
 }
 
-void VideoControlPlane::ensure_frame_features(int frame_index, bool) {
+void VideoControlPlane::ensure_frame_features(int frame_index) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
   // Bounded cache: only the frame being processed keeps backbone features (tracker memories keep
@@ -110,7 +120,7 @@ FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::strin
   prompt_ = text;
   prompted_frames_.insert(frame_index);
   backend_.encode_text({text, "visual", "geometric"});
-  PendingFrame pending = process_frame(frame_index, false, "add_prompt");
+  PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt);
   return postprocess(pending, {});
 }
 
@@ -225,14 +235,13 @@ void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64
   target->tracked_frames.insert(frame_index);
 }
 
-VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index, bool reverse,
-                                                                 const std::string& phase) {
+VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index, bool reverse, FramePhase phase) {
   SEGMUX_CHECK(prompt_.has_value(), "no prompt: add a prompt before running frames");
   FrameDecisions d;
-  d.phase = phase;
+  d.phase = phase_name(phase);
   d.frame_index = frame_index;
   d.tracker_obj_ids_before = obj_ids_;
-  ensure_frame_features(frame_index, reverse);
+  ensure_frame_features(frame_index);
   const int hm = geo_.low_res_mask_size;
 
   // ---- Step 1: detection, NMS, boundary suppression, kept-first order ----
@@ -732,7 +741,7 @@ void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
 
   for (int frame : order) {
     if (stop) break;
-    PendingFrame pf = process_frame(frame, reverse, "propagate");
+    PendingFrame pf = process_frame(frame, reverse, FramePhase::Propagate);
     prompted_frames_.insert(frame);  // this frame now has outputs (official previous_stages_out)
     if (cfg_.masklet_confirmation_enable) {
       std::vector<int64_t> unc;

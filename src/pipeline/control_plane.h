@@ -55,9 +55,14 @@ struct HotstartMetadata {
   std::vector<int64_t> consecutive_det_num;
 };
 
+// Which API call processes a frame.
+enum class FramePhase { AddPrompt, Propagate };
+// As trace.json spells it: "add_prompt" / "propagate".
+const char* phase_name(FramePhase phase);
+
 // Everything decided on one processed frame (mirrors trace.json "frames" entries).
 struct FrameDecisions {
-  std::string phase;  // "add_prompt" or "propagate"
+  std::string phase;  // phase_name(): "add_prompt" or "propagate"
   int frame_index = 0;
   std::vector<int64_t> tracker_obj_ids_before;
   std::vector<int> det_kept_queries;  // query indices kept after NMS / boundary suppression, ascending
@@ -130,10 +135,10 @@ class VideoControlPlane {
     FrameStats stats;
   };
 
-  PendingFrame process_frame(int frame_index, bool reverse, const std::string& phase);
+  PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase);
   FrameOutput postprocess(const PendingFrame& frame, const std::set<int64_t>& hidden) const;
   TrackerStateView view(const TrackerState& s) const;
-  void ensure_frame_features(int frame_index, bool reverse);
+  void ensure_frame_features(int frame_index);
   void remove_from_states(const std::vector<int64_t>& ids);
   void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
 
@@ -151,7 +156,6 @@ class VideoControlPlane {
   std::map<int64_t, float> obj_id_to_score_;
   HotstartMetadata meta_;
   std::set<int> cached_frames_;
-  std::map<int, std::vector<int64_t>> unconfirmed_per_frame_;
   std::vector<FrameDecisions> decisions_;
 };
 
