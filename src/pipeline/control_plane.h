@@ -89,6 +89,8 @@ struct FrameDecisions {
   HotstartMetadata metadata_after;                 // hot-start / confirmation metadata after the frame
 };
 
+struct FrameWork;  // one frame in the making (control_plane_frame.h)
+
 class VideoControlPlane {
  public:
   VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config);
@@ -123,6 +125,9 @@ class VideoControlPlane {
     MultiplexBuckets buckets;
     std::map<int, MemoryFrame> memory;  // frame -> memory frame info
     std::set<int> tracked_frames;       // frames this state has produced outputs for
+    // Notes mask inputs of `ids` on a frame; returns whether they make it a conditioning frame (one
+    // the state has not tracked yet).
+    bool note_mask_inputs(int frame_index, const std::vector<int64_t>& ids);
   };
   // A processed frame waiting for its (delayed) output.
   struct PendingFrame {
@@ -135,7 +140,23 @@ class VideoControlPlane {
     FrameStats stats;
   };
 
+  // One frame, step by step (control_plane_steps.cpp). const steps only decide; run_* and apply_*
+  // steps call the backend.
   PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase);
+  void run_detector(FrameWork& w);
+  void run_tracker(FrameWork& w);
+  void match_detections(FrameWork& w) const;
+  void update_hotstart(FrameWork& w);
+  void plan_reconditioning(FrameWork& w) const;
+  void apply_reconditioning(FrameWork& w);
+  void suppress_recent_occlusions(FrameWork& w);
+  void apply_memory_encoding(FrameWork& w);
+  void plan_object_changes(FrameWork& w) const;
+  void update_object_metadata(FrameWork& w);
+  void apply_object_changes(FrameWork& w);
+  PendingFrame build_outputs(const FrameWork& w) const;
+  void record_frame(FrameWork& w, const PendingFrame& pending);
+
   FrameOutput postprocess(const PendingFrame& frame, const std::set<int64_t>& hidden) const;
   TrackerStateView view(const TrackerState& s) const;
   void ensure_frame_features(int frame_index);
