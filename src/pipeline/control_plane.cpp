@@ -136,33 +136,38 @@ void VideoControlPlane::remove_from_states(const std::vector<int64_t>& ids) {
       backend_.drop_state(s.id);
       continue;
     }
-    s.buckets.remove_objects(idx);
-    std::vector<int64_t> remaining;
-    for (int64_t id : s.obj_ids)
-      if (std::find(removed.begin(), removed.end(), id) == removed.end()) remaining.push_back(id);
-    s.obj_ids = remaining;
-    // Clear the removed objects' mask inputs; a conditioning frame without inputs left is downgraded
-    // to an ordinary memory frame (official clear_all_points_in_frame).
-    bool any_cond = false;
-    for (auto& [f, m] : s.memory) {
-      std::vector<int64_t> in;
-      for (int64_t id : m.input_obj_ids)
-        if (std::find(removed.begin(), removed.end(), id) == removed.end()) in.push_back(id);
-      m.input_obj_ids = in;
-      if (m.conditioning && in.empty()) m.conditioning = false;
-      any_cond = any_cond || m.conditioning;
-    }
-    // The official tracker raises "No points are provided" on the next propagation when a state has
-    // no conditioning frame left (objects added to an existing state later are stored as
-    // non-conditioning inputs). Instead, the frames where the remaining objects received their mask
-    // inputs become conditioning frames, so those objects keep being tracked.
-    if (!any_cond)
-      for (auto& [f, m] : s.memory)
-        if (!m.input_obj_ids.empty()) m.conditioning = true;
+    s.remove_objects(idx, removed);
     backend_.remove_objects(view(s), removed);
     kept.push_back(std::move(s));
   }
   states_ = std::move(kept);
+}
+
+void VideoControlPlane::TrackerState::remove_objects(const std::vector<int>& indices,
+                                                     const std::vector<int64_t>& removed) {
+  buckets.remove_objects(indices);
+  std::vector<int64_t> remaining;
+  for (int64_t id : obj_ids)
+    if (std::find(removed.begin(), removed.end(), id) == removed.end()) remaining.push_back(id);
+  obj_ids = remaining;
+  // Clear the removed objects' mask inputs; a conditioning frame without inputs left is downgraded
+  // to an ordinary memory frame (official clear_all_points_in_frame).
+  bool any_cond = false;
+  for (auto& [f, m] : memory) {
+    std::vector<int64_t> in;
+    for (int64_t id : m.input_obj_ids)
+      if (std::find(removed.begin(), removed.end(), id) == removed.end()) in.push_back(id);
+    m.input_obj_ids = in;
+    if (m.conditioning && in.empty()) m.conditioning = false;
+    any_cond = any_cond || m.conditioning;
+  }
+  // The official tracker raises "No points are provided" on the next propagation when a state has
+  // no conditioning frame left (objects added to an existing state later are stored as
+  // non-conditioning inputs). Instead, the frames where the remaining objects received their mask
+  // inputs become conditioning frames, so those objects keep being tracked.
+  if (!any_cond)
+    for (auto& [f, m] : memory)
+      if (!m.input_obj_ids.empty()) m.conditioning = true;
 }
 
 void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks) {
@@ -230,6 +235,94 @@ FrameOutput VideoControlPlane::postprocess(const PendingFrame& f, const std::set
   return out;
 }
 
+namespace {
+// Frames in processing order (official propagate_in_video): forward from start_frame, reverse from
+// start_frame - 1, max_frames further at most.
+std::vector<int> propagation_order(int start_frame, int max_frames, bool reverse, int num_frames) {
+  std::vector<int> order;
+  if (reverse) {
+    const int end_frame = std::max(start_frame - max_frames, 0);
+    for (int f = start_frame - 1; f >= end_frame; --f) order.push_back(f);
+  } else {
+    const int end_frame = std::min(start_frame + max_frames, num_frames - 1);
+    for (int f = start_frame; f <= end_frame; ++f) order.push_back(f);
+  }
+  return order;
+}
+}  // namespace
+
+// The outputs of one propagate() call on their way to the sink: held back hotstart_delay frames (all
+// released at the last frame), then post-processed in batches of postprocess_batch_size, each hiding
+// the objects still unconfirmed `delay` frames later and, if configured, those removed by the time
+// the frame was released.
+class VideoControlPlane::OutputQueue {
+ public:
+  OutputQueue(const VideoControlPlane& cp, bool reverse, const std::function<bool(FrameOutput)>& sink)
+      : cp_(cp), cfg_(cp.cfg_), reverse_(reverse), sink_(sink) {}
+  bool stopped() const { return stop_; }
+  void set_unconfirmed(int frame, std::vector<int64_t> ids) { unconfirmed_[frame] = std::move(ids); }
+  void add_removed(const std::vector<int64_t>& ids) { removed_so_far_.insert(ids.begin(), ids.end()); }
+  void add(PendingFrame frame, bool last_frame);
+  void finish() {
+    if (!stop_) flush(post_.size());
+  }
+
+ private:
+  void flush(size_t count);
+
+  const VideoControlPlane& cp_;
+  const ControlConfig& cfg_;
+  const bool reverse_;
+  const std::function<bool(FrameOutput)>& sink_;
+  std::map<int, std::vector<int64_t>> unconfirmed_;  // per propagation call, as officially
+  std::set<int64_t> removed_so_far_;
+  std::vector<PendingFrame> hot_;                                 // held back for hot start
+  std::vector<std::pair<PendingFrame, std::set<int64_t>>> post_;  // released, with the removals then
+  bool stop_ = false;
+};
+
+void VideoControlPlane::OutputQueue::add(PendingFrame frame, bool last_frame) {
+  std::vector<PendingFrame> ready;
+  if (cfg_.hotstart_delay > 0) {
+    hot_.push_back(std::move(frame));
+    if (last_frame) {
+      ready = std::move(hot_);
+      hot_.clear();
+    } else if (int(hot_.size()) >= cfg_.hotstart_delay) {
+      ready.push_back(std::move(hot_.front()));
+      hot_.erase(hot_.begin());
+    }
+  } else {
+    ready.push_back(std::move(frame));
+  }
+  for (auto& r : ready) post_.emplace_back(std::move(r), removed_so_far_);
+  while (int(post_.size()) >= cfg_.postprocess_batch_size && !stop_)
+    flush(static_cast<size_t>(cfg_.postprocess_batch_size));
+}
+
+void VideoControlPlane::OutputQueue::flush(size_t count) {
+  const int num_frames = cp_.frames_.num_frames();
+  const int delay = cfg_.masklet_confirmation_consecutive_det_thresh - 1;
+  for (size_t k = 0; k < count && !post_.empty(); ++k) {
+    auto item = std::move(post_.front());
+    post_.erase(post_.begin());
+    std::set<int64_t> hidden = cfg_.hide_removed_objects_retroactively ? item.second : std::set<int64_t>{};
+    int lookup = reverse_ ? item.first.frame_index - delay : item.first.frame_index + delay;
+    lookup = std::clamp(lookup, 0, num_frames - 1);
+    auto it = unconfirmed_.find(lookup);
+    if (cfg_.masklet_confirmation_enable && it != unconfirmed_.end())
+      hidden.insert(it->second.begin(), it->second.end());
+    if (!stop_ && !sink_(cp_.postprocess(item.first, hidden))) stop_ = true;
+  }
+}
+
+std::vector<int64_t> VideoControlPlane::unconfirmed_objects() const {
+  std::vector<int64_t> ids;
+  for (size_t k = 0; k < obj_ids_.size(); ++k)
+    if (meta_.confirmation_status[k] == kUnconfirmed) ids.push_back(obj_ids_[k]);
+  return ids;
+}
+
 void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
                                   const std::function<bool(FrameOutput)>& sink) {
   SEGMUX_CHECK(prompt_.has_value(), "propagate_in_video: no prompt was added");
@@ -238,66 +331,17 @@ void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
   SEGMUX_CHECK(start_frame < num_frames, "propagate_in_video: start frame ", start_frame, " is out of range for ",
                num_frames, " frames");
   if (max_frames < 0) max_frames = num_frames;
-  std::vector<int> order;
-  int end_frame;
-  if (reverse) {
-    end_frame = std::max(start_frame - max_frames, 0);
-    for (int f = start_frame - 1; f >= end_frame; --f) order.push_back(f);
-  } else {
-    end_frame = std::min(start_frame + max_frames, num_frames - 1);
-    for (int f = start_frame; f <= end_frame; ++f) order.push_back(f);
-  }
-  const int delay = cfg_.masklet_confirmation_consecutive_det_thresh - 1;
-  std::map<int, std::vector<int64_t>> unconfirmed;  // per propagation call, as officially
-  std::set<int64_t> removed_so_far;
-  std::vector<PendingFrame> hot_buffer;
-  std::vector<std::pair<PendingFrame, std::set<int64_t>>> post_buffer;
-  bool stop = false;
-
-  auto flush_batch = [&](size_t count) {
-    for (size_t k = 0; k < count && !post_buffer.empty(); ++k) {
-      auto item = std::move(post_buffer.front());
-      post_buffer.erase(post_buffer.begin());
-      std::set<int64_t> hidden = cfg_.hide_removed_objects_retroactively ? item.second : std::set<int64_t>{};
-      int lookup = reverse ? item.first.frame_index - delay : item.first.frame_index + delay;
-      lookup = std::clamp(lookup, 0, num_frames - 1);
-      auto it = unconfirmed.find(lookup);
-      if (cfg_.masklet_confirmation_enable && it != unconfirmed.end())
-        hidden.insert(it->second.begin(), it->second.end());
-      if (!stop && !sink(postprocess(item.first, hidden))) stop = true;
-    }
-  };
-
+  const std::vector<int> order = propagation_order(start_frame, max_frames, reverse, num_frames);
+  OutputQueue queue(*this, reverse, sink);
   for (int frame : order) {
-    if (stop) break;
-    PendingFrame pf = process_frame(frame, reverse, FramePhase::Propagate);
+    if (queue.stopped()) break;
+    PendingFrame pending = process_frame(frame, reverse, FramePhase::Propagate);
     prompted_frames_.insert(frame);  // this frame now has outputs (official previous_stages_out)
-    if (cfg_.masklet_confirmation_enable) {
-      std::vector<int64_t> unc;
-      for (size_t k = 0; k < obj_ids_.size(); ++k)
-        if (meta_.confirmation_status[k] == kUnconfirmed) unc.push_back(obj_ids_[k]);
-      unconfirmed[frame] = unc;
-    }
-    const auto& last = decisions_.back();
-    removed_so_far.insert(last.obj_ids_newly_removed.begin(), last.obj_ids_newly_removed.end());
-    std::vector<PendingFrame> ready;
-    if (cfg_.hotstart_delay > 0) {
-      hot_buffer.push_back(std::move(pf));
-      if (frame == end_frame) {
-        ready = std::move(hot_buffer);
-        hot_buffer.clear();
-      } else if (int(hot_buffer.size()) >= cfg_.hotstart_delay) {
-        ready.push_back(std::move(hot_buffer.front()));
-        hot_buffer.erase(hot_buffer.begin());
-      }
-    } else {
-      ready.push_back(std::move(pf));
-    }
-    for (auto& r : ready) post_buffer.emplace_back(std::move(r), removed_so_far);
-    while (int(post_buffer.size()) >= cfg_.postprocess_batch_size && !stop)
-      flush_batch(static_cast<size_t>(cfg_.postprocess_batch_size));
+    if (cfg_.masklet_confirmation_enable) queue.set_unconfirmed(frame, unconfirmed_objects());
+    queue.add_removed(decisions_.back().obj_ids_newly_removed);
+    queue.add(std::move(pending), frame == order.back());
   }
-  if (!stop) flush_batch(post_buffer.size());
+  queue.finish();
 }
 
 }  // namespace segmux::pipeline

@@ -128,6 +128,8 @@ class VideoControlPlane {
     // Notes mask inputs of `ids` on a frame; returns whether they make it a conditioning frame (one
     // the state has not tracked yet).
     bool note_mask_inputs(int frame_index, const std::vector<int64_t>& ids);
+    // Removes objects (their indices and ids) from the object list, the buckets and the mask inputs.
+    void remove_objects(const std::vector<int>& indices, const std::vector<int64_t>& removed);
   };
   // A processed frame waiting for its (delayed) output.
   struct PendingFrame {
@@ -157,6 +159,8 @@ class VideoControlPlane {
   PendingFrame build_outputs(const FrameWork& w) const;
   void record_frame(FrameWork& w, const PendingFrame& pending);
 
+  class OutputQueue;  // propagate()'s delayed, batched outputs
+  std::vector<int64_t> unconfirmed_objects() const;
   FrameOutput postprocess(const PendingFrame& frame, const std::set<int64_t>& hidden) const;
   TrackerStateView view(const TrackerState& s) const;
   void ensure_frame_features(int frame_index);
