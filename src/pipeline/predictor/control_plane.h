@@ -55,9 +55,14 @@ struct HotstartMetadata {
   std::vector<int64_t> consecutive_det_num;
 };
 
+// Which API call processes a frame.
+enum class FramePhase { AddPrompt, Propagate };
+// As trace.json spells it: "add_prompt" / "propagate".
+const char* phase_name(FramePhase phase);
+
 // Everything decided on one processed frame (mirrors trace.json "frames" entries).
 struct FrameDecisions {
-  std::string phase;  // "add_prompt" or "propagate"
+  std::string phase;  // phase_name(): "add_prompt" or "propagate"
   int frame_index = 0;
   std::vector<int64_t> tracker_obj_ids_before;
   std::vector<int> det_kept_queries;  // query indices kept after NMS / boundary suppression, ascending
@@ -83,6 +88,8 @@ struct FrameDecisions {
   MaskStack memory_update_low_res_masks;           // tracker masks fed to memory encoding (low res)
   HotstartMetadata metadata_after;                 // hot-start / confirmation metadata after the frame
 };
+
+struct FrameWork;  // one frame in the making (control_plane_frame.h)
 
 class VideoControlPlane {
  public:
@@ -118,6 +125,11 @@ class VideoControlPlane {
     MultiplexBuckets buckets;
     std::map<int, MemoryFrame> memory;  // frame -> memory frame info
     std::set<int> tracked_frames;       // frames this state has produced outputs for
+    // Notes mask inputs of `ids` on a frame; returns whether they make it a conditioning frame (one
+    // the state has not tracked yet).
+    bool note_mask_inputs(int frame_index, const std::vector<int64_t>& ids);
+    // Removes objects (their indices and ids) from the object list, the buckets and the mask inputs.
+    void remove_objects(const std::vector<int>& indices, const std::vector<int64_t>& removed);
   };
   // A processed frame waiting for its (delayed) output.
   struct PendingFrame {
@@ -130,10 +142,28 @@ class VideoControlPlane {
     FrameStats stats;
   };
 
-  PendingFrame process_frame(int frame_index, bool reverse, const std::string& phase);
+  // One frame, step by step (control_plane_steps.cpp). const steps only decide; run_* and apply_*
+  // steps call the backend.
+  PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase);
+  void run_detector(FrameWork& w);
+  void run_tracker(FrameWork& w);
+  void match_detections(FrameWork& w) const;
+  void update_hotstart(FrameWork& w);
+  void plan_reconditioning(FrameWork& w) const;
+  void apply_reconditioning(FrameWork& w);
+  void suppress_recent_occlusions(FrameWork& w);
+  void apply_memory_encoding(FrameWork& w);
+  void plan_object_changes(FrameWork& w) const;
+  void update_object_metadata(FrameWork& w);
+  void apply_object_changes(FrameWork& w);
+  PendingFrame build_outputs(const FrameWork& w) const;
+  void record_frame(FrameWork& w, const PendingFrame& pending);
+
+  class OutputQueue;  // propagate()'s delayed, batched outputs
+  std::vector<int64_t> unconfirmed_objects() const;
   FrameOutput postprocess(const PendingFrame& frame, const std::set<int64_t>& hidden) const;
   TrackerStateView view(const TrackerState& s) const;
-  void ensure_frame_features(int frame_index, bool reverse);
+  void ensure_frame_features(int frame_index);
   void remove_from_states(const std::vector<int64_t>& ids);
   void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
 
@@ -151,7 +181,6 @@ class VideoControlPlane {
   std::map<int64_t, float> obj_id_to_score_;
   HotstartMetadata meta_;
   std::set<int> cached_frames_;
-  std::map<int, std::vector<int64_t>> unconfirmed_per_frame_;
   std::vector<FrameDecisions> decisions_;
 };
 
