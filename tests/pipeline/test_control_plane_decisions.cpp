@@ -2,7 +2,7 @@
 // backend: association, hot start, occlusion choice, object-count cap, metadata compaction.
 #include <gtest/gtest.h>
 
-#include "pipeline/control_plane_frame.h"
+#include "pipeline/predictor/control_plane_frame.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "pipeline/control_plane_frame.h"
+#include "pipeline/predictor/control_plane_frame.h"
 
 namespace segmux::pipeline {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "pipeline/control_plane_frame.h"
+#include "pipeline/predictor/control_plane_frame.h"
 
 namespace segmux::pipeline {
 

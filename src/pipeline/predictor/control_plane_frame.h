@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "core/error.h"
-#include "pipeline/backend.h"
-#include "pipeline/control_config.h"
-#include "pipeline/control_plane.h"
-#include "pipeline/mask_ops.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/predictor/control_config.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/masks/mask_ops.h"
 
 namespace segmux::pipeline {
 

@@ -6,8 +6,8 @@
 #include <iterator>
 #include <set>
 
-#include "pipeline/control_plane.h"
-#include "pipeline/control_plane_frame.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/predictor/control_plane_frame.h"
 
 namespace segmux::pipeline {
 
