@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/random_tensor.h"
 #include "ir/op_schema.h"
 #include "kernels/kernel.h"
-#include "common/random_tensor.h"
 
 namespace segmux::bench {
 

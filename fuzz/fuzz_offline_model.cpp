@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/offline_model.h"
 #include "core/error.h"
+#include "runtime/offline_model.h"
 #include "seed_models.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

@@ -32,12 +32,12 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "models/sam31/candidates.h"
-#include "models/sam31/state_dict.h"
-#include "verify/sam31/random_checkpoint.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/state_dict.h"
 #include "models/sam31/weights.h"
 #include "runtime/executor.h"
+#include "verify/sam31/random_checkpoint.h"
 
 namespace segmux::apps {
 

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "apps/commands.h"
-#include "models/sam31/state_dict.h"
-#include "verify/sam31/random_checkpoint.h"
 #include "models/sam31/config.h"
+#include "models/sam31/state_dict.h"
 #include "models/sam31/weights.h"
+#include "verify/sam31/random_checkpoint.h"
 
 namespace segmux::apps {
 

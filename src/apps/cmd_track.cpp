@@ -18,12 +18,12 @@
 
 #include "apps/commands.h"
 #include "core/error.h"
-#include "pipeline/model_store/model_store.h"
-#include "verify/demo_model.h"
-#include "pipeline/predictor/control_plane.h"
-#include "pipeline/outputs/outputs.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
+#include "pipeline/model_store/model_store.h"
+#include "pipeline/outputs/outputs.h"
+#include "pipeline/predictor/control_plane.h"
+#include "verify/demo_model.h"
 
 namespace segmux::apps {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "compiler/memory_planner.h"
-#include "runtime/offline_model.h"
 #include "compiler/pass_manager.h"
 #include "runtime/executor.h"
+#include "runtime/offline_model.h"
 
 namespace segmux::compiler {
 

@@ -1,4 +1,5 @@
 #include "compiler/memory_planner.h"
+#include "ir/static_shape.h"
 
 #include <algorithm>
 #include <numeric>
@@ -6,13 +7,6 @@
 namespace segmux::compiler {
 
 namespace {
-
-bool static_shape(const ir::Value& v) {
-  if (!v.has_shape) return false;
-  for (int64_t d : v.shape)
-    if (d < 0) return false;
-  return true;
-}
 
 size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -55,7 +49,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const PlannerOptions& options) {
   std::vector<size_t> bytes(nv, 0);
   for (size_t v = 0; v < nv; ++v) {
     const ir::Value& val = g.values[v];
-    if (life[v].first < 0 || g.is_initializer(int(v)) || !static_shape(val)) continue;
+    if (life[v].first < 0 || g.is_initializer(int(v)) || !ir::has_static_shape(val)) continue;
     planned[v] = 1;
     bytes[v] = size_t(shape_numel(val.shape)) * dtype_size(val.dtype);
     plan.sum_tensor_bytes += round_up(bytes[v], options.alignment);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ir/op_schema.h"
+#include "ir/static_shape.h"
 #include "kernels/kernel.h"
 
 #define XXH_INLINE_ALL
@@ -21,13 +22,6 @@ bool is_random_op(const ir::Node& n) {
   static const std::set<std::string> random = {"RandomNormal",      "RandomUniform", "RandomNormalLike",
                                                "RandomUniformLike", "Multinomial",   "Bernoulli"};
   return n.domain.empty() && random.count(n.op_type) != 0;
-}
-
-bool static_shape(const ir::Value& v) {
-  if (!v.has_shape) return false;
-  for (int64_t d : v.shape)
-    if (d < 0) return false;
-  return true;
 }
 
 bool is_graph_output(const ir::Graph& g, int v) {
@@ -165,7 +159,7 @@ bool fold_shape_ops(ir::Graph& g) {
     if (!node.domain.empty() || (node.op_type != "Shape" && node.op_type != "Size")) continue;
     if (node.inputs.size() != 1 || node.outputs.size() != 1 || node.inputs[0] < 0 || node.outputs[0] < 0) continue;
     const ir::Value& in = g.value(node.inputs[0]);
-    if (!static_shape(in)) continue;
+    if (!ir::has_static_shape(in)) continue;
     if (node.op_type == "Size") {
       make_constant(g, node.outputs[0], Tensor::scalar<int64_t>(shape_numel(in.shape)));
     } else {
@@ -211,7 +205,8 @@ bool is_noop(const ir::Graph& g, const ir::Node& node, const std::vector<std::ve
     }
     return true;
   }
-  if (in.dtype != out.dtype || !static_shape(in) || !static_shape(out) || in.shape != out.shape) return false;
+  if (in.dtype != out.dtype || !ir::has_static_shape(in) || !ir::has_static_shape(out) || in.shape != out.shape)
+    return false;
   if (op == "Cast" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand")
     return true;
   if (op == "Transpose") {

@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include "ir/static_shape.h"
 #include "runtime/node_kernels.h"
 
 #include <cstring>
@@ -7,13 +8,6 @@
 namespace segmux {
 
 namespace {
-
-bool static_shape(const ir::Value& v) {
-  if (!v.has_shape) return false;
-  for (int64_t d : v.shape)
-    if (d < 0) return false;
-  return true;
-}
 
 size_t value_bytes(const ir::Value& v) { return size_t(shape_numel(v.shape)) * dtype_size(v.dtype); }
 
@@ -39,7 +33,7 @@ void validate_plan(const ir::Graph& g, const MemoryPlan& plan) {
     SEGMUX_CHECK(off >= 0, "memory plan: value '", val.name, "' has negative offset ", off);
     SEGMUX_CHECK(!is_input[v] && !g.is_initializer(int(v)), "memory plan: value '", val.name,
                  "' is a graph input or a weight and cannot live in the arena");
-    SEGMUX_CHECK(static_shape(val), "memory plan: value '", val.name, "' has no static shape");
+    SEGMUX_CHECK(ir::has_static_shape(val), "memory plan: value '", val.name, "' has no static shape");
     size_t nb = value_bytes(val);
     SEGMUX_CHECK(size_t(off) <= plan.arena_bytes && nb <= plan.arena_bytes - size_t(off), "memory plan: value '",
                  val.name, "' (", nb, " bytes at offset ", off, ") overruns the ", plan.arena_bytes, "-byte arena");

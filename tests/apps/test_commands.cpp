@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/random_tensor.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/session.h"
-#include "common/random_tensor.h"
 
 using namespace segmux;
 

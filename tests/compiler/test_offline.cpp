@@ -8,11 +8,11 @@
 #include <fstream>
 #include <random>
 
+#include "common/random_tensor.h"
 #include "compiler/compile.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
-#include "common/random_tensor.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -4,11 +4,11 @@
 
 #include <random>
 
+#include "common/random_tensor.h"
 #include "compiler/pass_manager.h"
 #include "compiler/passes.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
-#include "common/random_tensor.h"
 
 using namespace segmux;
 using ir::GraphBuilder;

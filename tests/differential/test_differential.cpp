@@ -13,8 +13,8 @@
 
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "verify/ort_peer.h"
 #include "runtime/session.h"
+#include "verify/ort_peer.h"
 
 namespace segmux {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "common/random_tensor.h"
 #include "ir/builder.h"
 #include "ir/op_schema.h"
 #include "kernels/kernel.h"
-#include "common/random_tensor.h"
 
 namespace segmux::testing_cpu {
 

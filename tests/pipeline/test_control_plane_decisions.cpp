@@ -163,3 +163,20 @@ TEST(ControlPlaneDecisions, DetectionsKeepConfidentQueriesAwayFromTheBorderFirst
   EXPECT_FLOAT_EQ(d.scores[0], sigmoidf(3.f));
   EXPECT_THROW(select_detections(out, 0, 2 * kSize, cfg), Error);  // masks of another size
 }
+
+// A config built in code (not loaded from a file) with a batch size of 0 used to make propagate() loop
+// forever; the control plane now refuses it like the loader does.
+TEST(ControlPlaneDecisions, ConfigThatCannotFlushIsRefused) {
+  ControlConfig c = default_control_config();
+  EXPECT_NO_THROW(validate_control_config(c, "test config"));
+  c.postprocess_batch_size = 0;
+  try {
+    validate_control_config(c, "test config");
+    FAIL() << "a batch size of 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("postprocess_batch_size"), std::string::npos) << e.what();
+  }
+  c = default_control_config();
+  c.hotstart_delay = -1;
+  EXPECT_THROW(validate_control_config(c, "test config"), Error);
+}

@@ -3,10 +3,10 @@
 
 #include <map>
 
-#include "pipeline/predictor/control_plane.h"
 #include "pipeline/masks/mask_ops.h"
-#include "pipeline/predictor/multiplex.h"
 #include "pipeline/masks/rle.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/predictor/multiplex.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

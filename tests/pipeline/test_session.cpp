@@ -3,8 +3,8 @@
 
 #include <fstream>
 
-#include "verify/replay_backend.h"
 #include "pipeline/predictor/session_api.h"
+#include "verify/replay_backend.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

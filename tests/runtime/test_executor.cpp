@@ -5,11 +5,11 @@
 
 #include <random>
 
+#include "common/random_tensor.h"
 #include "compiler/compile.h"
 #include "ir/builder.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
-#include "common/random_tensor.h"
 
 using namespace segmux;
 using ir::GraphBuilder;

@@ -2,8 +2,8 @@
 
 #include "models/sam31/config.h"
 #include "models/sam31/interactive_decoder.h"
-#include "verify/sam31/parity.h"
 #include "runtime/session.h"
+#include "verify/sam31/parity.h"
 
 using namespace segmux;
 using namespace segmux::sam31;

@@ -8,9 +8,9 @@
 #include "models/sam31/backbone.h"
 #include "models/sam31/config.h"
 #include "models/sam31/layers.h"
-#include "verify/sam31/parity.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"
+#include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
 namespace {

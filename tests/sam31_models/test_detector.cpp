@@ -5,13 +5,13 @@
 
 #include <cstring>
 
+#include "core/tensor_ops.h"
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
-#include "core/tensor_ops.h"
 #include "models/sam31/detector.h"
-#include "verify/sam31/parity.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"
+#include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
 namespace {
@@ -121,9 +121,7 @@ namespace {
 TEST(Detector, ModuleFixtureIsAnotherFrame) {
   TensorFile bb = read_safetensors(kDir + "/modules/backbone.safetensors");
   TensorFile f = read_safetensors(kDir + "/modules/detector.safetensors");
-  auto seq = [](const Tensor& t) {
-    return permute(t.reshaped({t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}), {2, 0, 1});
-  };
+  auto seq = [](const Tensor& t) { return permute(t.reshaped({t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}), {2, 0, 1}); };
   OutputCheck c =
       check_output(seq(bb.at("out.det.fpn2")), f.at("call.geometry_encoder.kwargs.img_feats.0"), Tolerance{});
   EXPECT_LT(c.cosine, 0.999);

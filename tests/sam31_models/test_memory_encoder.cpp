@@ -10,12 +10,12 @@
 #include "compiler/compile.h"
 #include "models/sam31/config.h"
 #include "models/sam31/memory_encoder.h"
-#include "verify/sam31/parity.h"
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "verify/ort_peer.h"
 #include "runtime/session.h"
+#include "verify/ort_peer.h"
+#include "verify/sam31/parity.h"
 
 using namespace segmux;
 using namespace segmux::sam31;

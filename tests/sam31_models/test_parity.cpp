@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "verify/sam31/parity.h"
 #include "verify/ort_peer.h"
+#include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
 namespace {

@@ -11,12 +11,12 @@
 #include "io/safetensors.h"
 #include "ir/op_schema.h"
 #include "models/sam31/config.h"
-#include "verify/sam31/parity.h"
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "verify/ort_peer.h"
 #include "runtime/session.h"
+#include "verify/ort_peer.h"
+#include "verify/sam31/parity.h"
 
 using namespace segmux;
 using namespace segmux::sam31;

@@ -4,10 +4,10 @@
 
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
-#include "verify/sam31/parity.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"
+#include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
 namespace {

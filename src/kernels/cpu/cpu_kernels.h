@@ -26,5 +26,4 @@ std::unique_ptr<Kernel> make_rope(const KernelInit& init);        // segmux Rope
 std::unique_ptr<Kernel> make_split(const KernelInit& init);       // ONNX Split (any dtype)
 std::unique_ptr<Kernel> make_concat(const KernelInit& init);      // ONNX Concat (any dtype)
 
-
 }  // namespace segmux::cpu

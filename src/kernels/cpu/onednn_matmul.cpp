@@ -18,7 +18,6 @@
 
 namespace segmux::cpu {
 
-
 namespace {
 
 using dnnl::memory;

@@ -14,9 +14,6 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
-#include "ir/graph.h"
-#include "models/sam31/config.h"
-#include "models/sam31/weights.h"
 #include "models/sam31/config.h"
 #include "models/sam31/sam_heads.h"  // the SAM pieces this candidate is built from (moved there)
 #include "models/sam31/weights.h"

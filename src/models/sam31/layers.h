@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "ir/builder.h"
 #include "core/tensor_ops.h"
+#include "ir/builder.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31::layers {

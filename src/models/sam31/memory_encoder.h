@@ -8,9 +8,6 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/graph.h"
-#include "models/sam31/config.h"
-#include "models/sam31/weights.h"
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 

@@ -7,14 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor_ops.h"
-#include "models/sam31/tensor_names.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/propagation_decoder.h"
+#include "models/sam31/tensor_names.h"
 
 namespace segmux::sam31 {
 
 namespace pd = names::propagation_decoder;
-
 
 namespace {
 

@@ -125,7 +125,8 @@ class CompiledBackend : public ModelBackend {
     using sam31::CandidateId;
     auto load = [&](CandidateId id, const std::string& variant = "") {
       for (const sam31::CompiledFile& f : sam31::compiled_files())
-        if (f.candidate == id && f.variant == variant) return Runner{f.file, load_compiled(dir + "/" + f.file + ".smx", ex)};
+        if (f.candidate == id && f.variant == variant)
+          return Runner{f.file, load_compiled(dir + "/" + f.file + ".smx", ex)};
       fail("no compiled file for candidate ", sam31::candidate(id).name, " variant '", variant, "'");
     };
     text_ = load(CandidateId::text_encoder);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/tensor_ops.h"
 
 namespace segmux::pipeline {
 
@@ -34,7 +35,7 @@ MaskStack MaskStack::from_tensor(const Tensor& t, const char* what) {
   SEGMUX_CHECK(t.defined(), what, ": tensor is missing");
   SEGMUX_CHECK(t.rank() == 3 || (t.rank() == 4 && t.dim(1) == 1), what, ": expected masks [N,H,W] or [N,1,H,W], got ",
                shape_str(t.shape()));
-  Tensor f = t.dtype() == DType::f32 ? t : t.cast(DType::f32);
+  Tensor f = as_f32(t);
   MaskStack m(int(f.dim(0)), int(f.dim(-2)), int(f.dim(-1)));
   if (!m.values.empty()) std::memcpy(m.values.data(), f.raw(), m.values.size() * sizeof(float));
   return m;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/predictor/control_plane.h"
 #include "pipeline/media/video_io.h"
+#include "pipeline/predictor/control_plane.h"
 
 namespace segmux::pipeline {
 

@@ -102,12 +102,17 @@ ControlConfig parse_control_config(const std::string& text, const std::string& w
   }
   if (const json* pred = find_section(*settings, "predictor"))
     read(*pred, "default_output_prob_thresh", c.default_output_prob_thresh, what);
+  validate_control_config(c, what);
+  return c;
+}
+
+void validate_control_config(const ControlConfig& c, const std::string& what) {
   SEGMUX_CHECK(c.bucket_capacity > 0 && c.bucket_capacity <= c.multiplex_count, what, ": bucket capacity ",
                c.bucket_capacity, " must be in [1, multiplex_count=", c.multiplex_count, "]");
   SEGMUX_CHECK(c.postprocess_batch_size >= 1, what, ": postprocess_batch_size must be >= 1");
+  SEGMUX_CHECK(c.hotstart_delay >= 0, what, ": hotstart_delay must be >= 0");
   SEGMUX_CHECK(c.masklet_confirmation_consecutive_det_thresh >= 1, what,
                ": masklet_confirmation_consecutive_det_thresh must be >= 1");
-  return c;
 }
 
 ControlConfig load_control_config(const std::string& path) {

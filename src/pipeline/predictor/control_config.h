@@ -71,5 +71,8 @@ ControlConfig default_control_config();
 // control plane does not use are ignored; a present key with the wrong type is an error.
 ControlConfig load_control_config(const std::string& path);
 ControlConfig parse_control_config(const std::string& json_text, const std::string& what);
+// Refuses settings the control plane cannot run with (e.g. a batch size of 0 would never flush);
+// `what` names the source in the error.
+void validate_control_config(const ControlConfig& c, const std::string& what);
 
 }  // namespace segmux::pipeline

@@ -22,8 +22,7 @@ VideoControlPlane::VideoControlPlane(ModelBackend& backend, FrameSource& frames,
     : backend_(backend), frames_(frames), cfg_(config), geo_(backend.geometry()) {
   SEGMUX_CHECK(geo_.low_res_mask_size > 0 && geo_.input_mask_size > 0, "backend reports mask sizes ",
                geo_.low_res_mask_size, " / ", geo_.input_mask_size);
-  SEGMUX_CHECK(cfg_.bucket_capacity >= 1 && cfg_.bucket_capacity <= cfg_.multiplex_count,
-               "control config: bucket capacity ", cfg_.bucket_capacity, " vs multiplex count ", cfg_.multiplex_count);
+  validate_control_config(cfg_, "control config");
 }
 
 void VideoControlPlane::reset() {

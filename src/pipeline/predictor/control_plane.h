@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "pipeline/backends/backend.h"
-#include "pipeline/predictor/control_config.h"
-#include "pipeline/media/frame_source.h"
 #include "pipeline/masks/mask_ops.h"
-#include "pipeline/predictor/multiplex.h"
 #include "pipeline/masks/rle.h"
+#include "pipeline/media/frame_source.h"
+#include "pipeline/predictor/control_config.h"
+#include "pipeline/predictor/multiplex.h"
 
 namespace segmux::pipeline {
 

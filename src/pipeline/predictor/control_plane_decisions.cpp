@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/tensor_ops.h"
 #include "pipeline/predictor/control_plane_frame.h"
 
 namespace segmux::pipeline {
 
 std::vector<float> tensor_to_floats(const Tensor& t, const char* what) {
   SEGMUX_CHECK(t.defined(), what, ": tensor is missing");
-  Tensor f = t.dtype() == DType::f32 ? t : t.cast(DType::f32);
+  Tensor f = as_f32(t);
   std::vector<float> v(static_cast<size_t>(f.numel()));
   if (!v.empty()) std::memcpy(v.data(), f.raw(), v.size() * sizeof(float));
   return v;

@@ -11,9 +11,9 @@
 
 #include "core/error.h"
 #include "pipeline/backends/backend.h"
+#include "pipeline/masks/mask_ops.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
-#include "pipeline/masks/mask_ops.h"
 
 namespace segmux::pipeline {
 

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "pipeline/backends/backend.h"
+#include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
-#include "pipeline/media/frame_source.h"
 
 namespace segmux::pipeline {
 

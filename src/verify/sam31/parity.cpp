@@ -11,13 +11,13 @@
 #include <tuple>
 
 #include "compiler/compile.h"
-#include "models/sam31/config.h"
 #include "core/tensor_ops.h"
+#include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "verify/ort_peer.h"
 #include "runtime/session.h"
+#include "verify/ort_peer.h"
 
 namespace segmux::sam31 {
 
@@ -102,9 +102,8 @@ void check_case(ParityReport& rep, const std::string& weights_name, const Candid
     } else {
       auto sel = pc.select.find(name);
       try {
-        const Tensor got = sel == pc.select.end()
-                               ? it->second
-                               : take_indices(it->second, sel->second.axis, sel->second.indices);
+        const Tensor got =
+            sel == pc.select.end() ? it->second : take_indices(it->second, sel->second.axis, sel->second.indices);
         row.check = check_output(got, ref, row.tol);
       } catch (const Error& e) {
         row.check.pass = false;

@@ -28,13 +28,30 @@ std::vector<std::string> fixture_modules(const std::string& fixture_dir, const s
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string file = e.path().filename().string();
-    if (e.path().extension() == ".safetensors" && file.rfind(prefix, 0) == 0) labels.push_back(e.path().stem().string());
+    if (e.path().extension() == ".safetensors" && file.rfind(prefix, 0) == 0)
+      labels.push_back(e.path().stem().string());
   }
   SEGMUX_CHECK(!ec, "cannot list fixture folder '", dir.string(), "': ", ec.message());
   SEGMUX_CHECK(!labels.empty(), "fixture folder '", dir.string(), "' has no ", prefix, "*.safetensors");
   std::sort(labels.begin(), labels.end());
   return labels;
 }
+
+namespace {
+
+// The tracker candidates (propagation decoder, memory encoder) run bf16 parts as the official code
+// does: cosine 0.9999 and max abs 2e-2 * max(1, max|ref|); masks also need IoU >= 0.99.
+Tolerance tracker_tolerance(bool is_mask) {
+  Tolerance t;
+  t.min_cosine = 0.9999;
+  t.max_abs_over_scale = 2e-2;
+  t.scale_is_max_ref = false;  // 2e-2 * max(1, max|ref|)
+  t.check_mask_iou = is_mask;
+  t.min_mask_iou = 0.99;
+  return t;
+}
+
+}  // namespace
 
 // ---- text_encoder ------------------------------------------------------------------------------
 
@@ -215,11 +232,7 @@ ParityCase memory_encoder_case(const std::string& path, const std::string& label
   c.expected["maskmem_features"] = fixture::tensor(f, "out.maskmem_features");
   c.expected["maskmem_features_bf16"] = fixture::tensor(f, "out.run_memory_encoder.0");
   for (auto& [name, t] : c.expected) {
-    Tolerance tol;
-    tol.min_cosine = 0.9999;
-    tol.max_abs_over_scale = 2e-2;
-    tol.scale_is_max_ref = false;
-    c.tolerance[name] = tol;
+    c.tolerance[name] = tracker_tolerance(false);
   }
   return c;
 }
@@ -236,16 +249,6 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
 // ---- propagation_decoder -----------------------------------------------------------------------
 
 namespace {
-
-Tolerance tracker_tolerance(bool is_mask) {
-  Tolerance t;
-  t.min_cosine = 0.9999;
-  t.max_abs_over_scale = 2e-2;
-  t.scale_is_max_ref = false;  // 2e-2 * max(1, max|ref|)
-  t.check_mask_iou = is_mask;
-  t.min_mask_iou = 0.99;
-  return t;
-}
 
 ParityCase propagation_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
   TensorFile f = read_safetensors(path);
@@ -314,15 +317,20 @@ std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixt
   return cases;
 }
 
-
 std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_dir, const ModelConfig& cfg) {
   switch (id) {
-    case CandidateId::text_encoder: return text_encoder_parity_cases(fixture_dir, cfg);
-    case CandidateId::backbone: return backbone_parity_cases(fixture_dir, cfg);
-    case CandidateId::detector: return detector_parity_cases(fixture_dir, cfg);
-    case CandidateId::interactive_decoder: return interactive_decoder_parity_cases(fixture_dir, cfg);
-    case CandidateId::propagation_decoder: return propagation_decoder_parity_cases(fixture_dir, cfg);
-    case CandidateId::memory_encoder: return memory_encoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::text_encoder:
+      return text_encoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::backbone:
+      return backbone_parity_cases(fixture_dir, cfg);
+    case CandidateId::detector:
+      return detector_parity_cases(fixture_dir, cfg);
+    case CandidateId::interactive_decoder:
+      return interactive_decoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::propagation_decoder:
+      return propagation_decoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::memory_encoder:
+      return memory_encoder_parity_cases(fixture_dir, cfg);
   }
   fail("no parity cases for candidate id ", int(id));
 }

@@ -28,11 +28,11 @@ struct OutputSelection {
 };
 
 struct ParityCase {
-  std::string label;                           // e.g. "propagation_f010"
-  std::map<std::string, Tensor> inputs;        // by candidate input name
-  std::map<std::string, Tensor> expected;      // by candidate output name (subset of outputs allowed)
-  std::map<std::string, Tolerance> tolerance;  // per output; missing -> default Tolerance
-  std::string variant;                         // "" = the candidate's default build; else a named variant
+  std::string label;                              // e.g. "propagation_f010"
+  std::map<std::string, Tensor> inputs;           // by candidate input name
+  std::map<std::string, Tensor> expected;         // by candidate output name (subset of outputs allowed)
+  std::map<std::string, Tolerance> tolerance;     // per output; missing -> default Tolerance
+  std::string variant;                            // "" = the candidate's default build; else a named variant
   std::map<std::string, OutputSelection> select;  // per output; missing -> the whole output
 };
 
