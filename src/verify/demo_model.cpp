@@ -61,14 +61,16 @@ std::string ensure_demo_model(const std::string& cache_dir, const pipeline::LogF
   const std::string cache = cache_dir.empty() ? pipeline::default_cache_dir() : cache_dir;
   const std::string dir =
       cache + "/demo-" + std::to_string(pipeline::cache_hash(sam31::config_to_json(cfg) + pipeline::build_identity()));
-  if (!fs::exists(dir + "/model.json")) {
-    fs::create_directories(dir);
-    log("generating the demo model (tiny, random weights with official key names) in " + dir);
-    const std::string weights = dir + "/weights.pt", vocab = dir + "/bpe_simple_vocab_16e6.txt.gz";
-    sam31::write_random_checkpoint(weights, cfg, 1234);
-    write_byte_level_vocab(vocab);
-    pipeline::compile_model_dir(cfg, weights, vocab, dir, log);
-  }
+  pipeline::ensure_model_dir(
+      dir,
+      [&](const std::string& tmp) {
+        fs::create_directories(tmp);
+        const std::string weights = tmp + "/weights.pt", vocab = tmp + "/bpe_simple_vocab_16e6.txt.gz";
+        sam31::write_random_checkpoint(weights, cfg, 1234);
+        write_byte_level_vocab(vocab);
+        pipeline::compile_model_dir(cfg, weights, dir + "/bpe_simple_vocab_16e6.txt.gz", tmp, log);
+      },
+      "generating the demo model (tiny, random weights with official key names) in " + dir, log);
   return dir;
 }
 

@@ -3,7 +3,10 @@
 // available) plus the tokenizer cases.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -69,6 +72,45 @@ TEST(Parity, TextEncoderBackboneDetectorAndTokenizerPassOnTheTinyFixture) {
   if (ort_available()) {
     EXPECT_TRUE(seen_backends.count("onnxruntime")) << log.str();
   }
+}
+
+// A fixture set whose per-frame module files carry other frame numbers (prompted on another frame,
+// other propagation frames) is read from what the folder holds, not from fixed names: here a copy of
+// the tiny fixture (symlinks) with every per-frame file renamed.
+TEST(Parity, ReadsThePerFrameFilesTheFolderHolds) {
+  namespace fs = std::filesystem;
+  const fs::path copy = fs::temp_directory_path() / ("segmux-parity-renamed-" + std::to_string(::getpid()));
+  fs::remove_all(copy);
+  fs::create_directories(copy / "modules");
+  fs::create_directories(copy / "video");
+  for (const auto& e : fs::directory_iterator(kDir))
+    if (e.path().filename() != "modules" && e.path().filename() != "video")
+      fs::create_symlink(e.path(), copy / e.path().filename());
+  auto renamed = [](std::string f) {
+    for (auto [from, to] : {std::pair{"_f001", "_f021"}, std::pair{"_f010", "_f030"}, std::pair{"_f000", "_f020"},
+                            std::pair{"raw_frame_000_add_prompt", "raw_frame_020_add_prompt"}})
+      if (auto at = f.find(from); at != std::string::npos) f.replace(at, std::string(from).size(), to);
+    return f;
+  };
+  for (const char* sub : {"modules", "video"})
+    for (const auto& e : fs::directory_iterator(fs::path(kDir) / sub))
+      fs::create_symlink(e.path(), copy / sub / renamed(e.path().filename().string()));
+
+  ParityOptions o;
+  o.fixture_dir = copy.string();
+  o.weights_files = {kDir + "/weights.safetensors"};
+  o.candidates = {"propagation_decoder", "memory_encoder", "interactive_decoder"};
+  o.optimized = o.compiled = o.onnxruntime = o.tokenizer = false;
+  o.num_threads = 1;
+  std::ostringstream log;
+  ParityReport r = run_parity(o, &log);
+  fs::remove_all(copy);
+  EXPECT_TRUE(r.passed()) << log.str();
+  std::set<std::string> labels;
+  for (auto& row : r.rows) labels.insert(row.case_label);
+  EXPECT_TRUE(labels.count("propagation_f021") && labels.count("propagation_f030")) << log.str();
+  EXPECT_TRUE(labels.count("memory_encoder_add_prompt_f020") && labels.count("memory_encoder_propagate_f030"))
+      << log.str();
 }
 
 TEST(Parity, MissingFolderIsAnError) {

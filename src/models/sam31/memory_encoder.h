@@ -24,10 +24,7 @@ ir::Graph build_memory_encoder_for_mask_size(const ModelConfig& cfg, const Weigh
 constexpr const char* kMemoryEncoderImageSizeVariant = "image_size_masks";
 ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant);
 
-// Cases from modules/memory_encoder_propagate_f001 and _f010 (masks at input_mask_size, the candidate)
-// and memory_encoder_add_prompt_f000 (image_size masks, variant "image_size_masks"). Inputs are
-// assembled by tracker_io::assemble_memory_encoder_inputs.
-
+// The written contract (docs/contracts/memory_encoder.md).
 std::string memory_encoder_contract(const ModelConfig& cfg);
 
 // PyTorch's antialiased bilinear (align_corners=False) resize weights for one axis: for output i,

@@ -34,8 +34,7 @@ ir::Graph build_propagation_decoder(const ModelConfig& cfg, const Weights& w);
 ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weights& w, int memory_slots,
                                               int pointer_slots);
 
-// Cases from modules/propagation_f001 and propagation_f010 (inputs assembled by tracker_io).
-
+// The written contract (docs/contracts/propagation_decoder.md).
 std::string propagation_decoder_contract(const ModelConfig& cfg);
 
 // The dense random-Fourier positional encoding of the mask decoder, (1, D, g, g), computed from

@@ -1,6 +1,11 @@
 #include "pipeline/model_store/model_store.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -41,16 +46,55 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
   std::string key = fs::absolute(src.weights).string() + "|" + std::to_string(st.st_size) + "|" +
                     std::to_string(st.st_mtime) + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
   std::string dir = cache + "/" + cfg.name + "-" + std::to_string(cache_hash(key));
-  if (!fs::exists(dir + "/model.json")) {
-    log("first use of this checkpoint: compiling the candidates into " + dir);
-    compile_model_dir(cfg, src.weights, vocab, dir, log);
-  } else {
-    log("using compiled candidates cached in " + dir);
-  }
+  ensure_model_dir(
+      dir, [&](const std::string& tmp) { compile_model_dir(cfg, src.weights, vocab, tmp, log); },
+      "first use of this checkpoint: compiling the candidates into " + dir, log);
   return dir;
 }
 
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
 }  // namespace
+
+void remove_abandoned_model_dirs(const std::string& cache_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".partial-");
+    if (at == std::string::npos) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + at + 9, &end, 10);
+    if (end && *end == '\0' && !process_alive(pid)) fs::remove_all(e.path(), ec);
+  }
+}
+
+void ensure_model_dir(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& make,
+                      const std::string& what, const LogFn& log) {
+  if (fs::exists(dir + "/model.json")) {
+    log("using compiled candidates cached in " + dir);
+    return;
+  }
+  const fs::path parent = fs::path(dir).parent_path();
+  fs::create_directories(parent);
+  remove_abandoned_model_dirs(parent.string());
+  log(what);
+  const std::string tmp = dir + ".partial-" + std::to_string(::getpid());
+  fs::remove_all(tmp);
+  try {
+    make(tmp);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // an entry without model.json is unfinished: never used
+  fs::rename(tmp, dir, ec);
+  if (ec) {  // another process finished the same entry first: use it
+    fs::remove_all(tmp, ec);
+    SEGMUX_CHECK(fs::exists(dir + "/model.json"), "cannot move the compiled model into '", dir, "'");
+  }
+}
 
 std::string default_cache_dir() {
   const char* x = std::getenv("XDG_CACHE_HOME");
@@ -112,9 +156,19 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log)
   }
   if (vocab.empty()) vocab = sam31::Tokenizer::find_vocabulary(dir);
   for (const sam31::CompiledFile& f : sam31::compiled_files())
-    SEGMUX_CHECK(fs::exists(dir + "/" + f.file + ".smx"), "model folder '", dir, "' lacks ", f.file, ".smx");
+    if (src.weights.empty())
+      SEGMUX_CHECK(fs::exists(dir + "/" + f.file + ".smx"), "model folder '", dir, "' lacks ", f.file, ".smx");
   sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, m.config.text_context_length);
-  m.backend = open_compiled_backend(m.config, dir, std::move(tok), num_frames, src.num_threads);
+  try {
+    m.backend = open_compiled_backend(m.config, dir, tok, num_frames, src.num_threads);
+  } catch (const Error& e) {
+    if (src.weights.empty()) throw;  // a model folder the user gave: report, never delete
+    // A cache entry of ours that no longer loads (a corrupted or truncated file): build it again.
+    log(std::string("the cached model is damaged (") + e.what() + "): compiling it again");
+    fs::remove_all(dir);
+    dir = cached_model_dir(src, m.config, vocab, log);
+    m.backend = open_compiled_backend(m.config, dir, tok, num_frames, src.num_threads);
+  }
   m.model_dir = dir;
   return m;
 }

@@ -38,6 +38,12 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log)
 void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& vocab_path,
                        const std::string& out_dir, const LogFn& log);
 
+// The model folder `dir`, made by `make(tmp_dir)` on first use: built in DIR.partial-<pid> and renamed
+// into place, so an interrupted build never leaves a folder that looks complete; unfinished folders
+// of processes that no longer run are removed. `what` is logged when it builds.
+void ensure_model_dir(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& make,
+                      const std::string& what, const LogFn& log);
+
 // $XDG_CACHE_HOME/segmux, else ~/.cache/segmux.
 std::string default_cache_dir();
 // Identifies this build (version, executable size and time): compiled candidates depend on the code

@@ -39,6 +39,25 @@ std::vector<std::string> fixture_modules(const std::string& fixture_dir, const s
 
 namespace {
 
+// The raw per-frame tensors of the prompted frame (video/raw_frame_NNN_add_prompt.safetensors): the one
+// file of that form the folder holds, whatever frame was prompted.
+std::string add_prompt_frame_file(const std::string& fixture_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(fixture_dir) / "video";
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    const std::string tail = "_add_prompt.safetensors";
+    if (f.rfind("raw_frame_", 0) == 0 && f.size() > tail.size() && f.ends_with(tail))
+      found.push_back(e.path().string());
+  }
+  SEGMUX_CHECK(!ec, "cannot list fixture folder '", dir.string(), "': ", ec.message());
+  SEGMUX_CHECK(found.size() == 1, "fixture folder '", dir.string(), "' holds ", found.size(),
+               " raw_frame_*_add_prompt.safetensors files, expected one");
+  return found[0];
+}
+
 // The tracker candidates (propagation decoder, memory encoder) run bf16 parts as the official code
 // does: cosine 0.9999 and max abs 2e-2 * max(1, max|ref|); masks also need IoU >= 0.99.
 Tolerance tracker_tolerance(bool is_mask) {
@@ -118,7 +137,7 @@ std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, co
   //   reach only the segmentation head) and compares the outputs that do not depend on them.
   TensorFile bb = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
   TensorFile f = read_safetensors(fixture_dir + "/modules/detector.safetensors");
-  TensorFile raw = read_safetensors(fixture_dir + "/video/raw_frame_000_add_prompt.safetensors");
+  TensorFile raw = read_safetensors(add_prompt_frame_file(fixture_dir));
   const int64_t Q = cfg.num_queries, G = cfg.token_grid();
   std::vector<ParityCase> cases;
 
@@ -179,7 +198,7 @@ Tensor upsample_binarize(const Tensor& logits, int64_t size) {
 
 std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& dir, const ModelConfig& cfg) {
   // Frame 0, add_prompt: the three new objects' detector masks through the mask-as-output path.
-  TensorFile raw = read_safetensors(dir + "/video/raw_frame_000_add_prompt.safetensors");
+  TensorFile raw = read_safetensors(add_prompt_frame_file(dir));
   TensorFile bb = read_safetensors(dir + "/modules/backbone.safetensors");
   const Tensor& order = raw.at("det_order");
   const Tensor& keep = raw.at("det_keep");
