@@ -12,6 +12,8 @@ export CCACHE_BASEDIR="$PWD"
 
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=ON >/dev/null
 cmake --build build/release -j "$JOBS"
+# setup.sh must install everything the build used (a machine with more installed must not hide a gap).
+bash scripts/check_packages.sh build/release
 ctest --test-dir build/release --output-on-failure -j 1
 
 # The acceptance commands of issues 3 and 4 on the golden fixtures: every candidate (both weight files,
