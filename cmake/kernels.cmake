@@ -23,4 +23,8 @@ if(SEGMUX_TESTS)
   add_test(NAME kernels_isa_objects COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_isa_objects.sh
            $<TARGET_FILE:segmux_kernels>)
   set_tests_properties(kernels_isa_objects PROPERTIES LABELS unit)
+  # oneDNN limited to AVX2 (no bf16 kernels there): bf16 matmul/conv must still give bf16 numbers.
+  add_test(NAME kernels_cpu_onednn_avx2 COMMAND test_kernels_cpu
+           --gtest_filter=CpuMatMul.*:CpuGemm.*:CpuLinear.*:CpuConv*)
+  set_tests_properties(kernels_cpu_onednn_avx2 PROPERTIES ENVIRONMENT ONEDNN_MAX_CPU_ISA=AVX2 LABELS unit)
 endif()
