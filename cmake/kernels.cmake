@@ -12,9 +12,12 @@ file(GLOB segmux_avx2_srcs CONFIGURE_DEPENDS ${SEGMUX_KERNELS_DIR}/*_avx2.cpp)
 # GCC 12 bug 105593: its own avx512fintrin.h trips -W(maybe-)uninitialized at -O3.
 set_source_files_properties(${segmux_avx512_srcs} PROPERTIES COMPILE_OPTIONS
   "-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized;-Wno-maybe-uninitialized>")
-# The portable loops (simd_portable.h) give the same bits at both levels: no FMA contraction.
-set_source_files_properties(${segmux_avx2_srcs} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-ffp-contract=off")
-set_source_files_properties(${SEGMUX_KERNELS_DIR}/simd_generic.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+# The portable loops (simd_portable.h) give the same bits at both levels: no FMA contraction. Without
+# -fno-trapping-math GCC keeps the clamps and selects of exp/erf as branches and vectorises nothing
+# there (60x slower Softmax); the loops use no floating-point exception flags.
+set(segmux_portable_flags -ffp-contract=off -fno-trapping-math -fno-math-errno)
+set_source_files_properties(${segmux_avx2_srcs} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;${segmux_portable_flags}")
+set_source_files_properties(${SEGMUX_KERNELS_DIR}/simd_generic.cpp PROPERTIES COMPILE_OPTIONS "${segmux_portable_flags}")
 # oneDNN on Debian runs on OpenMP (libgomp); our CPU kernels use the same runtime so the two never
 # oversubscribe the cores with two thread pools.
 find_package(OpenMP REQUIRED COMPONENTS CXX)

@@ -2,7 +2,8 @@
 // partial sums, no branches inside element loops, exp/erf by polynomials and exponent bits instead of
 // libm calls). Included only by simd_generic.cpp (baseline x86-64) and simd_avx2.cpp (-mavx2 -mfma),
 // each defining SEGMUX_KNS, the namespace segmux::cpu::SEGMUX_KNS its copy lives in. Both are built
-// with -ffp-contract=off: the two levels give the same bits, and Rope stays bit-exact.
+// with -ffp-contract=off (the two levels give the same bits, and Rope stays bit-exact) and
+// -fno-trapping-math (lets GCC turn the selects below into vector blends).
 // No std:: templates or inline functions of other headers here: a copy compiled with AVX2 could
 // otherwise replace the baseline one at link time (scripts/check_isa_objects.sh checks the objects).
 #ifndef SEGMUX_KNS
