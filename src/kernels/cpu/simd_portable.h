@@ -264,17 +264,46 @@ void rope_rows(const float* px, const float* c2, const float* s2, float* py, int
 
 // ---- attention tile ----
 
-// C[M x N] (+)= A[M x K] * B[K x N], row-major with leading dimensions.
+// C[M x N] (+)= A[M x K] * B[K x N], row-major with leading dimensions. Two rows and four k steps per
+// pass over a row of C (one load and store of C per 4 products, B loads shared by the two rows); the
+// sums are still formed in k order, so the result is that of the plain triple loop.
 void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t N,
                 int64_t K, bool acc) {
-  for (int64_t i = 0; i < M; ++i) {
+  if (!acc)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = 0.f;
+  int64_t i = 0;
+  for (; i + 2 <= M; i += 2) {
     float* c = C + i * ldc;
-    if (!acc)
-      for (int64_t j = 0; j < N; ++j) c[j] = 0.f;
-    for (int64_t k = 0; k < K; ++k) {
-      const float a = A[i * lda + k];
+    float* d = c + ldc;
+    const float* a = A + i * lda;
+    const float* e = a + lda;
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+      const float a0 = a[k], a1 = a[k + 1], a2 = a[k + 2], a3 = a[k + 3];
+      const float e0 = e[k], e1 = e[k + 1], e2 = e[k + 2], e3 = e[k + 3];
+      const float* b0 = B + k * ldb;
+      const float *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+      for (int64_t j = 0; j < N; ++j) {
+        const float x0 = b0[j], x1 = b1[j], x2 = b2[j], x3 = b3[j];
+        c[j] = c[j] + a0 * x0 + a1 * x1 + a2 * x2 + a3 * x3;
+        d[j] = d[j] + e0 * x0 + e1 * x1 + e2 * x2 + e3 * x3;
+      }
+    }
+    for (; k < K; ++k) {
       const float* b = B + k * ldb;
-      for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+      for (int64_t j = 0; j < N; ++j) {
+        c[j] += a[k] * b[j];
+        d[j] += e[k] * b[j];
+      }
+    }
+  }
+  for (; i < M; ++i) {
+    float* c = C + i * ldc;
+    for (int64_t k = 0; k < K; ++k) {
+      const float ak = A[i * lda + k];
+      const float* b = B + k * ldb;
+      for (int64_t j = 0; j < N; ++j) c[j] += ak * b[j];
     }
   }
 }
