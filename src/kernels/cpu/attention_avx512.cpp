@@ -37,13 +37,13 @@ inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ld
                          int64_t ncols, bool accumulate) {
   const __mmask16 m0 = tail_mask(ncols), m1 = tail_mask(max64(0, ncols - 16)), m2 = tail_mask(max64(0, ncols - 32)),
                   m3 = tail_mask(max64(0, ncols - 48));
-  SMX_ROW_DECL(0)
-  SMX_ROW_DECL(1)
-  SMX_ROW_DECL(2)
-  SMX_ROW_DECL(3) SMX_ROW_DECL(4)
-      SMX_ROW_DECL(5) if (accumulate){SMX_ROW_LOAD(0) SMX_ROW_LOAD(1) SMX_ROW_LOAD(2) SMX_ROW_LOAD(3) SMX_ROW_LOAD(4)
-                                          SMX_ROW_LOAD(5)} __m512 b1 = _mm512_setzero_ps(),
-                                                                  b2 = b1, b3 = b1;
+  // clang-format off
+  SMX_ROW_DECL(0) SMX_ROW_DECL(1) SMX_ROW_DECL(2) SMX_ROW_DECL(3) SMX_ROW_DECL(4) SMX_ROW_DECL(5)
+  if (accumulate) {
+    SMX_ROW_LOAD(0) SMX_ROW_LOAD(1) SMX_ROW_LOAD(2) SMX_ROW_LOAD(3) SMX_ROW_LOAD(4) SMX_ROW_LOAD(5)
+  }
+  __m512 b1 = _mm512_setzero_ps(), b2 = b1, b3 = b1;
+  // clang-format on
   for (int64_t k = 0; k < K; ++k) {
     const float* b = B + k * ldb;
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
