@@ -1,6 +1,7 @@
 // bench_norms: LayerNormalization and Softmax (last axis) over rows x width (default 5184 x 1024, the
-// SAM 3.1 ViT token count and width): our AVX-512 kernels vs the plain reference kernels vs oneDNN's
-// layer_normalization / softmax primitives, same thread count. Usage: bench_norms [threads=2] [rows] [width]
+// SAM 3.1 ViT token count and width): our kernels (at the ISA level kernels/isa.h picks; SEGMUX_ISA
+// lowers it) vs the plain reference kernels vs oneDNN's layer_normalization / softmax primitives, same
+// thread count. Usage: bench_norms [threads=2] [rows] [width]
 #include <omp.h>
 
 #include <cstdlib>

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
 APT_PACKAGES=(
@@ -12,6 +13,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  qemu-user
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -51,7 +51,8 @@ void register_reference_kernel(const std::string& domain, const std::string& op_
                                std::function<std::unique_ptr<Kernel>(const KernelInit&)> factory);
 void register_reference_kernel_fn(const std::string& domain, const std::string& op_type, KernelFn fn);
 const Provider& reference_provider();
-// Optimized CPU kernels (oneDNN + our AVX-512 code); falls back to nullptr for unhandled nodes.
+// Optimized CPU kernels (oneDNN + our vectorised loops at the level kernels/isa.h picks); nullptr for
+// unhandled nodes.
 const Provider& cpu_provider();
 
 // Picks the first provider that handles the node. Throws naming the node if none does.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/files.h"
+#include "kernels/isa.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -371,15 +372,10 @@ json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
 
 }  // namespace
 
-std::string host_isa() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl"))
-    return "x86-64-avx512";
-#endif
-  return "generic";
-}
+// The kernels' dispatcher decides (CPUID, the OS's saved register state, SEGMUX_ISA), so a model is
+// refused exactly when the kernels would not run their AVX-512 code. Its AVX2 level has no model key:
+// nothing in a file is AVX2-specific, such a machine compiles and loads "generic" models.
+std::string host_isa() { return active_isa() == Isa::avx512 ? "x86-64-avx512" : "generic"; }
 
 bool host_supports_isa(const std::string& isa) {
   if (isa == "generic") return true;
@@ -491,7 +487,8 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
     SEGMUX_CHECK(!m.target_isa.empty(), what, ": meta section names no target ISA");
     if (opt.check_isa)
       SEGMUX_CHECK(host_supports_isa(m.target_isa), what, " was compiled for ISA '", m.target_isa,
-                   "', this machine supports '", host_isa(), "' (recompile with --target generic)");
+                   "', this machine supports '", host_isa(), "' (kernel level ", isa_name(active_isa()),
+                   "; recompile with --target generic)");
 
     // WEIGHTS (views into the mapping)
     const Entry& we = entries[3];

@@ -22,7 +22,7 @@ constexpr size_t kTensorAlignment = 64;     // each weight inside it is 64-byte 
 enum class SectionKind : uint32_t { meta = 1, graph = 2, plan = 3, weights = 4, prepacked = 5 };
 
 // The instruction set a compiled model targets: "generic" or "x86-64-avx512".
-std::string host_isa();                          // best ISA this machine supports (cpuid)
+std::string host_isa();                          // from the kernels' dispatcher (kernels/isa.h)
 bool host_supports_isa(const std::string& isa);  // "generic" always; unknown names: false
 
 // A prepacked weight blob some kernel produced for one ISA (keyed by node index and a kernel key).

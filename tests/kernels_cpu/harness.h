@@ -10,6 +10,7 @@
 #include "common/random_tensor.h"
 #include "ir/builder.h"
 #include "ir/op_schema.h"
+#include "kernels/isa.h"
 #include "kernels/kernel.h"
 
 namespace segmux::testing_cpu {
@@ -105,5 +106,27 @@ inline void expect_matches_reference(const ir::Node& node, const std::vector<Inp
   ASSERT_EQ(got.size(), want.size()) << label;
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i], atol, rtol)) << label << " output " << i;
 }
+
+// A test run at one instruction-set level (the parameter): kernels created in the test use that level's
+// loops; levels this CPU lacks are skipped. Instantiate with SEGMUX_FOR_EACH_ISA(suite).
+class AtIsaLevel : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (int(GetParam()) > int(cpu_isa())) GTEST_SKIP() << "this CPU has no " << isa_name(GetParam());
+    previous_ = active_isa();
+    ASSERT_EQ(set_active_isa(GetParam()), GetParam());
+  }
+  void TearDown() override { set_active_isa(previous_); }
+
+ private:
+  Isa previous_ = Isa::generic;
+};
+
+inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) { return isa_name(info.param); }
+
+#define SEGMUX_FOR_EACH_ISA(suite)                                                                                \
+  INSTANTIATE_TEST_SUITE_P(Isa, suite,                                                                            \
+                           ::testing::Values(::segmux::Isa::generic, ::segmux::Isa::avx2, ::segmux::Isa::avx512), \
+                           ::segmux::testing_cpu::isa_param_name)
 
 }  // namespace segmux::testing_cpu

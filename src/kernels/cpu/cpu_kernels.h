@@ -14,7 +14,7 @@ std::unique_ptr<Kernel> make_linear(const KernelInit& init);          // segmux 
 std::unique_ptr<Kernel> make_conv(const KernelInit& init);            // ONNX Conv
 std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init);  // ONNX ConvTranspose
 
-// Our AVX-512 kernels.
+// Our vectorised kernels (inner loops per instruction-set level: simd.h).
 std::unique_ptr<Kernel> make_binary(const KernelInit& init);      // Add, Sub, Mul, Div (f32)
 std::unique_ptr<Kernel> make_gelu(const KernelInit& init);        // segmux Gelu
 std::unique_ptr<Kernel> make_softmax(const KernelInit& init);     // ONNX Softmax (opset 13+)

@@ -1,55 +1,15 @@
 // Element-wise f32 kernels: the four arithmetic binary ops with numpy broadcasting, and exact GELU.
 // Broadcasting is reduced to "outer loop x contiguous-or-scalar inner run" after merging dims that
-// broadcast the same way, so same-shape, scalar, row and column cases all hit vector inner loops.
+// broadcast the same way, so same-shape, scalar, row and column cases all hit vector inner loops
+// (simd.h: the loops of the instruction set chosen when the kernel is created).
 #include <cstring>
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/simd.h"
 
 namespace segmux::cpu {
 namespace {
-
-enum class BinOp { add, sub, mul, div };
-
-template <BinOp op>
-inline __m512 apply(__m512 a, __m512 b) {
-  if constexpr (op == BinOp::add) return _mm512_add_ps(a, b);
-  if constexpr (op == BinOp::sub) return _mm512_sub_ps(a, b);
-  if constexpr (op == BinOp::mul) return _mm512_mul_ps(a, b);
-  return _mm512_div_ps(a, b);
-}
-
-// out[i] = a[i*sa] op b[i*sb], sa and sb each 0 or 1.
-template <BinOp op>
-void run_inner(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
-  int64_t i = 0;
-  if (sa == 1 && sb == 1) {
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, apply<op>(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-    if (i < n) {
-      __mmask16 m = tail_mask(n - i);
-      _mm512_mask_storeu_ps(out + i, m, apply<op>(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
-    }
-  } else if (sa == 1) {
-    __m512 vb = _mm512_set1_ps(*b);
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, apply<op>(_mm512_loadu_ps(a + i), vb));
-    if (i < n) {
-      __mmask16 m = tail_mask(n - i);
-      // Masked-off lanes get 1.0 so Div never computes 0/0 in lanes that are discarded anyway.
-      _mm512_mask_storeu_ps(out + i, m, apply<op>(_mm512_mask_loadu_ps(_mm512_set1_ps(1.f), m, a + i), vb));
-    }
-  } else if (sb == 1) {
-    __m512 va = _mm512_set1_ps(*a);
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, apply<op>(va, _mm512_loadu_ps(b + i)));
-    if (i < n) {
-      __mmask16 m = tail_mask(n - i);
-      _mm512_mask_storeu_ps(out + i, m, apply<op>(va, _mm512_mask_loadu_ps(_mm512_set1_ps(1.f), m, b + i)));
-    }
-  } else {
-    __m512 r = apply<op>(_mm512_set1_ps(*a), _mm512_set1_ps(*b));
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, r);
-    if (i < n) _mm512_mask_storeu_ps(out + i, tail_mask(n - i), r);
-  }
-}
 
 struct BroadcastLayout {
   std::vector<int64_t> dims, sa, sb;  // merged output dims and the inputs' element strides (0 = broadcast)
@@ -89,8 +49,8 @@ BroadcastLayout plan_broadcast(const Shape& a, const Shape& b, const Shape& out)
   return {dims, sa, sb};
 }
 
-template <BinOp op>
-void run_binary(const float* a, const float* b, float* out, const BroadcastLayout& L, int num_threads) {
+void run_binary(BinaryInnerFn inner, const float* a, const float* b, float* out, const BroadcastLayout& L,
+                int num_threads) {
   const int64_t n = L.dims.back();
   const int64_t ia = L.sa.back(), ib = L.sb.back();
   const size_t outer_rank = L.dims.size() - 1;
@@ -112,41 +72,25 @@ void run_binary(const float* a, const float* b, float* out, const BroadcastLayou
         ob += idx * L.sb[d];
       }
       int64_t lo = p * piece, len = std::min(piece, n - lo);
-      run_inner<op>(a + oa + lo * ia, ia, b + ob + lo * ib, ib, out + row * n + lo, len);
+      inner(a + oa + lo * ia, ia, b + ob + lo * ib, ib, out + row * n + lo, len);
     }
   });
 }
 
 class BinaryKernel : public Kernel {
  public:
-  explicit BinaryKernel(BinOp op) : op_(op) {}
+  explicit BinaryKernel(BinaryInnerFn inner) : inner_(inner) {}
   void run(KernelContext& ctx) override {
     const Tensor& a = *ctx.inputs[0];
     const Tensor& b = *ctx.inputs[1];
     Tensor& out = *ctx.outputs[0];
     if (out.numel() == 0) return;
     BroadcastLayout L = plan_broadcast(a.shape(), b.shape(), out.shape());
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    float* po = out.data<float>();
-    switch (op_) {
-      case BinOp::add:
-        run_binary<BinOp::add>(pa, pb, po, L, ctx.num_threads);
-        break;
-      case BinOp::sub:
-        run_binary<BinOp::sub>(pa, pb, po, L, ctx.num_threads);
-        break;
-      case BinOp::mul:
-        run_binary<BinOp::mul>(pa, pb, po, L, ctx.num_threads);
-        break;
-      case BinOp::div:
-        run_binary<BinOp::div>(pa, pb, po, L, ctx.num_threads);
-        break;
-    }
+    run_binary(inner_, a.data<float>(), b.data<float>(), out.data<float>(), L, ctx.num_threads);
   }
 
  private:
-  BinOp op_;
+  BinaryInnerFn inner_;
 };
 
 class GeluKernel : public Kernel {
@@ -157,13 +101,13 @@ class GeluKernel : public Kernel {
     const int64_t n = ctx.inputs[0]->numel();
     int nt = n < 32768 ? 1 : ctx.num_threads;
     parallel_chunks((n + 15) / 16, nt, [&](int64_t b, int64_t e) {
-      for (int64_t v = b; v < e; ++v) {
-        int64_t i = v * 16;
-        __mmask16 m = tail_mask(n - i);
-        _mm512_mask_storeu_ps(y + i, m, gelu_ps(_mm512_maskz_loadu_ps(m, x + i)));
-      }
+      const int64_t lo = b * 16, hi = std::min(n, e * 16);
+      gelu_(x + lo, y + lo, hi - lo);
     });
   }
+
+ private:
+  decltype(EltwiseFns::gelu) gelu_ = eltwise_fns().gelu;
 };
 
 bool all_f32(const KernelInit& init) {
@@ -179,10 +123,11 @@ bool all_f32(const KernelInit& init) {
 std::unique_ptr<Kernel> make_binary(const KernelInit& init) {
   if (init.inputs.size() != 2 || !all_f32(init)) return nullptr;
   const std::string& t = init.node.op_type;
-  if (t == "Add") return std::make_unique<BinaryKernel>(BinOp::add);
-  if (t == "Sub") return std::make_unique<BinaryKernel>(BinOp::sub);
-  if (t == "Mul") return std::make_unique<BinaryKernel>(BinOp::mul);
-  if (t == "Div") return std::make_unique<BinaryKernel>(BinOp::div);
+  const EltwiseFns& f = eltwise_fns();
+  if (t == "Add") return std::make_unique<BinaryKernel>(f.add);
+  if (t == "Sub") return std::make_unique<BinaryKernel>(f.sub);
+  if (t == "Mul") return std::make_unique<BinaryKernel>(f.mul);
+  if (t == "Div") return std::make_unique<BinaryKernel>(f.div);
   return nullptr;
 }
 

@@ -38,6 +38,30 @@ inline bool shape_known(const ir::TensorType* t) {
 // The reference kernel for the same node, used for shapes oneDNN does not take.
 inline std::unique_ptr<Kernel> reference_fallback(const KernelInit& init) { return reference_provider().make(init); }
 
+// A constant weight reordered once into each layout oneDNN's primitives ask for (format_tag::any), one
+// copy per distinct layout: plans for other input shapes that want the same layout share it. The
+// matmul and convolution kernels prepack through it. `bf16_values`: the weight rounded to bf16 first
+// (packed as f32: bf16 emulation where oneDNN has no bf16 kernel for this CPU).
+class PackedWeight {
+ public:
+  explicit PackedWeight(Tensor weight) : weight_(std::move(weight)) {}
+  // The weight, whose bytes `user` describes, in layout `want`.
+  std::shared_ptr<dnnl::memory> get(const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                                    bool bf16_values = false);
+  size_t bytes() const;  // all packed copies
+
+ private:
+  struct Pack {
+    bool bf16_values;
+    std::shared_ptr<dnnl::memory> mem;
+  };
+  Tensor weight_, rounded_;
+  std::vector<Pack> packs_;
+};
+
+// Copies n floats rounded to bf16 values (the activations of an emulated bf16 primitive).
+void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads);
+
 inline void run_fallback(std::unique_ptr<Kernel>& fallback, KernelContext& ctx) {
   SEGMUX_CHECK(fallback != nullptr, ctx.node.describe(),
                ": oneDNN cannot run these shapes and no reference kernel exists");

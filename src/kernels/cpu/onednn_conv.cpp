@@ -1,7 +1,9 @@
 // Conv and ConvTranspose (1-D/2-D/3-D, groups, strides, dilations, pads, output_padding) on oneDNN.
 // The constant weight is reordered once into the layout oneDNN prefers and kept; each distinct input
 // shape gets one primitive with its own activation reorder buffers and scratchpad, allocated once.
-// bf16 (segmux_precision = "bf16"): bf16 weights and source, f32 accumulation and output.
+// bf16 (segmux_precision = "bf16"): bf16 weights and source, f32 accumulation and output. Where oneDNN
+// has no bf16 convolution for this CPU (no AVX-512), the same numbers in f32: the weight and source
+// rounded to bf16 values (products stay exact in f32), instead of the much slower reference kernel.
 #include <map>
 #include <unordered_map>
 
@@ -34,20 +36,19 @@ struct ConvPlan {
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_reorder, dst_reorder;
   std::shared_ptr<memory> packed;
+  bool emulate_bf16 = false;  // f32 primitive on bf16-rounded values
+  Tensor rounded_src;
 };
 
 class ConvKernel : public Kernel {
  public:
-  ConvKernel(ConvConfig cfg, std::unique_ptr<Kernel> fallback) : cfg_(std::move(cfg)), fallback_(std::move(fallback)) {}
+  ConvKernel(ConvConfig cfg, std::unique_ptr<Kernel> fallback)
+      : cfg_(std::move(cfg)), fallback_(std::move(fallback)), weight_(cfg_.weight) {}
 
   // Prepacks for a shape known at load time.
   void prepare(const Shape& x, const Shape& y) { plan_for(x, y); }
 
-  size_t prepacked_bytes() const override {
-    size_t total = 0;
-    for (auto& p : packs_) total += p->get_desc().get_size();
-    return total;
-  }
+  size_t prepacked_bytes() const override { return weight_.bytes(); }
 
   void run(KernelContext& ctx) override {
     const Tensor& x = *ctx.inputs[0];
@@ -58,7 +59,13 @@ class ConvKernel : public Kernel {
     if (!p.ok) return run_fallback(fallback_, ctx);
     set_run_threads(ctx.num_threads);
     dnnl::stream s(cpu_engine());
-    memory src(p.src_user, cpu_engine(), const_cast<void*>(x.raw()));
+    const void* src_data = x.raw();
+    if (p.emulate_bf16) {
+      if (!p.rounded_src.defined() || p.rounded_src.numel() != x.numel()) p.rounded_src = Tensor(DType::f32, x.shape());
+      round_to_bf16_values(x.data<float>(), p.rounded_src.data<float>(), x.numel(), ctx.num_threads);
+      src_data = p.rounded_src.raw();
+    }
+    memory src(p.src_user, cpu_engine(), const_cast<void*>(src_data));
     memory dst(p.dst_user, cpu_engine(), y.raw());
     if (p.reorder_src) p.src_reorder.execute(s, src, p.src_buf);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.reorder_src ? p.src_buf : src},
@@ -86,18 +93,27 @@ class ConvKernel : public Kernel {
     if (it != plans_.end()) return it->second;
     ConvPlan& p = plans_[key];
     try {
-      build(p, x, y);
+      build(p, x, y, false);
       p.ok = true;
     } catch (const dnnl::error&) {
       p.ok = false;
     }
+    if (!p.ok && cfg_.bf16) {
+      try {
+        build(p, x, y, true);
+        p.ok = true;
+      } catch (const dnnl::error&) {
+        p.ok = false;
+      }
+    }
     return p;
   }
 
-  void build(ConvPlan& p, const Shape& x, const Shape& y) {
+  void build(ConvPlan& p, const Shape& x, const Shape& y, bool emulate_bf16) {
     const size_t ns = x.size() - 2;
     if (y.size() != x.size() || cfg_.kernel.size() != ns) throw dnnl::error(dnnl_invalid_arguments, "rank");
-    const dt compute = cfg_.bf16 ? dt::bf16 : dt::f32;
+    const dt compute = cfg_.bf16 && !emulate_bf16 ? dt::bf16 : dt::f32;
+    p.emulate_bf16 = emulate_bf16;
     memory::dims strides, dil, pl, pr;
     for (size_t i = 0; i < ns; ++i) {
       const int64_t in = x[2 + i], out = y[2 + i], k = cfg_.kernel[i], s = cfg_.strides[i], d = cfg_.dilations[i];
@@ -189,25 +205,13 @@ class ConvKernel : public Kernel {
       p.dst_buf = memory(dst_md, cpu_engine());
       p.dst_reorder = dnnl::reorder(p.dst_buf, memory(p.dst_user, cpu_engine(), nullptr));
     }
-    p.packed = pack(wei_user, wei_md);
-  }
-
-  std::shared_ptr<memory> pack(const memory::desc& user, const memory::desc& want) {
-    for (auto& m : packs_)
-      if (m->get_desc() == want) return m;
-    memory src(user, cpu_engine(), const_cast<void*>(cfg_.weight.raw()));
-    auto packed = std::make_shared<memory>(want, cpu_engine());
-    dnnl::stream s(cpu_engine());
-    dnnl::reorder(src, *packed).execute(s, src, *packed);
-    s.wait();
-    packs_.push_back(packed);
-    return packed;
+    p.packed = weight_.get(wei_user, wei_md, emulate_bf16);
   }
 
   ConvConfig cfg_;
   std::unique_ptr<Kernel> fallback_;
+  PackedWeight weight_;
   std::map<std::pair<Shape, Shape>, ConvPlan> plans_;
-  std::vector<std::shared_ptr<memory>> packs_;
 };
 
 std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed) {

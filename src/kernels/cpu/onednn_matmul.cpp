@@ -5,7 +5,9 @@
 // created once per distinct row count M (plans are cached). Bias, exact GELU and an addend (Gemm's C,
 // Linear's residual) run as oneDNN bias / post-ops, so the output is written once.
 // bf16 (node attribute segmux_precision = "bf16"): weights are packed as bf16 once, activations are
-// converted per run into a buffer that belongs to the plan; accumulation and output stay f32.
+// converted per run into a buffer that belongs to the plan; accumulation and output stay f32. Where
+// oneDNN has no bf16 matmul for this CPU (no AVX-512), the same numbers in f32: weight and activations
+// rounded to bf16 values (products stay exact in f32), instead of the much slower reference kernel.
 // General case (both operands computed): a batched oneDNN matmul with numpy batch broadcasting, f32.
 // Shapes oneDNN refuses run on the reference kernel.
 #include <map>
@@ -44,20 +46,18 @@ struct WeightPlan {
   memory scratch, src_converted;
   dnnl::reorder src_reorder;
   std::shared_ptr<memory> packed;  // shared between plans whose weight layout agrees
+  bool emulate_bf16 = false;       // f32 primitive on bf16-rounded values
+  Tensor rounded_src;
 };
 
 class WeightMatMul : public Kernel {
  public:
   WeightMatMul(WeightMatMulConfig cfg, std::unique_ptr<Kernel> fallback, int64_t known_m)
-      : cfg_(std::move(cfg)), fallback_(std::move(fallback)) {
+      : cfg_(std::move(cfg)), fallback_(std::move(fallback)), weight_(cfg_.weight) {
     if (known_m > 0) plan_for(known_m, {1, 1}, nullptr);  // prepack at model load
   }
 
-  size_t prepacked_bytes() const override {
-    size_t total = 0;
-    for (auto& p : packs_) total += p->get_desc().get_size();
-    return total;
-  }
+  size_t prepacked_bytes() const override { return weight_.bytes(); }
 
   void run(KernelContext& ctx) override {
     const Tensor& a = *ctx.inputs[0];
@@ -84,9 +84,15 @@ class WeightMatMul : public Kernel {
     if (!p.ok) return run_fallback(fallback_, ctx);
     set_run_threads(ctx.num_threads);
     dnnl::stream s(cpu_engine());
-    memory src_user(p.src_user_md, cpu_engine(), const_cast<void*>(a.raw()));
+    const void* src_data = a.raw();
+    if (p.emulate_bf16) {
+      if (!p.rounded_src.defined() || p.rounded_src.numel() != a.numel()) p.rounded_src = Tensor(DType::f32, a.shape());
+      round_to_bf16_values(a.data<float>(), p.rounded_src.data<float>(), a.numel(), ctx.num_threads);
+      src_data = p.rounded_src.raw();
+    }
+    memory src_user(p.src_user_md, cpu_engine(), const_cast<void*>(src_data));
     memory src = src_user;
-    if (cfg_.bf16) {
+    if (cfg_.bf16 && !p.emulate_bf16) {
       p.src_reorder.execute(s, src_user, p.src_converted);
       src = p.src_converted;
     }
@@ -134,61 +140,59 @@ class WeightMatMul : public Kernel {
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     WeightPlan& p = plans_[key];
-    try {
-      const int64_t K = cfg_.K, N = cfg_.N;
-      const dt compute = cfg_.bf16 ? dt::bf16 : dt::f32;
-      p.src_user_md = cfg_.trans_a ? memory::desc({M, K}, dt::f32, memory::dims{1, M}) : plain_md({M, K}, dt::f32);
-      p.src_md = cfg_.bf16 ? plain_md({M, K}, dt::bf16) : p.src_user_md;
-      memory::desc wei_any({K, N}, compute, memory::format_tag::any);
-      p.dst_md = plain_md({M, N}, dt::f32);
-      p.bias_md = plain_md({1, N}, dt::f32);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      if (cfg_.alpha != 1.f) attr.set_output_scales(0, {cfg_.alpha});
-      dnnl::post_ops ops;
-      if (cfg_.gelu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
-      if (addend) {
-        p.addend_md = plain_md({addend_dims.first, addend_dims.second}, dt::f32);
-        ops.append_binary(dnnl::algorithm::binary_add, p.addend_md);
+    for (bool emulate : {false, true}) {
+      if (emulate && !cfg_.bf16) break;
+      try {
+        build(p, M, addend_dims, addend, emulate);
+        p.ok = true;
+        break;
+      } catch (const dnnl::error&) {
+        p.ok = false;
       }
-      attr.set_post_ops(ops);
-      const bool has_bias = cfg_.bias_const.defined() || cfg_.bias_input >= 0;
-      auto desc = has_bias ? dnnl::matmul::desc(p.src_md, wei_any, p.bias_md, p.dst_md)
-                           : dnnl::matmul::desc(p.src_md, wei_any, p.dst_md);
-      dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
-      p.prim = dnnl::matmul(pd);
-      p.scratch = memory(pd.scratchpad_desc(), cpu_engine());
-      if (cfg_.bf16) {
-        p.src_converted = memory(p.src_md, cpu_engine());
-        p.src_reorder = dnnl::reorder(memory(p.src_user_md, cpu_engine(), nullptr), p.src_converted);
-      }
-      p.packed = pack_weight(pd.weights_desc());
-      p.ok = true;
-    } catch (const dnnl::error&) {
-      p.ok = false;
     }
     return p;
   }
 
-  std::shared_ptr<memory> pack_weight(const memory::desc& want) {
-    for (auto& m : packs_)
-      if (m->get_desc() == want) return m;
+  void build(WeightPlan& p, int64_t M, std::pair<int64_t, int64_t> addend_dims, const Tensor* addend,
+             bool emulate_bf16) {
     const int64_t K = cfg_.K, N = cfg_.N;
+    const bool bf16 = cfg_.bf16 && !emulate_bf16;
+    const dt compute = bf16 ? dt::bf16 : dt::f32;
+    p.emulate_bf16 = emulate_bf16;
+    p.src_user_md = cfg_.trans_a ? memory::desc({M, K}, dt::f32, memory::dims{1, M}) : plain_md({M, K}, dt::f32);
+    p.src_md = bf16 ? plain_md({M, K}, dt::bf16) : p.src_user_md;
+    memory::desc wei_any({K, N}, compute, memory::format_tag::any);
+    p.dst_md = plain_md({M, N}, dt::f32);
+    p.bias_md = plain_md({1, N}, dt::f32);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (cfg_.alpha != 1.f) attr.set_output_scales(0, {cfg_.alpha});
+    dnnl::post_ops ops;
+    if (cfg_.gelu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    if (addend) {
+      p.addend_md = plain_md({addend_dims.first, addend_dims.second}, dt::f32);
+      ops.append_binary(dnnl::algorithm::binary_add, p.addend_md);
+    }
+    attr.set_post_ops(ops);
+    const bool has_bias = cfg_.bias_const.defined() || cfg_.bias_input >= 0;
+    auto desc = has_bias ? dnnl::matmul::desc(p.src_md, wei_any, p.bias_md, p.dst_md)
+                         : dnnl::matmul::desc(p.src_md, wei_any, p.dst_md);
+    dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    p.prim = dnnl::matmul(pd);
+    p.scratch = memory(pd.scratchpad_desc(), cpu_engine());
+    if (bf16) {
+      p.src_converted = memory(p.src_md, cpu_engine());
+      p.src_reorder = dnnl::reorder(memory(p.src_user_md, cpu_engine(), nullptr), p.src_converted);
+    }
     memory::desc user =
         cfg_.weight_transposed ? memory::desc({K, N}, dt::f32, memory::dims{1, K}) : plain_md({K, N}, dt::f32);
-    memory src(user, cpu_engine(), const_cast<void*>(cfg_.weight.raw()));
-    auto packed = std::make_shared<memory>(want, cpu_engine());
-    dnnl::stream s(cpu_engine());
-    dnnl::reorder(src, *packed).execute(s, src, *packed);
-    s.wait();
-    packs_.push_back(packed);
-    return packed;
+    p.packed = weight_.get(user, pd.weights_desc(), emulate_bf16);
   }
 
   WeightMatMulConfig cfg_;
   std::unique_ptr<Kernel> fallback_;
+  PackedWeight weight_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, WeightPlan> plans_;
-  std::vector<std::shared_ptr<memory>> packs_;
 };
 
 // Both operands computed at run time: batched matmul with batch broadcasting (f32).

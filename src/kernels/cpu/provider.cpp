@@ -1,4 +1,4 @@
-// The optimized CPU provider: oneDNN for GEMM/conv, our AVX-512 kernels elsewhere. A factory returns
+// The optimized CPU provider: oneDNN for GEMM/conv, our vectorised kernels elsewhere. A factory returns
 // nullptr for nodes (or dtypes) it does not handle, and the session falls back to the reference kernel.
 #include <map>
 

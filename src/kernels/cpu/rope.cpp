@@ -3,6 +3,7 @@
 // y = x * cos2 + swap_pairs(x) * sin2 — the same products and sums as the unfused graph (bit-exact).
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/simd.h"
 
 namespace segmux::cpu {
 namespace {
@@ -33,30 +34,13 @@ class RopeKernel : public Kernel {
     const float* c2 = cos2_.data();
     const float* s2 = sin2_.data();
     int nt = x.numel() < 32768 ? 1 : ctx.num_threads;
-    parallel_chunks(rows, nt, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const float* xr = px + r * D;
-        const float* cr = c2 + (r % L) * D;
-        const float* sr = s2 + (r % L) * D;
-        float* yr = py + r * D;
-        for (int64_t i = 0; i < D; i += 16) {
-          __mmask16 k = tail_mask(D - i);
-          __m512 v = _mm512_maskz_loadu_ps(k, xr + i);
-          __m512 swapped = _mm512_permute_ps(v, 0xB1);  // (x1, x0, x3, x2, ...)
-          __m512 p = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, cr + i));
-          __m512 q = _mm512_mul_ps(swapped, _mm512_maskz_loadu_ps(k, sr + i));
-          // Keep the products rounded separately (GCC would otherwise contract mul+add into an FMA).
-          asm("" : "+v"(p), "+v"(q));
-          __m512 y = _mm512_add_ps(p, q);
-          _mm512_mask_storeu_ps(yr + i, k, y);
-        }
-      }
-    });
+    parallel_chunks(rows, nt, [&](int64_t b, int64_t e) { rows_(px, c2, s2, py, b, e, L, D); });
   }
 
  private:
   int64_t L_, D_;
   std::vector<float> cos2_, sin2_;
+  decltype(RopeFns::rows) rows_ = rope_fns().rows;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Our AVX-512 kernels vs their reference kernels over edge shapes (odd sizes, tails that are not a
-// multiple of 16, broadcasts, size-1 and empty dims, every axis).
+// Our vectorised kernels vs their reference kernels over edge shapes (odd sizes, tails that are not a
+// multiple of 16, broadcasts, size-1 and empty dims, every axis), at every instruction-set level this
+// CPU has (generic, avx2, avx512: kernels/isa.h; levels above the CPU's are skipped).
 // Tolerances: element-wise binary ops and Transpose are exact; Softmax / LayerNorm / GroupNorm agree to
 // 2e-6 relative + 1e-6 absolute (different summation order, f32 statistics vs the reference's double);
 // GELU to 4 ulp-ish (3e-7 relative) on the reference's double-precision erfc.
@@ -10,7 +11,17 @@
 namespace segmux::testing_cpu {
 namespace {
 
-TEST(CpuBinary, BroadcastShapesMatchReferenceExactly) {
+using CpuAttention = AtIsaLevel;
+using CpuBinary = AtIsaLevel;
+using CpuGelu = AtIsaLevel;
+using CpuGroupNorm = AtIsaLevel;
+using CpuLayerNorm = AtIsaLevel;
+using CpuRope = AtIsaLevel;
+using CpuSoftmax = AtIsaLevel;
+using CpuSplitConcat = AtIsaLevel;
+using CpuTranspose = AtIsaLevel;
+
+TEST_P(CpuBinary, BroadcastShapesMatchReferenceExactly) {
   const std::vector<std::pair<Shape, Shape>> cases = {{{1}, {1}},
                                                       {{17}, {17}},
                                                       {{63}, {}},
@@ -35,14 +46,14 @@ TEST(CpuBinary, BroadcastShapesMatchReferenceExactly) {
   }
 }
 
-TEST(CpuBinary, IntegerInputsFallBackToReference) {
+TEST_P(CpuBinary, IntegerInputsFallBackToReference) {
   Tensor a = Tensor::from_vector<int64_t>({2}, {1, 2});
   bool handled = true;
   run_node(cpu_provider(), make_node("Add"), {{a}, {a}}, 2, &handled);
   EXPECT_FALSE(handled);
 }
 
-TEST(CpuGelu, MatchesDoublePrecisionReference) {
+TEST_P(CpuGelu, MatchesDoublePrecisionReference) {
   // A dense sweep of the interesting range plus extremes.
   std::vector<float> xs;
   for (float x = -12.f; x <= 12.f; x += 0.0007f) xs.push_back(x);
@@ -57,14 +68,14 @@ TEST(CpuGelu, MatchesDoublePrecisionReference) {
   EXPECT_TRUE(close(got[0], want[0], 1e-37, 3e-7));
 }
 
-TEST(CpuGelu, OddSizes) {
+TEST_P(CpuGelu, OddSizes) {
   for (int64_t n : {1, 3, 15, 16, 17, 63, 65, 129, 40000}) {
     Tensor x = random_tensor({n}, uint32_t(n), -6.f, 6.f);
     expect_matches_reference(make_node("Gelu", {}, "segmux"), {{x}}, 1e-37, 3e-7, "gelu n=" + std::to_string(n));
   }
 }
 
-TEST(CpuSoftmax, EveryAxisAndOddSizes) {
+TEST_P(CpuSoftmax, EveryAxisAndOddSizes) {
   const std::vector<Shape> shapes = {{1},        {17},      {3, 17}, {5, 129}, {2, 3, 4, 5},
                                      {4, 65, 3}, {1, 1, 1}, {0, 4},  {2, 1000}};
   uint32_t seed = 7;
@@ -77,13 +88,13 @@ TEST(CpuSoftmax, EveryAxisAndOddSizes) {
   }
 }
 
-TEST(CpuSoftmax, MinusInfinityEntries) {
+TEST_P(CpuSoftmax, MinusInfinityEntries) {
   Tensor x = random_tensor({3, 37}, 3);
   for (int j = 0; j < 37; j += 2) x.data<float>()[37 + j] = -INFINITY;
   expect_matches_reference(make_node("Softmax", {{"axis", int64_t(-1)}}), {{x}}, 1e-6, 2e-6, "softmax -inf");
 }
 
-TEST(CpuLayerNorm, AxesBiasAndStatsOutputs) {
+TEST_P(CpuLayerNorm, AxesBiasAndStatsOutputs) {
   struct Case {
     Shape x;
     int64_t axis;
@@ -105,7 +116,7 @@ TEST(CpuLayerNorm, AxesBiasAndStatsOutputs) {
   }
 }
 
-TEST(CpuGroupNorm, GroupsAndSpatialSizes) {
+TEST_P(CpuGroupNorm, GroupsAndSpatialSizes) {
   struct Case {
     Shape x;
     int64_t groups;
@@ -121,7 +132,7 @@ TEST(CpuGroupNorm, GroupsAndSpatialSizes) {
   }
 }
 
-TEST(CpuTranspose, PermutationsAndElementSizes) {
+TEST_P(CpuTranspose, PermutationsAndElementSizes) {
   const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {{{17, 33}, {1, 0}},
                                                                      {{3, 1, 5}, {2, 0, 1}},
                                                                      {{2, 3, 4, 5}, {0, 2, 1, 3}},
@@ -145,7 +156,7 @@ TEST(CpuTranspose, PermutationsAndElementSizes) {
   expect_matches_reference(make_node("Transpose"), {{random_tensor({3, 5, 7}, 3)}}, 0, 0, "transpose default perm");
 }
 
-TEST(CpuAttention, LengthsHeadSizesAndMasks) {
+TEST_P(CpuAttention, LengthsHeadSizesAndMasks) {
   struct Case {
     Shape lead;
     int64_t lq, lk, d, dv;
@@ -185,7 +196,7 @@ TEST(CpuAttention, LengthsHeadSizesAndMasks) {
   }
 }
 
-TEST(CpuSplitConcat, AxesSizesAndDtypes) {
+TEST_P(CpuSplitConcat, AxesSizesAndDtypes) {
   struct Case {
     Shape x;
     int64_t axis;
@@ -212,7 +223,7 @@ TEST(CpuSplitConcat, AxesSizesAndDtypes) {
   }
 }
 
-TEST(CpuRope, RowsAndHeadSizes) {
+TEST_P(CpuRope, RowsAndHeadSizes) {
   struct Case {
     Shape x;
   };
@@ -231,6 +242,16 @@ TEST(CpuRope, RowsAndHeadSizes) {
            {{random_tensor({2, 4}, 1)}, {random_tensor({2, 2}, 2)}, {random_tensor({2, 2}, 3)}}, 2, &handled);
   EXPECT_FALSE(handled);
 }
+
+SEGMUX_FOR_EACH_ISA(CpuAttention);
+SEGMUX_FOR_EACH_ISA(CpuBinary);
+SEGMUX_FOR_EACH_ISA(CpuGelu);
+SEGMUX_FOR_EACH_ISA(CpuGroupNorm);
+SEGMUX_FOR_EACH_ISA(CpuLayerNorm);
+SEGMUX_FOR_EACH_ISA(CpuRope);
+SEGMUX_FOR_EACH_ISA(CpuSoftmax);
+SEGMUX_FOR_EACH_ISA(CpuSplitConcat);
+SEGMUX_FOR_EACH_ISA(CpuTranspose);
 
 }  // namespace
 }  // namespace segmux::testing_cpu

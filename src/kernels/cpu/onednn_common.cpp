@@ -1,0 +1,38 @@
+#include "kernels/cpu/onednn_common.h"
+
+namespace segmux::cpu {
+
+std::shared_ptr<dnnl::memory> PackedWeight::get(const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                                                bool bf16_values) {
+  for (auto& p : packs_)
+    if (p.bf16_values == bf16_values && p.mem->get_desc() == want) return p.mem;
+  const Tensor* src_values = &weight_;
+  if (bf16_values) {
+    if (!rounded_.defined()) {
+      rounded_ = Tensor(DType::f32, weight_.shape());
+      round_to_bf16_values(weight_.data<float>(), rounded_.data<float>(), weight_.numel(), 1);
+    }
+    src_values = &rounded_;
+  }
+  dnnl::memory src(user, cpu_engine(), const_cast<void*>(src_values->raw()));
+  auto packed = std::make_shared<dnnl::memory>(want, cpu_engine());
+  dnnl::stream s(cpu_engine());
+  dnnl::reorder(src, *packed).execute(s, src, *packed);
+  s.wait();
+  packs_.push_back({bf16_values, packed});
+  return packed;
+}
+
+size_t PackedWeight::bytes() const {
+  size_t total = 0;
+  for (auto& p : packs_) total += p.mem->get_desc().get_size();
+  return total;
+}
+
+void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads) {
+  parallel_chunks(n, n < 65536 ? 1 : num_threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = round_to_bf16(src[i]);
+  });
+}
+
+}  // namespace segmux::cpu

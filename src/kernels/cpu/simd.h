@@ -1,0 +1,85 @@
+// The inner loops of our optimized CPU kernels, one table per instruction-set level. The kernels
+// (eltwise.cpp, norms.cpp, attention.cpp, rope.cpp: baseline code) keep shapes, threading and
+// buffers, and call these plain-pointer functions through the table active_isa() picks at kernel
+// creation. Implementations: *_avx512.cpp (intrinsics), and *_portable.h compiled twice, by
+// *_generic.cpp (baseline) and *_avx2.cpp (-mavx2 -mfma). Each lives in namespace
+// segmux::cpu::<level>, so no inline or template function compiled with wider instructions can stand
+// in for a baseline one at link time (scripts/check_isa_objects.sh checks the objects).
+// Internal to src/kernels/cpu; no intrinsics here.
+#pragma once
+#include <cstdint>
+
+#include "kernels/isa.h"
+
+namespace segmux::cpu {
+
+// out[i] = a[i*sa] op b[i*sb] for i < n, sa and sb each 0 or 1.
+using BinaryInnerFn = void (*)(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n);
+
+struct EltwiseFns {
+  BinaryInnerFn add, sub, mul, div;
+  void (*gelu)(const float* x, float* y, int64_t n);  // exact GELU (erf), y may not alias x partially
+};
+
+struct NormFns {
+  // Softmax over each of `rows` contiguous rows of `len`.
+  void (*softmax_rows)(const float* x, float* y, int64_t rows, int64_t len);
+  // Softmax over a strided axis: for each of ncols (<= 16) adjacent columns, len values at stride inner.
+  void (*softmax_columns)(const float* x, float* y, int64_t len, int64_t inner, int64_t ncols);
+  // LayerNorm of `rows` rows of n; scale has n values, bias may be null; mean/rstd (may be null) get
+  // one value per row.
+  void (*layer_norm_rows)(const float* x, float* y, int64_t rows, int64_t n, float eps, const float* scale,
+                          const float* bias, float* mean, float* rstd);
+  // GroupNorm of groups [begin, end) of an [N, C, spatial] tensor in `groups` groups of cg channels.
+  void (*group_norm)(const float* x, float* y, int64_t begin, int64_t end, int64_t groups, int64_t cg, int64_t spatial,
+                     float eps, const float* scale, const float* bias);
+};
+
+struct RopeFns {
+  // Rows [begin, end) of D values; row r uses table row r % L of cos2/sin2 ([L, D], pair-expanded).
+  void (*rows)(const float* x, const float* cos2, const float* sin2, float* y, int64_t begin, int64_t end, int64_t L,
+               int64_t D);
+};
+
+constexpr int64_t kAttentionQueryBlock = 96;  // a multiple of the AVX-512 micro-kernel's 6 rows
+constexpr int64_t kAttentionKeyBlock = 256;
+
+// One (batch-head, query block) work item of flash attention; see attention.cpp.
+struct AttentionTile {
+  const float* q;   // [rows, D]
+  const float* kt;  // K^T of this batch-head: [D, Lk]
+  const float* v;   // [Lk, Dv]
+  float* out;       // [rows, Dv]
+  int64_t rows, D, Lk, Dv;
+  float scale;
+  const float* fmask;        // additive mask or null
+  const bool* bmask;         // boolean mask (true = attend) or null
+  int64_t moff, mrow, mcol;  // mask offset of (row 0, key 0) and its row / key strides
+  float* scores;             // scratch [kAttentionQueryBlock, kAttentionKeyBlock]
+  float* acc;                // scratch [kAttentionQueryBlock, Dv]
+  float* stats;              // scratch [2 * kAttentionQueryBlock]
+};
+
+struct AttentionFns {
+  void (*tile)(const AttentionTile& t);
+};
+
+#define SEGMUX_DECLARE_SIMD_TABLES(level) \
+  namespace level {                       \
+  extern const EltwiseFns kEltwise;       \
+  extern const NormFns kNorms;            \
+  extern const RopeFns kRope;             \
+  extern const AttentionFns kAttention;   \
+  }
+SEGMUX_DECLARE_SIMD_TABLES(generic)
+SEGMUX_DECLARE_SIMD_TABLES(avx2)
+SEGMUX_DECLARE_SIMD_TABLES(avx512)
+#undef SEGMUX_DECLARE_SIMD_TABLES
+
+// The tables for `isa` (default: active_isa()).
+const EltwiseFns& eltwise_fns(Isa isa = active_isa());
+const NormFns& norm_fns(Isa isa = active_isa());
+const RopeFns& rope_fns(Isa isa = active_isa());
+const AttentionFns& attention_fns(Isa isa = active_isa());
+
+}  // namespace segmux::cpu
