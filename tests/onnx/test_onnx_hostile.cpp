@@ -122,5 +122,151 @@ TEST(OnnxHostile, WindowAttributesAreCheckedBeforeOnnxShapeInference) {
       window_model("MaxPool", {{"strides", {2, 2}}, {"pads", {0, 0, 1, 1}}}).SerializeAsString(), "fine"));
 }
 
+std::string temp_dir(const std::string& name) {
+  fs::path p = fs::path(SEGMUX_BINARY_DIR) / "onnx_hostile_tmp" / name;
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+// y = x + w, with w [4] f32 stored in external data `location`.
+onnx::ModelProto external_model(const std::string& location) {
+  onnx::ModelProto m = base_model();
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {4});
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(TensorProto::FLOAT);
+  w->add_dims(4);
+  w->set_data_location(TensorProto::EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value(location);
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  add_io(g->add_output(), "y", {4});
+  return m;
+}
+
+const std::string kSecret = "SECRET-0123456789";  // 16+ bytes: enough for the [4] f32 weight
+
+TEST(OnnxHostile, ExternalDataSymlinksMayNotLeaveTheModelFolder) {
+  test_ops::register_test_ops();
+  const std::string root = temp_dir("symlinks");
+  const std::string dir = root + "/model";
+  fs::create_directories(dir + "/sub");
+  fs::create_directories(root + "/elsewhere");
+  write_file(root + "/elsewhere/secret.bin", kSecret);
+  write_file(dir + "/sub/inside.bin", std::string(16, '\0'));
+  fs::create_symlink(root + "/elsewhere/secret.bin", dir + "/file_link.bin");
+  fs::create_symlink(root + "/elsewhere", dir + "/dir_link");
+  fs::create_symlink("../../elsewhere/secret.bin", dir + "/sub/relative_link.bin");
+  fs::create_symlink("sub/inside.bin", dir + "/inside_link.bin");  // stays inside: allowed
+  for (const std::string loc : {"file_link.bin", "dir_link/secret.bin", "sub/relative_link.bin",
+                                "./sub/../file_link.bin", "sub//relative_link.bin"}) {
+    write_file(dir + "/m.onnx", external_model(loc).SerializeAsString());
+    std::string e = error_of([&] { onnx_io::import_onnx_file(dir + "/m.onnx"); });
+    SCOPED_TRACE(loc);
+    EXPECT_HAS(e, "initializer 'w'");
+    EXPECT_TRUE(e.find("symbolic link") != std::string::npos || e.find("leaves the model folder") != std::string::npos)
+        << e;
+  }
+  write_file(dir + "/m.onnx", external_model("inside_link.bin").SerializeAsString());
+  EXPECT_NO_THROW(onnx_io::import_onnx_file(dir + "/m.onnx"));
+  // The model folder itself may be reached through a symlink.
+  fs::create_symlink(dir, root + "/model_link");
+  EXPECT_NO_THROW(onnx_io::import_onnx_file(root + "/model_link/m.onnx"));
+}
+
+TEST(OnnxHostile, ExternalDataMustBeARegularFileAndIsNeverOpenedOtherwise) {
+  test_ops::register_test_ops();
+  const std::string dir = temp_dir("fifo");
+  const std::string fifo = dir + "/data.bin";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  write_file(dir + "/m.onnx", external_model("data.bin").SerializeAsString());
+  // A watcher opens the write end whenever a reader has the FIFO open: that both detects an importer
+  // that opened it and unblocks one stuck in open() (so the test fails instead of hanging).
+  std::atomic<bool> stop{false}, reader_seen{false};
+  std::thread watcher([&] {
+    while (!stop) {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) {
+        reader_seen = true;
+        ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::string e = error_of([&] { onnx_io::import_onnx_file(dir + "/m.onnx"); });
+  stop = true;
+  watcher.join();
+  EXPECT_FALSE(reader_seen) << "the importer opened the FIFO";
+  EXPECT_HAS(e, "not a regular file");
+  EXPECT_HAS(e, "data.bin");
+  // A directory is refused the same way.
+  fs::create_directories(dir + "/folder.bin");
+  write_file(dir + "/m.onnx", external_model("folder.bin").SerializeAsString());
+  EXPECT_HAS(error_of([&] { onnx_io::import_onnx_file(dir + "/m.onnx"); }), "not a regular file");
+}
+
+size_t peak_rss_bytes() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return size_t(ru.ru_maxrss) * 1024;
+}
+
+TEST(OnnxHostile, InitializerBytesAreCheckedBeforeAllocating) {
+  test_ops::register_test_ops();
+  // The ~100-byte model of the report: a [2^30] f32 initializer (4 GiB) holding 4 bytes.
+  struct Case {
+    std::vector<int64_t> dims;
+    int type;
+    const char* blamed;
+  };
+  const std::vector<Case> cases = {
+      {{int64_t(1) << 30}, TensorProto::FLOAT, "raw_data has 4 bytes"},
+      {{int64_t(1) << 20, int64_t(1) << 20}, TensorProto::DOUBLE, "raw_data has 4 bytes"},
+      {{int64_t(1) << 30}, TensorProto::INT64, "int64_data has 1 values"},
+      {{int64_t(1) << 30}, TensorProto::FLOAT, "float_data has 1 values"},
+      {{int64_t(1) << 30}, TensorProto::UINT8, "int32_data has 1 values"},
+      {{int64_t(1) << 30}, TensorProto::FLOAT16, "int32_data has 1 values"},
+  };
+  const size_t rss_before = peak_rss_bytes();
+  for (const Case& c : cases) {
+    onnx::ModelProto m = base_model();
+    auto* g = m.mutable_graph();
+    add_io(g->add_input(), "x", {1});
+    auto* w = g->add_initializer();
+    w->set_name("huge");
+    w->set_data_type(c.type);
+    for (int64_t d : c.dims) w->add_dims(d);
+    const std::string blamed = c.blamed;
+    if (blamed.rfind("raw_data", 0) == 0)
+      w->set_raw_data("abcd");
+    else if (blamed.rfind("int64", 0) == 0)
+      w->add_int64_data(1);
+    else if (blamed.rfind("float", 0) == 0)
+      w->add_float_data(1.0f);
+    else if (blamed.find("1 values") != std::string::npos)
+      w->add_int32_data(1);
+    auto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->add_input("x");
+    n->add_output("y");
+    add_io(g->add_output(), "y", {1});
+    std::string bytes = m.SerializeAsString();
+    std::string e = error_of([&] { onnx_io::import_onnx_bytes(bytes, "tiny model"); });
+    EXPECT_HAS(e, "initializer 'huge'");
+    EXPECT_HAS(e, c.blamed);
+  }
+  // Nothing of the declared size was ever allocated (each case declares at least 1 GiB).
+  EXPECT_LT(peak_rss_bytes(), rss_before + (size_t(512) << 20));
+}
+
 }  // namespace
 }  // namespace segmux
