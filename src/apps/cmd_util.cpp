@@ -30,7 +30,7 @@ std::map<std::string, Tensor> ModelRunner::run(const std::map<std::string, Tenso
 
 std::string ModelRunner::engine_name() const { return engine_; }
 
-bool is_smx_file(const std::string& path) { return compiler::is_offline_model_file(path); }
+bool is_smx_file(const std::string& path) { return compiler::detect_model_format(path) == compiler::ModelFormat::smx; }
 
 ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes,
                              bool infer_shapes) {
