@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "models/sam31/candidate.h"
 #include "models/sam31/config.h"
@@ -22,11 +23,7 @@ int export_onnx_main(int argc, char** argv) {
   app.add_option("--config", config, "config file (flat JSON or a fixture config.json; default: full-size)");
   app.add_option("--variant", variant, "build variant (e.g. fp32_mlp for the backbone)");
   app.add_option("-o,--output", out, "output .onnx file")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
   const sam31::CandidateDef* def = nullptr;
   std::string known;
@@ -34,19 +31,13 @@ int export_onnx_main(int argc, char** argv) {
     if (c.name == candidate) def = &c;
     known += (known.empty() ? "" : ", ") + c.name;
   }
-  if (!def) {
-    std::fprintf(stderr, "segmux export-onnx: unknown candidate '%s' (known: %s)\n", candidate.c_str(), known.c_str());
-    return 2;
-  }
+  SEGMUX_USAGE_CHECK(def, "--candidate: unknown candidate '", candidate, "' (known: ", known, ")");
   sam31::Weights w = sam31::Weights::load(weights);
   ir::Graph g;
   if (variant.empty()) {
     g = def->build(cfg, w);
   } else {
-    if (!def->build_variant) {
-      std::fprintf(stderr, "segmux export-onnx: candidate '%s' has no build variants\n", candidate.c_str());
-      return 2;
-    }
+    SEGMUX_USAGE_CHECK(def->build_variant, "--variant: candidate '", candidate, "' has no build variants");
     g = def->build_variant(cfg, w, variant);
   }
   onnx_io::export_onnx_file(g, out);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "io/npy.h"
@@ -31,18 +32,14 @@ int run_main(int argc, char** argv) {
   app.add_option("--output", output, "output .safetensors file")->required();
   app.add_flag("--random", random, "random values for every input not given with --input");
   app.add_option("--seed", seed, "seed for --random (default 0)");
-  app.add_option("--threads", threads, "threads (default 2)");
+  add_threads_option(app, threads, "threads (default 2)");
   app.add_option("--engine", engine, "auto (default: .smx compiled, ONNX session), session, compiled")
       ->check(CLI::IsMember({"auto", "session", "compiled"}));
   app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")
       ->allow_extra_args(false);
   app.add_flag("--reference", reference, "reference kernels only (the portable ground truth)");
   app.add_flag("--json", as_json, "print a JSON summary");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   OpenOptions oo;
   oo.engine = parse_engine(engine);
   oo.threads = threads;
@@ -52,7 +49,7 @@ int run_main(int argc, char** argv) {
   std::map<std::string, Tensor> feed;
   for (auto& spec : inputs) {
     auto [name, t] = read_input_arg(spec);
-    SEGMUX_CHECK(!feed.count(name), "input '", name, "' is given twice");
+    SEGMUX_USAGE_CHECK(!feed.count(name), "input '", name, "' is given twice");
     feed[name] = t;
   }
   if (random) {

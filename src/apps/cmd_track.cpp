@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "core/error.h"
 #include "pipeline/compiled_backend.h"
@@ -220,20 +221,14 @@ int run_track(int argc, char** argv) {
   app.add_option("--overlay", overlay,
                  "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
   app.add_flag("--no-masks", no_masks, "do not write per-frame mask PNGs");
-  app.add_option("--threads", src.num_threads, "CPU threads (default 2)");
+  add_threads_option(app, src.num_threads, "CPU threads (default 2)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  SEGMUX_CHECK(!src.weights.empty() || !src.model_dir.empty() || src.demo,
-               "no model: give --weights CHECKPOINT, --model DIR or --demo");
-  SEGMUX_CHECK(!prompt.empty(), "--prompt is empty");
-  SEGMUX_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
-  SEGMUX_CHECK(src.num_threads >= 1 && src.num_threads <= 1024, "--threads ", src.num_threads,
-               " must be within 1..1024");
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || src.demo,
+                     "no model: give --weights CHECKPOINT, --model DIR or --demo");
+  SEGMUX_USAGE_CHECK(!prompt.empty(), "--prompt is empty");
+  SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
   };
@@ -242,7 +237,8 @@ int run_track(int argc, char** argv) {
   auto reader = open_video(input);
   log("input: " + reader->describe());
   const int n = reader->num_frames();
-  SEGMUX_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1, ")");
+  SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
+                     ")");
   OpenedModel model = open_model(src, n, log);
   log("model: " + model.description);
 
