@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "test_ops.h"
 
@@ -266,6 +267,32 @@ TEST(OnnxHostile, InitializerBytesAreCheckedBeforeAllocating) {
   }
   // Nothing of the declared size was ever allocated (each case declares at least 1 GiB).
   EXPECT_LT(peak_rss_bytes(), rss_before + (size_t(512) << 20));
+}
+
+// segmux's own shape inference sees attributes from .smx files and GraphBuilder code, which ONNX's
+// checks never saw: window arithmetic is bounded there too.
+TEST(OnnxHostile, SegmuxWindowShapeInferenceIsBounded) {
+  test_ops::register_test_ops();
+  using Ints = std::vector<int64_t>;
+  auto infer = [](const std::string& op, const Shape& x_shape, const ir::Attrs& attrs) {
+    ir::Graph g;
+    ir::GraphBuilder b(g);
+    int x = b.input("x", DType::f32, x_shape);
+    std::vector<int> ins{x};
+    if (op == "MaxUnpool") ins.push_back(b.input("i", DType::i64, x_shape));
+    if (op == "Conv" || op == "ConvTranspose") ins.push_back(b.constant(Tensor(DType::f32, {1, 1, 1, 1}), "w"));
+    b.op1(op, ins, attrs);
+  };
+  // Rank 1: the spatial count underflowed to 2^64-2 and sized vectors from it (std::length_error).
+  EXPECT_THROW(infer("MaxUnpool", {4}, {{"kernel_shape", Ints{2}}}), Error);
+  EXPECT_THROW(infer("MaxUnpool", {1, 1, 4}, {{"kernel_shape", Ints{0}}}), Error);
+  EXPECT_THROW(infer("MaxUnpool", {1, 1, 4}, {{"kernel_shape", Ints{2}}, {"strides", Ints{int64_t(1) << 62}}}), Error);
+  const int64_t huge = int64_t(1) << 40;
+  EXPECT_THROW(infer("MaxPool", {1, 1, 4, 4}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{huge, 1}}}), Error);
+  EXPECT_THROW(infer("Conv", {1, 1, 4, 4}, {{"dilations", Ints{huge, huge}}}), Error);
+  EXPECT_THROW(infer("ConvTranspose", {1, 1, 4, 4}, {{"strides", Ints{huge, huge}}}), Error);
+  EXPECT_THROW(infer("ConvTranspose", {1, 1, 4, 4}, {{"output_padding", Ints{huge, 0}}}), Error);
+  EXPECT_NO_THROW(infer("MaxUnpool", {1, 1, 4}, {{"kernel_shape", Ints{2}}, {"strides", Ints{2}}}));
 }
 
 }  // namespace
