@@ -1,8 +1,13 @@
 // ONNX -> IR: parse, check (libonnx checker), upgrade to opset 17 when older, shape-infer (libonnx),
 // convert. Every failure is a segmux::Error naming the model and, where there is one, the node.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <climits>
-#include <fstream>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,13 +29,34 @@ namespace {
 
 constexpr int kTargetOpset = 17;
 
+// Regular files only (a FIFO would block the read forever), size checked before reading.
 std::string read_whole_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SEGMUX_CHECK(f.good(), "cannot open ONNX model '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  SEGMUX_CHECK(!f.bad(), "cannot read ONNX model '", path, "'");
-  return ss.str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  SEGMUX_CHECK(fd >= 0, "cannot open ONNX model '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("ONNX model '", path, "' is not a regular file");
+  }
+  if (st.st_size >= INT_MAX) {
+    ::close(fd);
+    fail("ONNX model '", path, "' is ", st.st_size,
+         " bytes; ONNX models over 2 GB keep their weights in external data files");
+  }
+  std::string bytes(size_t(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      fail("cannot read ONNX model '", path, "': ", err ? std::strerror(err) : "the file shrank while read");
+    }
+    done += size_t(n);
+  }
+  ::close(fd);
+  return bytes;
 }
 
 std::string node_label(const onnx::NodeProto& n, int index) {

@@ -215,6 +215,29 @@ TEST(OnnxHostile, ExternalDataMustBeARegularFileAndIsNeverOpenedOtherwise) {
   EXPECT_HAS(error_of([&] { onnx_io::import_onnx_file(dir + "/m.onnx"); }), "not a regular file");
 }
 
+TEST(OnnxHostile, TheModelFileItselfMustBeARegularFile) {
+  const std::string dir = temp_dir("model_fifo");
+  const std::string fifo = dir + "/m.onnx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> stop{false}, reader_seen{false};
+  std::thread watcher([&] {  // as above: detects (and unblocks) a reader stuck on the FIFO
+    while (!stop) {
+      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) {
+        reader_seen = true;
+        ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::string e = error_of([&] { onnx_io::import_onnx_file(fifo); });
+  stop = true;
+  watcher.join();
+  EXPECT_HAS(e, "not a regular file");
+  EXPECT_HAS(e, fifo);
+  EXPECT_HAS(error_of([&] { onnx_io::import_onnx_file(dir); }), "not a regular file");
+}
+
 size_t peak_rss_bytes() {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
