@@ -1,6 +1,6 @@
 // libFuzzer target: the offline model (.smx) loader must turn any bytes into a model or a
-// segmux::Error, never a crash. With SEGMUX_FUZZ_NO_CHECKSUMS=1 no checksum is verified, so
-// mutations reach the section parsers behind them.
+// segmux::Error, never a crash; a model that loads is then run (when small, fuzz_run_util.h). With
+// SEGMUX_FUZZ_NO_CHECKSUMS=1 no checksum is verified, so mutations reach the section parsers behind them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,6 +8,7 @@
 
 #include "compiler/offline_model.h"
 #include "core/error.h"
+#include "fuzz_run_util.h"
 #include "seed_models.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -31,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opt.verify_checksums = !skip_checksums;
   opt.check_isa = false;
   try {
-    segmux::compiler::load_offline_model(storage, "fuzz input", opt);
+    auto m = segmux::compiler::load_offline_model(storage, "fuzz input", opt);
+    segmux::fuzz::run_if_small(m.graph, m.plan, size % 2 == 0);
   } catch (const segmux::Error&) {
   }
   return 0;

@@ -1,13 +1,12 @@
 #include "apps/cmd_util.h"
 
-#include "apps/cli.h"
-
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <random>
 
+#include "apps/cli.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "onnx/onnx_io.h"
