@@ -56,7 +56,9 @@ inline std::vector<ir::Graph> seed_graphs() {
     int x = b.input("x", DType::f32, {1, 2, 8, 8});
     int m = b.op1("MaxPool", {x}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
     int a = b.op1("AveragePool", {x},
-                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 0, 0}},
+                  {{"kernel_shape", Ints{3, 3}},
+                   {"strides", Ints{2, 2}},
+                   {"pads", Ints{1, 1, 0, 0}},
                    {"count_include_pad", int64_t(1)}});
     b.output(b.op1("Add", {m, a}), "y");
     b.output(b.op1("LpPool", {x}, {{"kernel_shape", Ints{2, 2}}, {"p", int64_t(2)}}), "lp");
