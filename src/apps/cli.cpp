@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace segmux::apps {
@@ -35,6 +36,12 @@ CLI::Option* add_threads_option(CLI::App& app, int& threads, const std::string& 
                    "thread count");
   return app.add_option("--threads", threads, help)->check(v);
 }
+
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string valid_utf8(const std::string& s) { return nlohmann::json::parse(json_text(s)).get<std::string>(); }
 
 int parse_command_line(CLI::App& app, int argc, char** argv) {
   try {

@@ -3,6 +3,7 @@
 // validated range for every --threads option.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "core/error.h"
@@ -25,6 +26,12 @@ template <typename... Parts>
 // Parses argv into `app`. Returns -1 when the command should go on, else the exit code: 0 after
 // --help (printed on stdout), 2 for a usage error (printed as "segmux: error: <command>: <why>").
 int parse_command_line(CLI::App& app, int argc, char** argv);
+
+// JSON text for output: bytes that are not UTF-8 (file names, prompts) become U+FFFD instead of the
+// JSON library's exception. indent < 0: one line.
+std::string json_text(const nlohmann::json& j, int indent = -1);
+// `s` with bytes that are not UTF-8 replaced by U+FFFD (for metadata that must be valid UTF-8).
+std::string valid_utf8(const std::string& s);
 
 // The largest --threads accepted: 4x the hardware threads, at least 256 (more only oversubscribes the
 // cores; 65536 crashed the OpenMP runtime).

@@ -112,7 +112,7 @@ int bench_main(int argc, char** argv) {
     j["peak_rss_bytes_with_peer"] = peak_rss_bytes();
   }
   if (as_json) {
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
     return 0;
   }
   std::printf("%s (%s, %d threads), load %.3f s (file %.3f s, kernels+arena %.3f s), %d warmup + %d timed runs\n",

@@ -108,7 +108,7 @@ int check_main(int argc, char** argv) {
     j["checks"] = nlohmann::json::array();
     for (auto& r : results)
       j["checks"].push_back({{"name", r.name}, {"ok", r.ok}, {"skipped", r.skipped}, {"detail", r.detail}});
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
   } else {
     for (auto& r : results)
       std::printf("[%s] %s: %s\n", r.skipped ? "skip" : r.ok ? " ok " : "FAIL", r.name.c_str(), r.detail.c_str());

@@ -57,7 +57,7 @@ int compile_main(int argc, char** argv) {
     j["weights_bytes"] = weights;
     j["seconds"] = seconds;
     j["passes"] = nlohmann::json::parse(r.passes.to_json());
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
   } else {
     std::printf("compiled %s -> %s (%s, %s) in %.2f s\n", model.c_str(), output.c_str(), r.target_isa.c_str(),
                 precision.c_str(), seconds);

@@ -129,7 +129,7 @@ std::map<std::string, Tensor> contract_inputs(const ir::Graph& g, const sam31::M
 
 // Sends one JSON line to the parent (whole line in one write: the pipe buffer holds it).
 void send_line(int fd, const nlohmann::json& j) {
-  std::string s = j.dump() + "\n";
+  std::string s = json_text(j) + "\n";
   const char* p = s.data();
   size_t left = s.size();
   while (left > 0) {
@@ -424,7 +424,7 @@ int fullsize_check_main(int argc, char** argv) {
   const std::string table = markdown_table(rows);
   if (json) {
     nlohmann::json j = {{"config", cfg.name}, {"threads", threads}, {"checkpoint", checkpoint}, {"candidates", rows}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     std::printf("%s", table.c_str());
   }

@@ -70,7 +70,7 @@ int inspect_main(int argc, char** argv) {
   j["heavy_nodes_without_flop_estimate"] = st.nodes_without_flops_estimate;
   j["unsupported_ops"] = st.unsupported;
   if (as_json) {
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
     return 0;
   }
   std::printf("%s: %s model '%s', %zu nodes\n", model.c_str(), j["format"].get<std::string>().c_str(), g.name.c_str(),

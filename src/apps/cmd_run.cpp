@@ -64,7 +64,7 @@ int run_main(int argc, char** argv) {
     const std::string& name = runner->graph().value(v).name;
     ordered.emplace_back(name, outs.at(name));
   }
-  write_safetensors(output, ordered, {{"producer", "segmux run"}, {"model", model}});
+  write_safetensors(output, ordered, {{"producer", "segmux run"}, {"model", valid_utf8(model)}});
   if (as_json) {
     nlohmann::json j;
     j["model"] = model;
@@ -74,7 +74,7 @@ int run_main(int argc, char** argv) {
     j["outputs"] = nlohmann::json::array();
     for (auto& [name, t] : ordered)
       j["outputs"].push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()}});
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
   } else {
     std::printf("ran %s (%s) in %.3f s\n", model.c_str(), runner->engine_name().c_str(), seconds);
     for (auto& [name, t] : ordered)

@@ -44,7 +44,7 @@ int tokenize_main(int argc, char** argv) {
     if (show_clean) j["clean"] = sam31::clean_text_lower(texts[i]);
     const int64_t* row = ids.data<int64_t>() + i * size_t(tok.context_length());
     j["ids"] = std::vector<int64_t>(row, row + tok.context_length());
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", json_text(j).c_str());
   }
   return 0;
 }

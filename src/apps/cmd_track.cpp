@@ -141,7 +141,7 @@ class Spool {
                         {"rles", rles},
                         {"tracked", out.stats.num_obj_tracked},
                         {"dropped", out.stats.num_obj_dropped}};
-    std::string line = j.dump();
+    std::string line = json_text(j);
     SEGMUX_CHECK(std::fseek(file_, 0, SEEK_END) == 0, "temporary file: seek failed");
     long at = std::ftell(file_);
     SEGMUX_CHECK(at >= 0 && std::fwrite(line.data(), 1, line.size(), file_) == line.size(),
@@ -329,7 +329,7 @@ int run_track(int argc, char** argv) {
                               {"seconds_per_frame", done ? track_secs / done : 0.0},
                               {"out", out_dir},
                               {"outputs", outputs}};
-    std::printf("%s\n", summary.dump(2).c_str());
+    std::printf("%s\n", json_text(summary, 2).c_str());
   } else {
     log("wrote " + std::to_string(writer.frames_written()) + " frames, " + std::to_string(frames_per_object.size()) +
         " objects, to " + out_dir + (overlay_final.empty() ? "" : " (overlay " + overlay_final + ")"));

@@ -89,7 +89,7 @@ int verify_main(int argc, char** argv) {
     report["verdict"] = verdict_name(overall);
     report["exit_code"] = int(overall);
     if (as_json)
-      std::printf("%s\n", report.dump(1).c_str());
+      std::printf("%s\n", json_text(report, 1).c_str());
     else
       std::printf("verdict: %s\n", std::string(verdict_name(overall)).c_str());
     return int(overall);

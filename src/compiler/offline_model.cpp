@@ -308,7 +308,8 @@ void emit(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt, c
   meta["weights_bytes"] = weights_bytes;
   meta["nodes"] = g.nodes.size();
 
-  std::string meta_text = meta.dump(1);
+  // Replace: a command line may hold file names that are not UTF-8.
+  std::string meta_text = meta.dump(1, ' ', false, json::error_handler_t::replace);
   SEGMUX_CHECK(meta_text.size() <= kMaxMetaBytes, "offline model: META is ", meta_text.size(), " bytes, more than ",
                kMaxMetaBytes);
   sections.push_back(Section{SectionKind::meta, std::move(meta_text), {}, 0, 0, 0});

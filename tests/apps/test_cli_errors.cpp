@@ -121,3 +121,16 @@ TEST_F(Cli, UsageErrorsExit2FailuresExit1InOneStyle) {
   // --help is not an error.
   EXPECT_EQ(segmux_stderr("run --help").code, 0);
 }
+
+TEST_F(Cli, FileNamesThatAreNotUtf8ReachJsonOutputIntact) {
+  // Before: the JSON library's "[json.exception.type_error.316] invalid UTF-8 byte" as the error.
+  const std::string odd = path("caf\xe9.onnx"), odd_smx = path("caf\xe9.smx");
+  fs::copy_file(path("tiny.onnx"), odd, fs::copy_options::overwrite_existing);
+  Outcome r = segmux_stderr("inspect '" + odd + "' --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = segmux_stderr("compile '" + odd + "' -o '" + odd_smx + "' --json");  // the command line goes into META
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = segmux_stderr("run '" + odd_smx + "' --random --json --output " + path("o.safetensors"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+}
