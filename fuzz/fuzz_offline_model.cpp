@@ -1,21 +1,22 @@
 // libFuzzer target: the offline model (.smx) loader must turn any bytes into a model or a
-// segmux::Error, never a crash. With SEGMUX_FUZZ_NO_CHECKSUMS=1 no checksum is verified, so
-// mutations reach the section parsers behind them.
+// segmux::Error, never a crash; a model that loads is then run (when small, fuzz_run_util.h). With
+// SEGMUX_FUZZ_NO_CHECKSUMS=1 no checksum is verified, so mutations reach the section parsers behind them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "fuzz_run_util.h"
 #include "runtime/offline_model.h"
 #include "seed_models.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   segmux::fuzz::write_seeds_if_asked([](const segmux::ir::Graph& g) {
     auto c = segmux::compiler::compile_graph(g);
-    segmux::segmux::WriteOptions w;
+    segmux::WriteOptions w;
     w.target_isa = "generic";
-    return segmux::segmux::serialize_offline_model(c.graph, c.plan, w);
+    return segmux::serialize_offline_model(c.graph, c.plan, w);
   });
   return 0;
 }
@@ -27,11 +28,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   auto storage = segmux::Storage::allocate(size);
   if (size) std::memcpy(storage->data, data, size);
-  segmux::segmux::LoadOptions opt;
+  segmux::LoadOptions opt;
   opt.verify_checksums = !skip_checksums;
   opt.check_isa = false;
   try {
-    segmux::segmux::load_offline_model(storage, "fuzz input", opt);
+    auto m = segmux::load_offline_model(storage, "fuzz input", opt);
+    segmux::fuzz::run_if_small(m.graph, m.plan, size % 2 == 0);
   } catch (const segmux::Error&) {
   }
   return 0;

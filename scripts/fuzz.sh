@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (build/fuzz; libraries instrumented for coverage, ASan+UBSan)
 # and runs each for a bounded time on a seed corpus generated at run time. Exits non-zero on a crash.
-#   FUZZ_SECONDS  seconds per run (default 60)
+#   FUZZ_SECONDS  seconds per run (default 25: the brief CI run)
 #   FUZZ_JOBS     build parallelism (default: nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_PER_RUN=${FUZZ_SECONDS:-60}
+SECONDS_PER_RUN=${FUZZ_SECONDS:-25}
 JOBS=${FUZZ_JOBS:-$(nproc)}
 BUILD=build/fuzz
 
@@ -13,7 +13,7 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DSEGMUX_TESTS=OFF -DSEGMUX_BENCH=OFF -DSEGMUX_WERROR=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
-cmake --build "$BUILD" --target fuzz_onnx_import fuzz_offline_model -j "$JOBS"
+cmake --build "$BUILD" --target fuzz_onnx_import fuzz_onnx_run fuzz_offline_model fuzz_media -j "$JOBS"
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -36,6 +36,8 @@ run() {  # name target extra-env...
   fi
 }
 run onnx fuzz_onnx_import
+run onnx-run fuzz_onnx_run
 run smx-no-checksums fuzz_offline_model SEGMUX_FUZZ_NO_CHECKSUMS=1
 run smx fuzz_offline_model SEGMUX_FUZZ_NO_CHECKSUMS=0
+run media fuzz_media
 exit $status

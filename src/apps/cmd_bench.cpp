@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "verify/ort_peer.h"
@@ -60,7 +61,7 @@ int bench_main(int argc, char** argv) {
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
   app.add_option("--warmup", warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
   app.add_option("--iters", iters, "timed runs (default 10)")->check(CLI::PositiveNumber);
-  app.add_option("--threads", threads, "threads for us and the peer (default 2)")->check(CLI::PositiveNumber);
+  add_threads_option(app, threads, "threads for us and the peer (default 2)");
   app.add_option("--engine", engine, "for ONNX models: compiled (default, in memory) or session")
       ->check(CLI::IsMember({"session", "compiled"}));
   app.add_option("--precision", precision, "for ONNX models compiled in memory: fp32 or bf16")
@@ -71,11 +72,7 @@ int bench_main(int argc, char** argv) {
   app.add_option("--peer-model", peer_model, "ONNX file for the peer (needed when MODEL is a .smx file)");
   app.add_option("--seed", seed, "seed of the random inputs");
   app.add_flag("--json", as_json, "print the report as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   OpenOptions oo;
   oo.engine = parse_engine(engine);
   oo.threads = threads;
@@ -102,7 +99,7 @@ int bench_main(int argc, char** argv) {
   Latency theirs;
   if (!peer.empty()) {
     std::string onnx = peer_model.empty() ? model : peer_model;
-    SEGMUX_CHECK(!is_smx_file(onnx), "--peer ort needs the ONNX model: give it with --peer-model FILE.onnx");
+    SEGMUX_USAGE_CHECK(!is_smx_file(onnx), "--peer ort needs the ONNX model: give it with --peer-model FILE.onnx");
     std::string why;
     SEGMUX_CHECK(ort_available(&why), "ONNX Runtime is not available: ", why);
     OrtPeerOptions po;
@@ -115,7 +112,7 @@ int bench_main(int argc, char** argv) {
     j["peak_rss_bytes_with_peer"] = peak_rss_bytes();
   }
   if (as_json) {
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
     return 0;
   }
   std::printf("%s (%s, %d threads), load %.3f s (file %.3f s, kernels+arena %.3f s), %d warmup + %d timed runs\n",

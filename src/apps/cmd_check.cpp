@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "compiler/graph_stats.h"
@@ -37,11 +38,7 @@ int check_main(int argc, char** argv) {
   app.add_flag("--no-probe", no_probe, "skip the probe run");
   app.add_option("--seed", seed, "seed of the probe inputs");
   app.add_flag("--json", as_json, "print the report as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   std::vector<CheckResult> results;
   auto record = [&](const std::string& name, auto&& fn) -> bool {
     CheckResult r{name};
@@ -111,7 +108,7 @@ int check_main(int argc, char** argv) {
     j["checks"] = nlohmann::json::array();
     for (auto& r : results)
       j["checks"].push_back({{"name", r.name}, {"ok", r.ok}, {"skipped", r.skipped}, {"detail", r.detail}});
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
   } else {
     for (auto& r : results)
       std::printf("[%s] %s: %s\n", r.skipped ? "skip" : r.ok ? " ok " : "FAIL", r.name.c_str(), r.detail.c_str());

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 
@@ -28,11 +29,7 @@ int compile_main(int argc, char** argv) {
       ->check(CLI::IsMember({"native", "generic", "x86-64-avx512"}));
   app.add_option("--skip-pass", skip, "do not run this pass (repeatable)")->allow_extra_args(false);
   app.add_flag("--json", as_json, "print the report as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   auto t0 = std::chrono::steady_clock::now();
   compiler::CompileOptions opt;
   opt.input_shapes = parse_input_shapes(shapes);
@@ -60,7 +57,7 @@ int compile_main(int argc, char** argv) {
     j["weights_bytes"] = weights;
     j["seconds"] = seconds;
     j["passes"] = nlohmann::json::parse(r.passes.to_json());
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
   } else {
     std::printf("compiled %s -> %s (%s, %s) in %.2f s\n", model.c_str(), output.c_str(), r.target_isa.c_str(),
                 precision.c_str(), seconds);

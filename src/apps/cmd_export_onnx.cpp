@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/config.h"
@@ -22,19 +23,13 @@ int export_onnx_main(int argc, char** argv) {
   app.add_option("--config", config, "config file (flat JSON or a fixture config.json; default: full-size)");
   app.add_option("--variant", variant, "build variant (e.g. fp32_mlp for the backbone)");
   app.add_option("-o,--output", out, "output .onnx file")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
   const sam31::Candidate* def = sam31::find_candidate(candidate);
-  if (!def) {
-    std::fprintf(stderr, "segmux export-onnx: unknown candidate '%s' (known: %s)\n", candidate.c_str(),
-                 sam31::candidate_names().c_str());
-    return 2;
-  }
+  SEGMUX_USAGE_CHECK(def, "--candidate: unknown candidate '", candidate, "' (known: ", sam31::candidate_names(), ")");
   sam31::Weights w = sam31::Weights::load(weights);
+  SEGMUX_USAGE_CHECK(variant.empty() || std::find(def->variants.begin(), def->variants.end(), variant) != def->variants.end(),
+                     "--variant: candidate '", candidate, "' has no build variant '", variant, "'");
   ir::Graph g = def->build(cfg, w, variant);
   onnx_io::export_onnx_file(g, out);
   std::printf("wrote %s (%zu nodes, %zu inputs, %zu outputs)\n", out.c_str(), g.nodes.size(), g.inputs.size(),

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "compiler/compile.h"
 #include "core/error.h"
@@ -122,7 +123,7 @@ std::map<std::string, Tensor> contract_inputs(const ir::Graph& g, const sam31::M
 
 // Sends one JSON line to the parent (whole line in one write: the pipe buffer holds it).
 void send_line(int fd, const nlohmann::json& j) {
-  std::string s = j.dump() + "\n";
+  std::string s = json_text(j) + "\n";
   const char* p = s.data();
   size_t left = s.size();
   while (left > 0) {
@@ -339,18 +340,14 @@ int fullsize_check_main(int argc, char** argv) {
                  "plus memory_encoder:image_size_masks");
   app.add_flag("--json", json, "print the results as JSON instead of a markdown table");
   app.add_option("--markdown", markdown_out, "also write the markdown table to this file (atomically)");
-  app.add_option("--threads", threads, "executor threads")->check(CLI::Range(1, 256));
+  add_threads_option(app, threads, "executor threads");
   app.add_option("--timeout-s", timeout_s, "per-candidate time limit in seconds (0 = none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--runs", runs, "run each candidate this many times (later runs: --json only)")
       ->check(CLI::Range(1, 100));
   app.add_option("--seed", seed, "seed of the random weights and inputs");
   app.add_option("--work-dir", work_dir, "where the temporary folder goes (default: $TMPDIR or /tmp)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
 
   std::vector<Target> targets;
   if (names.empty()) targets = default_targets();
@@ -421,7 +418,7 @@ int fullsize_check_main(int argc, char** argv) {
   const std::string table = markdown_table(rows);
   if (json) {
     nlohmann::json j = {{"config", cfg.name}, {"threads", threads}, {"checkpoint", checkpoint}, {"candidates", rows}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     std::printf("%s", table.c_str());
   }

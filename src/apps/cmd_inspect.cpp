@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "compiler/graph_stats.h"
@@ -30,11 +31,7 @@ int inspect_main(int argc, char** argv) {
   app.add_option("--input-shape", shapes, "fix an ONNX input's shape for the FLOP estimate: name:d0,d1,...")
       ->allow_extra_args(false);
   app.add_flag("--json", as_json, "print the report as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   ir::Graph g;
   nlohmann::json j;
   j["model"] = model;
@@ -73,7 +70,7 @@ int inspect_main(int argc, char** argv) {
   j["heavy_nodes_without_flop_estimate"] = st.nodes_without_flops_estimate;
   j["unsupported_ops"] = st.unsupported;
   if (as_json) {
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
     return 0;
   }
   std::printf("%s: %s model '%s', %zu nodes\n", model.c_str(), j["format"].get<std::string>().c_str(), g.name.c_str(),

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "models/sam31/config.h"
 #include "models/sam31/state_dict.h"
@@ -59,14 +60,11 @@ int make_checkpoint_main(int argc, char** argv) {
   app.add_option("--drop", edits.drop, "leave this key out (repeatable)");
   app.add_option("--rename", renames, "OLD=NEW: store key OLD under NEW (repeatable)");
   app.add_option("--mis-shape", edits.mis_shape, "add 1 to the first dimension of this key (repeatable)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   for (auto& r : renames) {
     auto eq = r.find('=');
-    SEGMUX_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < r.size(), "--rename expects OLD=NEW, got '", r, "'");
+    SEGMUX_USAGE_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < r.size(), "--rename expects OLD=NEW, got '", r,
+                       "'");
     edits.rename.emplace_back(r.substr(0, eq), r.substr(eq + 1));
   }
   const sam31::ModelConfig cfg = config_from_arg(config);
@@ -88,11 +86,7 @@ int check_weights_main(int argc, char** argv) {
   std::string file, config = "full";
   app.add_option("checkpoint", file, "checkpoint file")->required();
   app.add_option("--config", config, "'full' (official full size) or a config file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config_from_arg(config);
   const auto before = rss_kib();
   auto t0 = std::chrono::steady_clock::now();

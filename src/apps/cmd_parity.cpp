@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "verify/sam31/parity.h"
 #include "verify/video_parity.h"
@@ -24,7 +25,7 @@ int parity_main(int argc, char** argv) {
   app.add_option("--weights", opt.weights_files, "weights file(s) to use (default: every weights.* in the folder)");
   app.add_option("--candidate", opt.candidates,
                  "only these candidates (default: all; 'tokenizer' names the tokenizer check)");
-  app.add_option("--threads", opt.num_threads, "threads per run");
+  add_threads_option(app, opt.num_threads, "threads per run");
   app.add_flag("--no-reference", no_ref, "skip the reference-kernel runs");
   app.add_flag("--no-optimized", no_opt, "skip the optimized-kernel runs");
   app.add_flag("--no-compiled", no_comp, "skip the compiled (passes + memory plan) runs");
@@ -34,11 +35,7 @@ int parity_main(int argc, char** argv) {
                "end to end instead: the compiled candidates and the C++ predictor on the folder's video and "
                "prompt against video/trace.json (ids, probs, masks IoU >= 0.99 or <= 16 px for small masks)");
   app.add_option("--cache-dir", cache_dir, "with --video: where the compiled candidates are cached");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   if (video) {
     pipeline::VideoParityOptions v;
     v.fixture_dir = opt.fixture_dir;

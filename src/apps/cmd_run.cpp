@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "io/npy.h"
@@ -31,18 +32,14 @@ int run_main(int argc, char** argv) {
   app.add_option("--output", output, "output .safetensors file")->required();
   app.add_flag("--random", random, "random values for every input not given with --input");
   app.add_option("--seed", seed, "seed for --random (default 0)");
-  app.add_option("--threads", threads, "threads (default 2)");
+  add_threads_option(app, threads, "threads (default 2)");
   app.add_option("--engine", engine, "auto (default: .smx compiled, ONNX session), session, compiled")
       ->check(CLI::IsMember({"auto", "session", "compiled"}));
   app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")
       ->allow_extra_args(false);
   app.add_flag("--reference", reference, "reference kernels only (the portable ground truth)");
   app.add_flag("--json", as_json, "print a JSON summary");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   OpenOptions oo;
   oo.engine = parse_engine(engine);
   oo.threads = threads;
@@ -52,7 +49,7 @@ int run_main(int argc, char** argv) {
   std::map<std::string, Tensor> feed;
   for (auto& spec : inputs) {
     auto [name, t] = read_input_arg(spec);
-    SEGMUX_CHECK(!feed.count(name), "input '", name, "' is given twice");
+    SEGMUX_USAGE_CHECK(!feed.count(name), "input '", name, "' is given twice");
     feed[name] = t;
   }
   if (random) {
@@ -67,7 +64,7 @@ int run_main(int argc, char** argv) {
     const std::string& name = runner->graph().value(v).name;
     ordered.emplace_back(name, outs.at(name));
   }
-  write_safetensors(output, ordered, {{"producer", "segmux run"}, {"model", model}});
+  write_safetensors(output, ordered, {{"producer", "segmux run"}, {"model", valid_utf8(model)}});
   if (as_json) {
     nlohmann::json j;
     j["model"] = model;
@@ -77,7 +74,7 @@ int run_main(int argc, char** argv) {
     j["outputs"] = nlohmann::json::array();
     for (auto& [name, t] : ordered)
       j["outputs"].push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()}});
-    std::printf("%s\n", j.dump(1).c_str());
+    std::printf("%s\n", json_text(j, 1).c_str());
   } else {
     std::printf("ran %s (%s) in %.3f s\n", model.c_str(), runner->engine_name().c_str(), seconds);
     for (auto& [name, t] : ordered)

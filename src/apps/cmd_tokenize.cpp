@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
@@ -28,11 +29,7 @@ int tokenize_main(int argc, char** argv) {
   app.add_option("--context", context, "context length (overrides the config)");
   app.add_option("-o,--output", out, "write the ids to this .safetensors file");
   app.add_flag("--show-clean", show_clean, "also print the cleaned text");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
   const sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, context > 0 ? context : cfg.text_context_length);
   Tensor ids = tok.tokenize(texts);
@@ -47,7 +44,7 @@ int tokenize_main(int argc, char** argv) {
     if (show_clean) j["clean"] = sam31::clean_text_lower(texts[i]);
     const int64_t* row = ids.data<int64_t>() + i * size_t(tok.context_length());
     j["ids"] = std::vector<int64_t>(row, row + tok.context_length());
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", json_text(j).c_str());
   }
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "core/error.h"
 #include "pipeline/masks/rle.h"
@@ -141,7 +142,7 @@ class Spool {
                         {"rles", rles},
                         {"tracked", out.stats.num_obj_tracked},
                         {"dropped", out.stats.num_obj_dropped}};
-    std::string line = j.dump();
+    std::string line = json_text(j);
     SEGMUX_CHECK(std::fseek(file_, 0, SEEK_END) == 0, "temporary file: seek failed");
     long at = std::ftell(file_);
     SEGMUX_CHECK(at >= 0 && std::fwrite(line.data(), 1, line.size(), file_) == line.size(),
@@ -222,20 +223,14 @@ int run_track(int argc, char** argv) {
   app.add_option("--overlay", overlay,
                  "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
   app.add_flag("--no-masks", no_masks, "do not write per-frame mask PNGs");
-  app.add_option("--threads", src.num_threads, "CPU threads (default 2)");
+  add_threads_option(app, src.num_threads, "CPU threads (default 2)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  SEGMUX_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
-               "no model: give --weights CHECKPOINT, --model DIR or --demo");
-  SEGMUX_CHECK(!prompt.empty(), "--prompt is empty");
-  SEGMUX_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
-  SEGMUX_CHECK(src.num_threads >= 1 && src.num_threads <= 1024, "--threads ", src.num_threads,
-               " must be within 1..1024");
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
+                     "no model: give --weights CHECKPOINT, --model DIR or --demo");
+  SEGMUX_USAGE_CHECK(!prompt.empty(), "--prompt is empty");
+  SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
   };
@@ -244,7 +239,8 @@ int run_track(int argc, char** argv) {
   auto reader = open_video(input);
   log("input: " + reader->describe());
   const int n = reader->num_frames();
-  SEGMUX_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1, ")");
+  SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
+                     ")");
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, n, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
@@ -337,7 +333,7 @@ int run_track(int argc, char** argv) {
                               {"seconds_per_frame", done ? track_secs / done : 0.0},
                               {"out", out_dir},
                               {"outputs", outputs}};
-    std::printf("%s\n", summary.dump(2).c_str());
+    std::printf("%s\n", json_text(summary, 2).c_str());
   } else {
     log("wrote " + std::to_string(writer.frames_written()) + " frames, " + std::to_string(frames_per_object.size()) +
         " objects, to " + out_dir + (overlay_final.empty() ? "" : " (overlay " + overlay_final + ")"));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <random>
 
+#include "apps/cli.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "onnx/onnx_io.h"
@@ -16,7 +17,7 @@ Engine parse_engine(const std::string& name) {
   if (name == "auto") return Engine::automatic;
   if (name == "session") return Engine::session;
   if (name == "compiled") return Engine::compiled;
-  fail("unknown engine '", name, "' (auto, session, compiled)");
+  usage_fail("--engine: unknown engine '", name, "' (auto, session, compiled)");
 }
 
 const ir::Graph& ModelRunner::graph() const {
@@ -30,7 +31,7 @@ std::map<std::string, Tensor> ModelRunner::run(const std::map<std::string, Tenso
 
 std::string ModelRunner::engine_name() const { return engine_; }
 
-bool is_smx_file(const std::string& path) { return segmux::is_offline_model_file(path); }
+bool is_smx_file(const std::string& path) { return detect_model_format(path) == ModelFormat::smx; }
 
 ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes,
                              bool infer_shapes) {
@@ -41,17 +42,18 @@ ir::Graph import_model_graph(const std::string& path, const std::map<std::string
 }
 
 std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt) {
+  check_threads(opt.threads, "--threads");
   auto r = std::make_unique<ModelRunner>();
   ExecutorOptions eo{opt.threads, !opt.reference_kernels};
   using clock = std::chrono::steady_clock;
   auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   auto t0 = clock::now();
   if (is_smx_file(path)) {
-    SEGMUX_CHECK(opt.engine != Engine::session, "'", path,
-                 "' is a compiled model; it runs only with the compiled engine");
-    SEGMUX_CHECK(opt.input_shapes.empty(), "'", path,
-                 "' is a compiled model with fixed input shapes; "
-                 "--input-shape applies to ONNX models only");
+    SEGMUX_USAGE_CHECK(opt.engine != Engine::session, "'", path,
+                       "' is a compiled model; it runs only with the compiled engine");
+    SEGMUX_USAGE_CHECK(opt.input_shapes.empty(), "'", path,
+                       "' is a compiled model with fixed input shapes; "
+                       "--input-shape applies to ONNX models only");
     r->offline_ = std::make_unique<segmux::OfflineModel>(segmux::load_offline_model_file(path));
     r->load_seconds_ = since(t0);
     t0 = clock::now();
@@ -81,7 +83,7 @@ std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& 
   std::map<std::string, Shape> out;
   for (const std::string& s : specs) {
     size_t colon = s.rfind(':');
-    SEGMUX_CHECK(colon != std::string::npos && colon > 0, "--input-shape '", s, "': expected name:d0,d1,...");
+    SEGMUX_USAGE_CHECK(colon != std::string::npos && colon > 0, "--input-shape '", s, "': expected name:d0,d1,...");
     Shape shape;
     std::string dims = s.substr(colon + 1);
     size_t p = 0;
@@ -89,8 +91,8 @@ std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& 
       size_t q = dims.find(',', p);
       if (q == std::string::npos) q = dims.size();
       std::string d = dims.substr(p, q - p);
-      SEGMUX_CHECK(!d.empty() && d.find_first_not_of("0123456789") == std::string::npos && d.size() < 13,
-                   "--input-shape '", s, "': '", d, "' is not a dimension");
+      SEGMUX_USAGE_CHECK(!d.empty() && d.find_first_not_of("0123456789") == std::string::npos && d.size() < 13,
+                         "--input-shape '", s, "': '", d, "' is not a dimension");
       shape.push_back(std::stoll(d));
       p = q + 1;
     }
@@ -125,8 +127,8 @@ std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
 
 std::pair<std::string, Tensor> read_input_arg(const std::string& spec) {
   size_t eq = spec.find('=');
-  SEGMUX_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), "--input '", spec,
-               "': expected NAME=FILE (.npy or .safetensors)");
+  SEGMUX_USAGE_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), "--input '", spec,
+                     "': expected NAME=FILE (.npy or .safetensors)");
   std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
   auto ends_with = [&](const std::string& suffix) {
     return file.size() >= suffix.size() && file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -139,7 +141,7 @@ std::pair<std::string, Tensor> read_input_arg(const std::string& spec) {
                  tf.names.size(), " tensors");
     return {name, tf.at(tf.names[0])};
   }
-  fail("--input '", spec, "': unknown file type (expected .npy or .safetensors)");
+  usage_fail("--input '", spec, "': unknown file type (expected .npy or .safetensors)");
 }
 
 size_t peak_rss_bytes() {

@@ -40,6 +40,8 @@ struct OpenOptions {
   std::map<std::string, Shape> input_shapes;
   std::string precision = "fp32";
 };
+// By the first bytes (segmux::detect_model_format): errors for an empty, unreadable or non-regular
+// file and for a *.smx file without the .smx magic.
 bool is_smx_file(const std::string& path);
 std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt);
 ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "apps/cli.h"
 #include "apps/commands.h"
 #include "io/safetensors.h"
 #include "verify/compare.h"
@@ -33,12 +34,8 @@ int verify_main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "fp32", "fp16"}));
   app.add_flag("--allow-extra", allow_extra, "tensors in A that B lacks are not a failure");
   app.add_flag("--json", as_json, "print the report as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 3;
-  }
+  // verify's exit codes are its verdict (0 pass, 1 review, 2 fail); any error, usage included, is 3.
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code == 0 ? 0 : 3;
   try {
     TensorFile a = read_safetensors(a_path), b = read_safetensors(b_path);
     CompareOptions opt{atol, rtol, tier};
@@ -92,12 +89,12 @@ int verify_main(int argc, char** argv) {
     report["verdict"] = verdict_name(overall);
     report["exit_code"] = int(overall);
     if (as_json)
-      std::printf("%s\n", report.dump(1).c_str());
+      std::printf("%s\n", json_text(report, 1).c_str());
     else
       std::printf("verdict: %s\n", std::string(verdict_name(overall)).c_str());
     return int(overall);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "segmux verify: error: %s\n", e.what());
+    std::fprintf(stderr, "segmux: error: verify: %s\n", e.what());
     return 3;
   }
 }

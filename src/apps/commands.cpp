@@ -32,7 +32,7 @@ int dispatch(int argc, char** argv) {
   }
   for (auto& c : commands())
     if (c.name == argv[1]) return c.main(argc - 1, argv + 1);
-  std::fprintf(stderr, "segmux: unknown command '%s'\n\n", argv[1]);
+  std::fprintf(stderr, "segmux: error: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;
 }

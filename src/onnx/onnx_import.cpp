@@ -1,8 +1,14 @@
 // ONNX -> IR: parse, check (libonnx checker), upgrade to opset 17 when older, shape-infer (libonnx),
 // convert. Every failure is a segmux::Error naming the model and, where there is one, the node.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <climits>
-#include <fstream>
+#include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -23,13 +29,34 @@ namespace {
 
 constexpr int kTargetOpset = 17;
 
+// Regular files only (a FIFO would block the read forever), size checked before reading.
 std::string read_whole_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SEGMUX_CHECK(f.good(), "cannot open ONNX model '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  SEGMUX_CHECK(!f.bad(), "cannot read ONNX model '", path, "'");
-  return ss.str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  SEGMUX_CHECK(fd >= 0, "cannot open ONNX model '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("ONNX model '", path, "' is not a regular file");
+  }
+  if (st.st_size >= INT_MAX) {
+    ::close(fd);
+    fail("ONNX model '", path, "' is ", st.st_size,
+         " bytes; ONNX models over 2 GB keep their weights in external data files");
+  }
+  std::string bytes(size_t(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      ::close(fd);
+      fail("cannot read ONNX model '", path, "': ", err ? std::strerror(err) : "the file shrank while read");
+    }
+    done += size_t(n);
+  }
+  ::close(fd);
+  return bytes;
 }
 
 std::string node_label(const onnx::NodeProto& n, int index) {
@@ -61,6 +88,71 @@ void run_checker(const onnx::ModelProto& m, const std::string& model_dir) {
   onnx::checker::check_model_local_functions(m, ctx, lex);
 }
 
+// The window attributes of convolution and pooling nodes, checked before ONNX's own shape inference
+// sees them: it divides by the strides (SIGFPE on 0) and trusts every list's length.
+bool has_window_attributes(const std::string& domain, const std::string& op) {
+  static const std::set<std::string> ops = {"Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
+                                            "MaxPool", "AveragePool",   "LpPool",      "MaxUnpool"};
+  return (domain.empty() || domain == "ai.onnx") && ops.count(op);
+}
+
+// `ranks`: the declared rank of graph inputs and initializers, where known.
+void check_window_attributes(const onnx::NodeProto& n, int index, const std::map<std::string, int>& ranks) {
+  if (!has_window_attributes(n.domain(), n.op_type())) return;
+  constexpr int64_t kMaxWindowValue = int64_t(1) << 31;  // far beyond any real kernel, stride or pad
+  const std::string where = node_label(n, index);
+  size_t spatial = 0;  // the number of spatial axes: from the data input's rank, else the first list seen
+  std::string spatial_from;
+  auto r = n.input_size() > 0 ? ranks.find(n.input(0)) : ranks.end();
+  if (r != ranks.end()) {
+    SEGMUX_CHECK(r->second >= 3, where, ": input '", n.input(0), "' has rank ", r->second,
+                 "; convolution and pooling need [N, C, spatial...]");
+    spatial = size_t(r->second - 2);
+    spatial_from = "input '" + n.input(0) + "'";
+  }
+  auto ints = [&](const onnx::AttributeProto& a, int64_t min) {
+    SEGMUX_CHECK(a.type() == onnx::AttributeProto::INTS, where, ": attribute '", a.name(), "' must be a list of ints");
+    for (int64_t v : a.ints())
+      SEGMUX_CHECK(v >= min && v <= kMaxWindowValue, where, ": attribute '", a.name(), "' has value ", v, " (must be ",
+                   min == 0 ? "0" : "1", "..", kMaxWindowValue, ")");
+    return size_t(a.ints_size());
+  };
+  auto same_rank = [&](const onnx::AttributeProto& a, size_t count) {
+    if (spatial_from.empty()) {
+      spatial = count;
+      spatial_from = "attribute '" + a.name() + "'";
+    }
+    SEGMUX_CHECK(count == spatial, where, ": attribute '", a.name(), "' has ", count, " spatial values but ",
+                 spatial_from, " has ", spatial);
+  };
+  const onnx::AttributeProto* pads = nullptr;
+  for (const auto& a : n.attribute()) {
+    const std::string& k = a.name();
+    if (k == "kernel_shape" || k == "strides" || k == "dilations") {
+      size_t count = ints(a, 1);
+      SEGMUX_CHECK(count > 0, where, ": attribute '", k, "' is empty");
+      same_rank(a, count);
+    } else if (k == "output_padding") {
+      same_rank(a, ints(a, 0));
+    } else if (k == "pads") {
+      ints(a, 0);
+      pads = &a;
+    } else if (k == "group") {
+      SEGMUX_CHECK(a.type() == onnx::AttributeProto::INT && a.i() >= 1 && a.i() <= kMaxWindowValue, where,
+                   ": attribute 'group' must be an int >= 1");
+    } else if (k == "p") {
+      SEGMUX_CHECK(a.type() == onnx::AttributeProto::INT && a.i() >= 1 && a.i() <= 64, where,
+                   ": attribute 'p' must be an int in 1..64");
+    }
+  }
+  if (pads && !spatial_from.empty())
+    SEGMUX_CHECK(size_t(pads->ints_size()) == 2 * spatial, where, ": attribute 'pads' has ", pads->ints_size(),
+                 " values, expected ", 2 * spatial, " (begin and end of each of the ", spatial, " spatial axes)");
+  if (pads)
+    SEGMUX_CHECK(pads->ints_size() % 2 == 0, where, ": attribute 'pads' has an odd number of values (",
+                 pads->ints_size(), ")");
+}
+
 // Structural checks of our own, before libonnx sees the model: its checker leaves some of these
 // unchecked and its version converter crashes on them (e.g. a graph output nothing produces).
 void check_structure(const onnx::ModelProto& m) {
@@ -72,7 +164,11 @@ void check_structure(const onnx::ModelProto& m) {
                  "' is not a tensor (sequences, maps, optionals and sparse tensors are not supported)");
     SEGMUX_CHECK(vi.type().tensor_type().has_elem_type(), role, " '", vi.name(), "' has no element type");
   };
+  std::map<std::string, int> ranks;  // declared ranks, for check_window_attributes
+  for (const auto& in : g.input())
+    if (in.type().tensor_type().has_shape()) ranks[in.name()] = in.type().tensor_type().shape().dim_size();
   for (const auto& init : g.initializer()) {
+    ranks[init.name()] = init.dims_size();
     SEGMUX_CHECK(!init.name().empty(), "an initializer has no name");
     SEGMUX_CHECK(defined.insert(init.name()).second, "initializer '", init.name(), "' is defined twice");
   }
@@ -96,6 +192,7 @@ void check_structure(const onnx::ModelProto& m) {
     for (const std::string& out : n.output())
       SEGMUX_CHECK(out.empty() || defined.insert(out).second, node_label(n, i), ": output '", out,
                    "' is already defined");
+    check_window_attributes(n, i, ranks);
   }
   for (const auto& out : g.output()) {
     check_type(out, "graph output");

@@ -1,6 +1,13 @@
 #include "onnx/onnx_tensor.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "io/safetensors.h"
@@ -8,6 +15,7 @@
 namespace segmux::onnx_io::detail {
 
 using onnx::TensorProto;
+namespace fs = std::filesystem;
 
 bool dtype_from_onnx(int elem_type, DType* out) {
   switch (elem_type) {
@@ -73,29 +81,91 @@ std::string onnx_type_name(int elem_type) {
   return "type #" + std::to_string(elem_type);
 }
 
+namespace {
+
+// True when `p` is `root` or lies below it (both absolute and free of symlinks, "." and "..").
+bool is_inside(const fs::path& root, const fs::path& p) {
+  auto r = root.begin(), q = p.begin();
+  for (; r != root.end(); ++r, ++q) {
+    if (r->empty()) continue;  // a trailing separator of the root
+    if (q == p.end() || *r != *q) return false;
+  }
+  return true;
+}
+
+// Walks `location` component by component below `root` (canonical), following only symlinks whose
+// target stays inside root. Returns the symlink-free path and its lstat.
+fs::path resolve_inside(const fs::path& root, const std::string& location, const std::string& what, struct stat* st) {
+  fs::path p = root;
+  for (const fs::path& part : fs::path(location)) {
+    if (part.empty() || part == ".") continue;
+    p /= part;
+    SEGMUX_CHECK(::lstat(p.c_str(), st) == 0, what, ": cannot read external data '", location, "': '", p.string(),
+                 "': ", std::strerror(errno));
+    if (!S_ISLNK(st->st_mode)) continue;
+    std::error_code ec;
+    fs::path target = fs::canonical(p, ec);
+    SEGMUX_CHECK(!ec, what, ": external data '", location, "': symbolic link '", p.string(),
+                 "' cannot be resolved: ", ec.message());
+    SEGMUX_CHECK(is_inside(root, target), what, ": external data '", location, "' leaves the model folder through",
+                 " the symbolic link '", p.string(), "' (to '", target.string(), "')");
+    p = target;
+    SEGMUX_CHECK(::lstat(p.c_str(), st) == 0, what, ": cannot read external data '", location, "': '", p.string(),
+                 "': ", std::strerror(errno));
+  }
+  return p;
+}
+
+// Maps a regular file read-only. O_NOFOLLOW: the path was resolved already; a symlink swapped in since
+// is refused. O_NONBLOCK: a FIFO or device swapped in cannot block the open.
+std::shared_ptr<Storage> map_regular_file(const fs::path& root, const fs::path& p, const struct stat& checked,
+                                          const std::string& what, const std::string& location) {
+  const std::string name = what + ": external data '" + location + "'";
+  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  SEGMUX_CHECK(fd >= 0, name, ": cannot open '", p.string(), "': ", std::strerror(errno));
+  struct stat st {};
+  bool same =
+      ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == checked.st_dev && st.st_ino == checked.st_ino;
+  // What was opened, as the kernel names it, must still lie inside the model folder.
+  char real[4096];
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(proc.c_str(), real, sizeof(real) - 1);
+  if (same && n > 0) same = is_inside(root, fs::path(std::string(real, size_t(n))));
+  if (!same) {
+    ::close(fd);
+    fail(name, " changed while it was opened (not the regular file inside the model folder that was checked)");
+  }
+  const size_t size = size_t(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return Storage::allocate(0);
+  }
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  ::close(fd);
+  SEGMUX_CHECK(data != MAP_FAILED, name, ": cannot map '", p.string(), "': ", std::strerror(err));
+  return Storage::borrow(data, size, std::shared_ptr<void>(data, [size](void* q) { ::munmap(q, size); }));
+}
+
+}  // namespace
+
 std::shared_ptr<Storage> ExternalData::file(const std::string& location, const std::string& what) {
   SEGMUX_CHECK(!base_dir_.empty(), what, ": external data '", location,
                "' cannot be resolved (no model folder; import the file, or set ImportOptions::base_dir)");
   SEGMUX_CHECK(!location.empty(), what, ": external data with an empty location");
   SEGMUX_CHECK(location[0] != '/', what, ": external data location '", location, "' is absolute");
-  // Each path component must stay inside the model folder.
-  size_t start = 0;
-  while (start <= location.size()) {
-    size_t end = location.find('/', start);
-    if (end == std::string::npos) end = location.size();
-    SEGMUX_CHECK(location.compare(start, end - start, "..") != 0, what, ": external data location '", location,
-                 "' leaves the model folder");
-    start = end + 1;
-  }
   SEGMUX_CHECK(location.find('\0') == std::string::npos, what, ": external data location has a NUL byte");
+  for (const fs::path& part : fs::path(location))
+    SEGMUX_CHECK(part != "..", what, ": external data location '", location, "' leaves the model folder");
   auto it = files_.find(location);
   if (it != files_.end()) return it->second;
-  std::shared_ptr<Storage> s;
-  try {
-    s = map_file(base_dir_ + "/" + location);
-  } catch (const std::exception& e) {
-    fail(what, ": cannot read external data '", location, "': ", e.what());
-  }
+  std::error_code ec;
+  const fs::path root = fs::canonical(base_dir_, ec);
+  SEGMUX_CHECK(!ec, what, ": external data '", location, "': model folder '", base_dir_, "': ", ec.message());
+  struct stat st {};
+  const fs::path p = resolve_inside(root, location, what, &st);
+  SEGMUX_CHECK(S_ISREG(st.st_mode), what, ": external data '", location, "' is not a regular file");
+  std::shared_ptr<Storage> s = map_regular_file(root, p, st, what, location);
   files_.emplace(location, s);
   return s;
 }
@@ -118,11 +188,23 @@ int64_t checked_numel(const TensorProto& p, const std::string& what, Shape* shap
 }
 
 template <typename Src, typename Dst>
-void copy_typed(const Src& field, Tensor& t, const std::string& what, const char* field_name) {
-  SEGMUX_CHECK(int64_t(field.size()) == t.numel(), what, ": ", field_name, " has ", field.size(), " values for shape ",
-               shape_str(t.shape()));
+void copy_typed(const Src& field, Tensor& t) {
   Dst* out = static_cast<Dst*>(t.raw());
   for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Dst>(field.Get(i));
+}
+
+// The typed field a tensor of `dt` keeps its values in when it has no raw_data, and how many it holds.
+std::pair<const char*, int64_t> typed_field(const TensorProto& p, DType dt) {
+  switch (dt) {
+    case DType::f32:
+      return {"float_data", p.float_data_size()};
+    case DType::f64:
+      return {"double_data", p.double_data_size()};
+    case DType::i64:
+      return {"int64_data", p.int64_data_size()};
+    default:  // i32 i8 u8 bool, and f16/bf16 bit patterns
+      return {"int32_data", p.int32_data_size()};
+  }
 }
 
 }  // namespace
@@ -166,10 +248,17 @@ Tensor tensor_from_proto(const TensorProto& p, ExternalData& external, const std
     return t;
   }
 
-  Tensor t(dt, shape);
+  // The bytes present must match the shape before anything of that shape is allocated: a few bytes of
+  // protobuf can declare terabytes.
   if (p.has_raw_data()) {
     SEGMUX_CHECK(p.raw_data().size() == nbytes, what, ": raw_data has ", p.raw_data().size(), " bytes but shape ",
                  shape_str(shape), " of ", dtype_name(dt), " needs ", nbytes);
+  } else {
+    auto [field, count] = typed_field(p, dt);
+    SEGMUX_CHECK(count == numel, what, ": ", field, " has ", count, " values for shape ", shape_str(shape));
+  }
+  Tensor t(dt, shape);
+  if (p.has_raw_data()) {
     if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
     if (dt == DType::boolean) {
       uint8_t* b = static_cast<uint8_t*>(t.raw());
@@ -179,30 +268,28 @@ Tensor tensor_from_proto(const TensorProto& p, ExternalData& external, const std
   }
   switch (dt) {
     case DType::f32:
-      copy_typed<decltype(p.float_data()), float>(p.float_data(), t, what, "float_data");
+      copy_typed<decltype(p.float_data()), float>(p.float_data(), t);
       break;
     case DType::f64:
-      copy_typed<decltype(p.double_data()), double>(p.double_data(), t, what, "double_data");
+      copy_typed<decltype(p.double_data()), double>(p.double_data(), t);
       break;
     case DType::i64:
-      copy_typed<decltype(p.int64_data()), int64_t>(p.int64_data(), t, what, "int64_data");
+      copy_typed<decltype(p.int64_data()), int64_t>(p.int64_data(), t);
       break;
     case DType::i32:
-      copy_typed<decltype(p.int32_data()), int32_t>(p.int32_data(), t, what, "int32_data");
+      copy_typed<decltype(p.int32_data()), int32_t>(p.int32_data(), t);
       break;
     case DType::i8:
-      copy_typed<decltype(p.int32_data()), int8_t>(p.int32_data(), t, what, "int32_data");
+      copy_typed<decltype(p.int32_data()), int8_t>(p.int32_data(), t);
       break;
     case DType::u8:
-      copy_typed<decltype(p.int32_data()), uint8_t>(p.int32_data(), t, what, "int32_data");
+      copy_typed<decltype(p.int32_data()), uint8_t>(p.int32_data(), t);
       break;
     case DType::f16:
     case DType::bf16:  // 16-bit patterns stored in int32_data
-      copy_typed<decltype(p.int32_data()), uint16_t>(p.int32_data(), t, what, "int32_data");
+      copy_typed<decltype(p.int32_data()), uint16_t>(p.int32_data(), t);
       break;
     case DType::boolean: {
-      SEGMUX_CHECK(int64_t(p.int32_data().size()) == numel, what, ": int32_data has ", p.int32_data().size(),
-                   " values for shape ", shape_str(shape));
       uint8_t* b = static_cast<uint8_t*>(t.raw());
       for (int i = 0; i < p.int32_data().size(); ++i) b[i] = p.int32_data(i) != 0;
       break;

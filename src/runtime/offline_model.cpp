@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +31,7 @@ constexpr size_t kProducerBytes = 24;
 constexpr const char* kProducer = "segmux 0.1.0";
 constexpr int64_t kMaxDim = int64_t(1) << 40;
 constexpr int64_t kMaxElements = int64_t(1) << 48;
+constexpr size_t kMaxMetaBytes = size_t(1) << 20;  // signature, options, stats: a few KB in practice
 
 template <typename T>
 void put(std::string& s, T v) {
@@ -45,6 +47,60 @@ T get(const std::byte* p) {
 }
 
 size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// Rejects CBOR nested deeper than a graph ever needs before the (recursive) DOM parser sees it: a
+// crafted file could otherwise exhaust the stack. The SAX pass stops at the first array/object past
+// the limit, so its own recursion is bounded too.
+struct DepthLimit : json::json_sax_t {
+  static constexpr int kMaxDepth = 32;
+  int depth = 0;
+  bool too_deep = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool enter() {
+    if (++depth > kMaxDepth) too_deep = true;
+    return !too_deep;
+  }
+};
+
+// Parses CBOR or JSON text from the file with its nesting bounded first (the SAX pass above).
+// TODO(io): use io/json_limits.h once it lands on main; this is the minimal local equivalent.
+json parse_bounded(const std::byte* p, size_t n, json::input_format_t format, const std::string& what) {
+  DepthLimit limit;
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
+  const char* kind = format == json::input_format_t::cbor ? "CBOR" : "JSON";
+  bool ok = json::sax_parse(b, b + n, &limit, format, true);
+  SEGMUX_CHECK(!limit.too_deep, what, " is nested deeper than ", DepthLimit::kMaxDepth, " levels");
+  SEGMUX_CHECK(ok, what, " is not valid ", kind);
+  json j = format == json::input_format_t::cbor ? json::from_cbor(b, b + n, true, false)
+                                                : json::parse(b, b + n, nullptr, false);
+  SEGMUX_CHECK(!j.is_discarded(), what, " is not valid ", kind);
+  return j;
+}
+
+json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
+  return parse_bounded(p, n, json::input_format_t::cbor, what);
+}
+
+// The META section (JSON text): bounded in size and depth before parsing, an object.
+json parse_meta(const std::byte* p, size_t n, const std::string& what) {
+  SEGMUX_CHECK(n <= kMaxMetaBytes, what, " is ", n, " bytes, more than the ", kMaxMetaBytes,
+               " a META section may hold");
+  json j = parse_bounded(p, n, json::input_format_t::json, what);
+  SEGMUX_CHECK(j.is_object(), what, " is not a JSON object");
+  return j;
+}
 
 // Element count with overflow checks (shapes come from untrusted files).
 int64_t checked_numel(const Shape& shape, const std::string& what) {
@@ -233,8 +289,8 @@ void emit(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt, c
   std::vector<WeightEntry> weights;
   std::string graph_bytes = graph_section(g, weights, weights_bytes);
 
-  json meta = json::parse(opt.meta_json.empty() ? "{}" : opt.meta_json, nullptr, false);
-  SEGMUX_CHECK(meta.is_object(), "offline model: extra META must be a JSON object");
+  const std::string extra = opt.meta_json.empty() ? "{}" : opt.meta_json;
+  json meta = parse_meta(reinterpret_cast<const std::byte*>(extra.data()), extra.size(), "offline model: extra META");
   meta["format_version"] = kOfflineFormatVersion;
   meta["producer"] = kProducer;
   meta["target_isa"] = opt.target_isa;
@@ -253,7 +309,11 @@ void emit(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt, c
   meta["weights_bytes"] = weights_bytes;
   meta["nodes"] = g.nodes.size();
 
-  sections.push_back(Section{SectionKind::meta, meta.dump(1), {}, 0, 0, 0});
+  // Replace: a command line may hold file names that are not UTF-8.
+  std::string meta_text = meta.dump(1, ' ', false, json::error_handler_t::replace);
+  SEGMUX_CHECK(meta_text.size() <= kMaxMetaBytes, "offline model: META is ", meta_text.size(), " bytes, more than ",
+               kMaxMetaBytes);
+  sections.push_back(Section{SectionKind::meta, std::move(meta_text), {}, 0, 0, 0});
   sections.push_back(Section{SectionKind::graph, std::move(graph_bytes), {}, 0, 0, 0});
   sections.push_back(Section{SectionKind::plan, plan_section(plan), {}, 0, 0, 0});
   Section w{SectionKind::weights, {}, weights, weights_bytes, 0, 0};
@@ -333,43 +393,6 @@ void emit(const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt, c
   SEGMUX_CHECK(written == file_bytes, "offline model writer: wrote ", written, " bytes, planned ", file_bytes);
 }
 
-// Rejects CBOR nested deeper than a graph ever needs before the (recursive) DOM parser sees it: a
-// crafted file could otherwise exhaust the stack. The SAX pass stops at the first array/object past
-// the limit, so its own recursion is bounded too.
-struct DepthLimit : json::json_sax_t {
-  static constexpr int kMaxDepth = 32;
-  int depth = 0;
-  bool too_deep = false;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return enter(); }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return --depth, true; }
-  bool start_array(std::size_t) override { return enter(); }
-  bool end_array() override { return --depth, true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-  bool enter() {
-    if (++depth > kMaxDepth) too_deep = true;
-    return !too_deep;
-  }
-};
-
-json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
-  DepthLimit limit;
-  const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
-  bool ok = json::sax_parse(b, b + n, &limit, json::input_format_t::cbor, true);
-  SEGMUX_CHECK(!limit.too_deep, what, " is nested deeper than ", DepthLimit::kMaxDepth, " levels");
-  SEGMUX_CHECK(ok, what, " is not valid CBOR");
-  json j = json::from_cbor(reinterpret_cast<const uint8_t*>(p), reinterpret_cast<const uint8_t*>(p) + n, true, false);
-  SEGMUX_CHECK(!j.is_discarded(), what, " is not valid CBOR");
-  return j;
-}
-
 }  // namespace
 
 // The kernels' dispatcher decides (CPUID, the OS's saved register state, SEGMUX_ISA), so a model is
@@ -413,12 +436,34 @@ void write_offline_model(const std::string& path, const ir::Graph& g, const Memo
 }
 
 bool is_offline_model_file(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
   char b[8] = {};
-  size_t n = std::fread(b, 1, 8, f);
-  std::fclose(f);
+  ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::read(fd, b, 8) : -1;
+  ::close(fd);
   return n == 8 && std::memcmp(b, kMagic, 8) == 0;
+}
+
+ModelFormat detect_model_format(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block here
+  SEGMUX_CHECK(fd >= 0, "cannot open model '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  char b[8] = {};
+  ssize_t n = regular ? ::read(fd, b, 8) : 0;
+  int err = errno;
+  ::close(fd);
+  SEGMUX_CHECK(regular, "model '", path, "' is not a regular file");
+  SEGMUX_CHECK(n >= 0, "cannot read model '", path, "': ", std::strerror(err));
+  const bool named_smx = path.size() >= 4 && path.compare(path.size() - 4, 4, ".smx") == 0;
+  if (n == 0)
+    fail("model '", path, "' is empty: not a segmux offline model (.smx)", named_smx ? "" : " nor an ONNX model");
+  // Any prefix of the magic is a (truncated) .smx file: the loader says so.
+  if (std::memcmp(b, kMagic, size_t(n)) == 0) return ModelFormat::smx;
+  SEGMUX_CHECK(!named_smx, "model '", path,
+               "' is not a segmux offline model (.smx): it does not start with the .smx magic bytes");
+  return ModelFormat::onnx;
 }
 
 OfflineModel load_offline_model_file(const std::string& path, const LoadOptions& opt) {
@@ -429,8 +474,10 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
   SEGMUX_CHECK(storage != nullptr, what, ": no data");
   const std::byte* base = storage->data;
   const size_t size = storage->nbytes;
+  SEGMUX_CHECK(size > 0, what, " is empty: not a segmux offline model (.smx)");
+  SEGMUX_CHECK(std::memcmp(base, kMagic, std::min<size_t>(size, 8)) == 0, what,
+               " is not a segmux offline model (.smx): it does not start with the .smx magic bytes");
   SEGMUX_CHECK(size >= kHeaderBytes, what, " is truncated: ", size, " bytes, the header alone needs ", kHeaderBytes);
-  SEGMUX_CHECK(std::memcmp(base, kMagic, 8) == 0, what, " is not a segmux offline model (bad magic)");
   OfflineModel m;
   m.format_version = get<uint32_t>(base + 8);
   SEGMUX_CHECK(m.format_version == kOfflineFormatVersion, what, " has offline format version ", m.format_version,
@@ -480,9 +527,8 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
   try {
     // META
     const Entry& me = entries[0];
+    json meta = parse_meta(base + me.offset, me.size, what + " meta section");
     m.meta_json.assign(reinterpret_cast<const char*>(base + me.offset), me.size);
-    json meta = json::parse(m.meta_json, nullptr, false);
-    SEGMUX_CHECK(meta.is_object(), what, ": meta section is not a JSON object");
     m.target_isa = meta.value("target_isa", std::string());
     SEGMUX_CHECK(!m.target_isa.empty(), what, ": meta section names no target ISA");
     if (opt.check_isa)

@@ -68,6 +68,12 @@ OfflineModel load_offline_model_file(const std::string& path, const LoadOptions&
 // True when the file starts with the .smx magic (cheap sniff for commands taking either format).
 bool is_offline_model_file(const std::string& path);
 
+// How a model file is read, decided by its first bytes, not its name: the .smx magic (or a prefix of it)
+// means .smx, anything else ONNX. Errors: a file that cannot be opened or is not a regular file, an
+// empty file, and a file named *.smx without the magic ("not a segmux offline model (.smx)").
+enum class ModelFormat { smx, onnx };
+ModelFormat detect_model_format(const std::string& path);
+
 // A compiled model ready to run: the mapped offline model and an executor over it. This is all a
 // deployment needs: neither the compiler nor ONNX is linked to run a .smx.
 struct LoadedModel {

@@ -98,3 +98,121 @@ TEST(VideoIo, BadInputsAreClearErrors) {
   // A failed write leaves nothing behind.
   EXPECT_THROW(open_video_writer("/nonexistent-dir/x.gif", 4, 4, 10), Error);
 }
+
+// Hostile media, built byte by byte: sizes are checked against the documented limits before anything
+// of that size is allocated, and every error names the file.
+namespace {
+
+void put16(std::string& s, int v) {
+  s += char(v & 0xff);
+  s += char((v >> 8) & 0xff);
+}
+
+// A GIF with a canvas of cw x ch and one frame of fw x fh holding the pixel data of a 1x1 frame
+// (so a larger frame is truncated).
+std::string gif_bytes(int cw, int ch, int fw, int fh) {
+  std::string s = "GIF89a";
+  put16(s, cw);
+  put16(s, ch);
+  s += std::string("\x80\x00\x00", 3);              // 2-entry global colour table
+  s += std::string("\xff\xff\xff\x00\x00\x00", 6);  // white, black
+  s += '\x2c';
+  put16(s, 0);
+  put16(s, 0);
+  put16(s, fw);
+  put16(s, fh);
+  s += '\x00';
+  s += std::string("\x02\x02\x44\x01\x00", 5);  // LZW: one pixel of colour 0
+  s += '\x3b';
+  return s;
+}
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  std::string path = ::testing::TempDir() + "/hostile_" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+
+TEST(VideoIoHostile, GifSizesAreCappedBeforeAllocating) {
+  const std::string fine = write_temp("fine.gif", gif_bytes(4, 3, 1, 1));
+  auto r = open_video(fine);
+  EXPECT_EQ(r->width(), 4);
+  EXPECT_EQ(r->frame(0).pixels[0], 255);  // colour 0 is white
+  // The report's 799-byte GIF declared a 12000x12000 canvas: 4.2 GB.
+  const std::string canvas = write_temp("canvas.gif", gif_bytes(12000, 12000, 1, 1));
+  std::string e = error_of([&] { open_video(canvas); });
+  EXPECT_HAS(e, canvas);
+  EXPECT_HAS(e, "12000x12000");
+  EXPECT_HAS(e, "64 Mpixel");
+  // A frame larger than the limit inside a small canvas.
+  const std::string frame = write_temp("frame.gif", gif_bytes(16, 16, 65535, 65535));
+  e = error_of([&] { open_video(frame); });
+  EXPECT_HAS(e, frame);
+  EXPECT_HAS(e, "frame 0 is 65535x65535");
+}
+
+TEST(VideoIoHostile, MalformedGifsNameTheFile) {
+  const std::string good = gif_bytes(4, 4, 2, 2);  // 2x2 frame with data for one pixel
+  struct Case {
+    std::string name, bytes;
+  };
+  const std::vector<Case> cases = {
+      {"zero_width_frame.gif", gif_bytes(4, 4, 0, 1)},  // "basic_string: construction from null" before
+      {"zero_canvas.gif", gif_bytes(0, 0, 1, 1)},      {"truncated_pixels.gif", good},
+      {"cut_header.gif", good.substr(0, 20)},          {"cut_frame.gif", good.substr(0, good.size() - 5)},
+      {"no_frames.gif", good.substr(0, 19) + ";"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write_temp(c.name, c.bytes);
+    std::string e = error_of([&] {
+      auto r = open_video(path);
+      r->frame(0);
+    });
+    SCOPED_TRACE(c.name);
+    EXPECT_HAS(e, path);
+    EXPECT_EQ(e.find("basic_string"), std::string::npos) << e;
+    EXPECT_EQ(e.find("(no error)"), std::string::npos) << e;
+  }
+}
+
+TEST(VideoIoHostile, PngSizeIsCheckedBeforeDecoding) {
+  auto be32 = [](std::string& s, uint32_t v) {
+    for (int k = 3; k >= 0; --k) s += char((v >> (8 * k)) & 0xff);
+  };
+  auto png = [&](uint32_t w, uint32_t h) {
+    std::string s("\x89PNG\r\n\x1a\n", 8);
+    be32(s, 13);
+    s += "IHDR";
+    be32(s, w);
+    be32(s, h);
+    s += std::string("\x08\x02\x00\x00\x00", 5);
+    be32(s, 0);  // CRC: not needed, the size is refused first
+    return s;
+  };
+  for (auto [w, h] : {std::pair<uint32_t, uint32_t>{10000, 10000}, {100000, 100000}, {0x7fffffff, 2}}) {
+    const std::string path = write_temp("huge_" + std::to_string(w) + ".png", png(w, h));
+    std::string e = error_of([&] { read_image(path); });
+    EXPECT_HAS(e, path);
+    EXPECT_HAS(e, "Mpixel");
+  }
+  // A frame folder whose first frame is such a PNG.
+  const std::string dir = ::testing::TempDir() + "/hostile_png_folder";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/00000.png", std::ios::binary) << png(20000, 20000);
+  EXPECT_HAS(error_of([&] { open_video(dir); }), "Mpixel");
+  const std::string truncated = write_temp("short.png", png(4, 4).substr(0, 12));
+  EXPECT_HAS(error_of([&] { read_image(truncated); }), truncated);
+}

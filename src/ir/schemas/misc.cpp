@@ -132,6 +132,7 @@ void register_misc_schemas() {
       return set_out(ctx, 0, x.dtype, *s);
     }
     if (!x.has_shape) return set_out_unknown(ctx, 0, x.dtype);
+    if (x.shape.size() < 3) ctx.error("input must have rank >= 3 ([N, C, spatial...]), got " + shape_str(x.shape));
     const size_t r = x.shape.size() - 2;
     std::vector<int64_t> k = ctx.node.attr_ints("kernel_shape");
     std::vector<int64_t> st = ctx.node.attr_ints("strides", std::vector<int64_t>(r, 1));
@@ -139,7 +140,15 @@ void register_misc_schemas() {
     if (k.size() != r || st.size() != r || pads.size() != 2 * r)
       ctx.error("kernel_shape/strides/pads do not match the rank");
     Shape out{x.shape[0], x.shape[1]};
-    for (size_t i = 0; i < r; ++i) out.push_back((x.shape[i + 2] - 1) * st[i] + k[i] - pads[i] - pads[i + r]);
+    for (size_t i = 0; i < r; ++i) {
+      if (k[i] < 1 || st[i] < 1 || pads[i] < 0 || pads[i + r] < 0 || k[i] > (int64_t(1) << 31) ||
+          st[i] > (int64_t(1) << 31) || pads[i] > (int64_t(1) << 31) || pads[i + r] > (int64_t(1) << 31))
+        ctx.error("kernel_shape and strides must be 1..2^31, pads 0..2^31");
+      int64_t size = 0;
+      if (__builtin_mul_overflow(x.shape[i + 2] - 1, st[i], &size) || (size += k[i] - pads[i] - pads[i + r]) < 0)
+        ctx.error("output size on spatial axis " + std::to_string(i) + " is out of range");
+      out.push_back(size);
+    }
     set_out(ctx, 0, x.dtype, out);
   });
   reg("Det", 1, 1, [](InferContext& ctx) {

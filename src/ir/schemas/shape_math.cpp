@@ -99,6 +99,10 @@ std::vector<int64_t> attr_or(const Node& n, const char* name, size_t count, int6
 }
 }  // namespace
 
+// Window parameters beyond this (and input sizes) would overflow the arithmetic below; no real model
+// comes near it.
+constexpr int64_t kMaxWindow = int64_t(1) << 31;
+
 Window conv_window(const Node& n, const Shape& x, const std::vector<int64_t>& kernel, bool pooling) {
   SEGMUX_CHECK(x.size() >= 3, n.describe(), ": input must have rank >= 3 ([N, C, spatial...]), got ", shape_str(x));
   const size_t r = x.size() - 2;
@@ -115,7 +119,10 @@ Window conv_window(const Node& n, const Shape& x, const std::vector<int64_t>& ke
   w.out.resize(r);
   for (size_t i = 0; i < r; ++i) {
     const int64_t in = x[i + 2], s = w.strides[i], d = w.dilations[i], k = kernel[i];
-    SEGMUX_CHECK(s > 0 && d > 0 && k > 0, n.describe(), ": strides, dilations and kernel sizes must be positive");
+    SEGMUX_CHECK(s > 0 && d > 0 && k > 0 && s <= kMaxWindow && d <= kMaxWindow && k <= kMaxWindow, n.describe(),
+                 ": strides, dilations and kernel sizes must be within 1..", kMaxWindow);
+    SEGMUX_CHECK(in >= 0 && in <= kMaxWindow, n.describe(), ": input size ", in, " on spatial axis ", i,
+                 " is out of range");
     const int64_t span = (k - 1) * d + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       const int64_t out = ceil_div(in, s);
@@ -131,7 +138,8 @@ Window conv_window(const Node& n, const Shape& x, const std::vector<int64_t>& ke
       SEGMUX_CHECK(auto_pad == "NOTSET", n.describe(), ": unknown auto_pad '", auto_pad, "'");
       w.pad_begin[i] = pads[i];
       w.pad_end[i] = pads[i + r];
-      SEGMUX_CHECK(pads[i] >= 0 && pads[i + r] >= 0, n.describe(), ": negative pads are not supported");
+      SEGMUX_CHECK(pads[i] >= 0 && pads[i + r] >= 0 && pads[i] <= kMaxWindow && pads[i + r] <= kMaxWindow, n.describe(),
+                   ": pads must be within 0..", kMaxWindow);
     }
     const int64_t avail = in + w.pad_begin[i] + w.pad_end[i] - span;
     SEGMUX_CHECK(avail >= 0, n.describe(), ": window of span ", span, " does not fit input size ", in, " with padding ",
@@ -166,7 +174,15 @@ Window conv_transpose_window(const Node& n, const Shape& x, const std::vector<in
   w.out.resize(r);
   for (size_t i = 0; i < r; ++i) {
     const int64_t in = x[i + 2], s = w.strides[i], d = w.dilations[i], k = kernel[i];
-    SEGMUX_CHECK(s > 0 && d > 0 && k > 0, n.describe(), ": strides, dilations and kernel sizes must be positive");
+    SEGMUX_CHECK(s > 0 && d > 0 && k > 0 && s <= kMaxWindow && d <= kMaxWindow && k <= kMaxWindow, n.describe(),
+                 ": strides, dilations and kernel sizes must be within 1..", kMaxWindow);
+    SEGMUX_CHECK(in >= 0 && in <= kMaxWindow, n.describe(), ": input size ", in, " on spatial axis ", i,
+                 " is out of range");
+    SEGMUX_CHECK(out_pad[i] >= 0 && out_pad[i] <= kMaxWindow && pads[i] >= 0 && pads[i] <= kMaxWindow &&
+                     pads[i + r] >= 0 && pads[i + r] <= kMaxWindow,
+                 n.describe(), ": output_padding and pads must be within 0..", kMaxWindow);
+    SEGMUX_CHECK(out_shape.empty() || (out_shape[i] >= 0 && out_shape[i] <= kMaxWindow), n.describe(),
+                 ": output_shape value ", out_shape.empty() ? 0 : out_shape[i], " is out of range");
     const int64_t full = s * (in - 1) + out_pad[i] + (k - 1) * d + 1;
     const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
     if (!out_shape.empty() || same) {

@@ -13,6 +13,7 @@ extern "C" {
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -51,8 +52,35 @@ void commit_temp(const std::string& tmp, const std::string& path) {
   }
 }
 
+// Refuses a frame size beyond kMaxFramePixels (or not positive); `what` names the file and the thing.
+void check_frame_size(int64_t width, int64_t height, const std::string& what) {
+  SEGMUX_CHECK(width > 0 && height > 0, what, " has no size (", width, "x", height, ")");
+  SEGMUX_CHECK(width <= kMaxFramePixels / height, what, " is ", width, "x", height, " = ", width * height,
+               " pixels, more than the limit of ", kMaxFramePixels >> 20, " Mpixel");
+}
+
+uint32_t big_endian_u32(const unsigned char* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+
+// A PNG's declared size, read from its header before any decoder sees the file (decoders allocate the
+// frame as declared). Files that are not PNG pass: libav's own checks and to_rgb's apply to them.
+void check_png_header(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return;  // libav reports why it cannot be opened
+  unsigned char h[24] = {};
+  size_t n = std::fread(h, 1, sizeof h, f);
+  std::fclose(f);
+  static const unsigned char kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (n < 8 || std::memcmp(h, kPngSignature, 8) != 0) return;
+  SEGMUX_CHECK(n == sizeof h && std::memcmp(h + 12, "IHDR", 4) == 0, "'", path,
+               "' is not a readable PNG: it has no image header (IHDR)");
+  check_frame_size(big_endian_u32(h + 16), big_endian_u32(h + 20), "PNG image '" + path + "'");
+}
+
 // Converts a decoded AVFrame of any pixel format into RGB u8.
-RgbImage to_rgb(const AVFrame* f, SwsContext** sws) {
+RgbImage to_rgb(const AVFrame* f, SwsContext** sws, const std::string& path) {
+  check_frame_size(f->width, f->height, "a frame of '" + path + "'");
   RgbImage img;
   img.width = f->width;
   img.height = f->height;
@@ -88,7 +116,7 @@ class AvSource {
     dec_->thread_count = 2;
     rc = avcodec_open2(dec_, codec, nullptr);
     SEGMUX_CHECK(rc >= 0, "'", path, "': cannot open decoder: ", av_error(rc));
-    SEGMUX_CHECK(par->width > 0 && par->height > 0, "'", path, "': video has no size");
+    check_frame_size(par->width, par->height, "'" + path + "'");
     width_ = par->width;
     height_ = par->height;
     AVRational r = fmt_->streams[stream_]->avg_frame_rate;
@@ -139,7 +167,7 @@ class AvSource {
       int rc = avcodec_receive_frame(dec_, frame_);
       if (rc == 0) {
         *pts = frame_->best_effort_timestamp != AV_NOPTS_VALUE ? frame_->best_effort_timestamp : frame_->pts;
-        *out = to_rgb(frame_, &sws_);
+        *out = to_rgb(frame_, &sws_, path_);
         av_frame_unref(frame_);
         return true;
       }
@@ -285,20 +313,81 @@ class FolderReader : public VideoReader {
   int width_ = 0, height_ = 0;
 };
 
+// giflib's message for an error code; never null (giflib has no text for some codes).
+std::string gif_error(int code) {
+  const char* s = GifErrorString(code);
+  return s ? s : "giflib error " + std::to_string(code);
+}
+
+// Reads the frames of an open GIF like DGifSlurp, but checks each frame's declared size against the
+// limits before allocating its pixels.
+void read_gif_frames(GifFileType* gif, const std::string& path) {
+  auto failed = [&](const char* doing) {
+    fail("'", path, "' is not a readable GIF: ", doing, ": ", gif_error(gif->Error));
+  };
+  int64_t total = 0;
+  GifRecordType type = UNDEFINED_RECORD_TYPE;
+  do {
+    if (DGifGetRecordType(gif, &type) == GIF_ERROR) {
+      if (gif->ImageCount > 0) break;  // a missing trailer after whole frames: tolerated, as browsers do
+      failed("reading a block");
+    }
+    if (type == IMAGE_DESC_RECORD_TYPE) {
+      if (DGifGetImageDesc(gif) == GIF_ERROR) failed("reading a frame header");
+      SavedImage& im = gif->SavedImages[gif->ImageCount - 1];
+      const GifImageDesc& d = im.ImageDesc;
+      const std::string what = "GIF '" + path + "' frame " + std::to_string(gif->ImageCount - 1);
+      check_frame_size(d.Width, d.Height, what);
+      total += int64_t(d.Width) * d.Height;
+      SEGMUX_CHECK(total <= kMaxGifTotalPixels, "GIF '", path, "': its frames hold more than ",
+                   kMaxGifTotalPixels >> 20, " Mpixel together (the limit)");
+      // malloc: DGifCloseFile frees it.
+      im.RasterBits = static_cast<GifPixelType*>(std::malloc(size_t(d.Width) * size_t(d.Height)));
+      SEGMUX_CHECK(im.RasterBits != nullptr, what, ": out of memory");
+      if (d.Interlace) {
+        static const int first_row[] = {0, 4, 2, 1}, row_step[] = {8, 8, 4, 2};
+        for (int pass = 0; pass < 4; ++pass)
+          for (int y = first_row[pass]; y < d.Height; y += row_step[pass])
+            if (DGifGetLine(gif, im.RasterBits + size_t(y) * size_t(d.Width), d.Width) == GIF_ERROR)
+              failed("decoding a frame");
+      } else if (DGifGetLine(gif, im.RasterBits, d.Width * d.Height) == GIF_ERROR) {
+        failed("decoding a frame");
+      }
+      // The extensions read since the previous frame (timing, transparency) belong to this one.
+      im.ExtensionBlocks = gif->ExtensionBlocks;
+      im.ExtensionBlockCount = gif->ExtensionBlockCount;
+      gif->ExtensionBlocks = nullptr;
+      gif->ExtensionBlockCount = 0;
+    } else if (type == EXTENSION_RECORD_TYPE) {
+      int code = 0;
+      GifByteType* data = nullptr;
+      if (DGifGetExtension(gif, &code, &data) == GIF_ERROR) failed("reading an extension");
+      for (bool first = true; data != nullptr; first = false) {
+        SEGMUX_CHECK(GifAddExtensionBlock(&gif->ExtensionBlockCount, &gif->ExtensionBlocks,
+                                          first ? code : CONTINUE_EXT_FUNC_CODE, data[0], &data[1]) == GIF_OK,
+                     "GIF '", path, "': out of memory");
+        if (DGifGetExtensionNext(gif, &data) == GIF_ERROR) failed("reading an extension");
+      }
+    }
+  } while (type != TERMINATE_RECORD_TYPE);
+}
+
 // Animated GIF: composes frames on a canvas honouring disposal methods and transparency.
 class GifReader : public VideoReader {
  public:
   explicit GifReader(const std::string& path) : path_(path) {
     int err = 0;
     gif_ = DGifOpenFileName(path.c_str(), &err);
-    SEGMUX_CHECK(gif_ != nullptr, "cannot open GIF '", path, "': ", GifErrorString(err));
-    if (DGifSlurp(gif_) != GIF_OK) {
-      std::string why = GifErrorString(gif_->Error);
+    SEGMUX_CHECK(gif_ != nullptr, "cannot open GIF '", path, "': ", gif_error(err));
+    try {
+      check_frame_size(gif_->SWidth, gif_->SHeight, "GIF '" + path + "' canvas");
+      read_gif_frames(gif_, path);
+      SEGMUX_CHECK(gif_->ImageCount > 0, "'", path, "' has no frames");
+    } catch (...) {
       DGifCloseFile(gif_, &err);
       gif_ = nullptr;
-      fail("'", path, "' is not a readable GIF: ", why);
+      throw;
     }
-    SEGMUX_CHECK(gif_->ImageCount > 0 && gif_->SWidth > 0 && gif_->SHeight > 0, "'", path, "' has no frames");
     double total_delay = 0;
     for (int i = 0; i < gif_->ImageCount; ++i) {
       GraphicsControlBlock gcb;
@@ -391,6 +480,7 @@ class GifReader : public VideoReader {
 }  // namespace
 
 RgbImage read_image(const std::string& path) {
+  check_png_header(path);
   AvSource src(path);
   RgbImage img;
   int64_t pts;

@@ -14,6 +14,12 @@ namespace segmux::pipeline {
 
 using RgbImage = RgbFrame;
 
+// Limits on what a media file may make us allocate, checked before allocating (a few hostile bytes can
+// declare any size): a frame, an image or a GIF canvas holds at most 64 Mpixel (e.g. 8192x8192), and a
+// GIF's frames together at most 1 Gpixel of palette indices (all its frames are decoded at open).
+constexpr int64_t kMaxFramePixels = int64_t(64) << 20;
+constexpr int64_t kMaxGifTotalPixels = int64_t(1) << 30;
+
 inline uint8_t* pixel_at(RgbImage& img, int x, int y) {
   return &img.pixels[(size_t(y) * size_t(img.width) + size_t(x)) * 3];
 }
