@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/isa.h"
 #include "models/sam31/candidates.h"
 #include "pipeline/model_store/model_store.h"
 
@@ -83,6 +84,25 @@ TEST(ModelStore, AModelFolderTheUserGaveIsNeverRebuilt) {
   src.model_dir = (tmp.path / "model").string();
   EXPECT_THROW(open_model(src, 4, [](const std::string&) {}), Error);  // no model.json
   EXPECT_TRUE(fs::exists(tmp.path / "model"));
+}
+
+}  // namespace
+}  // namespace segmux::pipeline
+
+namespace segmux::pipeline {
+namespace {
+
+// A model compiled for AVX-512 does not load at a lower kernel level (SEGMUX_ISA or another CPU), so
+// the cache keeps one entry per level instead of getting stuck on the other level's entry.
+TEST(ModelStore, CacheEntriesAreKeyedOnTheKernelIsa) {
+  const Isa before = active_isa();
+  set_active_isa(Isa::generic);
+  const std::string generic = build_identity();
+  set_active_isa(before);
+  EXPECT_NE(generic.find("generic"), std::string::npos) << generic;
+  if (active_isa() == Isa::avx512) {
+    EXPECT_NE(build_identity(), generic);
+  }
 }
 
 }  // namespace

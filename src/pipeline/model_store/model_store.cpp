@@ -18,6 +18,7 @@
 #include "models/sam31/state_dict.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/compiled_backend.h"
+#include "runtime/offline_model.h"
 
 namespace segmux::pipeline {
 
@@ -104,9 +105,12 @@ std::string default_cache_dir() {
 }
 
 std::string build_identity() {
+  // The ISA the kernels run at (SEGMUX_ISA included): a model compiled for AVX-512 does not load on a
+  // lesser level, so each level has its own cache entries.
+  std::string id = std::string(kVersion) + "|" + host_isa();
   struct stat st {};
-  if (::stat("/proc/self/exe", &st) != 0) return kVersion;
-  return std::string(kVersion) + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtime);
+  if (::stat("/proc/self/exe", &st) != 0) return id;
+  return id + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtime);
 }
 
 uint64_t cache_hash(const std::string& key) {  // FNV-1a, folded to 9-10 decimal digits

@@ -46,8 +46,8 @@ void ensure_model_dir(const std::string& dir, const std::function<void(const std
 
 // $XDG_CACHE_HOME/segmux, else ~/.cache/segmux.
 std::string default_cache_dir();
-// Identifies this build (version, executable size and time): compiled candidates depend on the code
-// that built them, so cache keys include it.
+// Identifies this build (version, kernel ISA level, executable size and time): compiled candidates
+// depend on the code that built them and the ISA they target, so cache keys include it.
 std::string build_identity();
 // A short stable hash for cache folder names.
 uint64_t cache_hash(const std::string& key);
