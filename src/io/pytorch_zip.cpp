@@ -365,8 +365,9 @@ TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const st
     SEGMUX_CHECK(order == "little", what, ": checkpoint byte order is '", order, "' (only little-endian is supported)");
   }
   auto pkl_bytes = zip.read(*pkl);
+  // The VM's memory budget scales with the archive, not with what a deflated data.pkl inflates to.
   pickle::ValuePtr root = pickle::unpickle(reinterpret_cast<const uint8_t*>(pkl_bytes->data), pkl_bytes->nbytes,
-                                           checkpoint_hooks(what), what);
+                                           checkpoint_hooks(what), what, file->nbytes);
   using K = pickle::Value::Kind;
   SEGMUX_CHECK(root->is(K::dict), what, ": checkpoint holds ", pickle::describe(*root), ", not a dict of tensors");
   if (!unwrap_key.empty()) {
