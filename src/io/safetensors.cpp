@@ -10,6 +10,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "io/json_limits.h"
+
 namespace segmux {
 
 const Tensor& TensorFile::at(const std::string& name) const {
@@ -97,13 +99,11 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
   std::memcpy(&header_len, bytes->data, 8);
   SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": header length ", header_len,
                " runs past the end of the file (", bytes->nbytes, " bytes)");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes->data) + 8,
-                                   reinterpret_cast<const char*>(bytes->data) + 8 + header_len);
-  } catch (const std::exception& e) {
-    fail(what, ": header is not valid JSON: ", e.what());
-  }
+  // Nesting is bounded while parsing: a deep __metadata__ value would otherwise be serialized
+  // recursively below. The size limit is the one of the reference implementation (100 MB).
+  const nlohmann::json header =
+      parse_untrusted_json(std::string_view(reinterpret_cast<const char*>(bytes->data) + 8, size_t(header_len)),
+                           what + " (safetensors header)", JsonLimits{.max_depth = 16, .max_bytes = 100000000});
   SEGMUX_CHECK(header.is_object(), what, ": header is not a JSON object");
   const size_t data_start = 8 + header_len;
   const size_t data_len = bytes->nbytes - data_start;
@@ -121,12 +121,12 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
                  ": entry '", name, "' lacks dtype/shape/data_offsets");
     DType dt;
     SEGMUX_CHECK(e["dtype"].is_string() && st_dtype(e["dtype"].get<std::string>(), &dt), what, ": tensor '", name,
-                 "' has unsupported dtype ", e["dtype"].dump());
+                 "' has unsupported dtype ", describe_json(e["dtype"]));
     Shape shape;
     SEGMUX_CHECK(e["shape"].is_array(), what, ": tensor '", name, "' shape is not a list");
     for (auto& d : e["shape"]) {
       SEGMUX_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() < (int64_t(1) << 40), what,
-                   ": tensor '", name, "' has a bad dimension ", d.dump());
+                   ": tensor '", name, "' has a bad dimension ", describe_json(d));
       shape.push_back(d.get<int64_t>());
     }
     const auto& off = e["data_offsets"];
