@@ -10,23 +10,27 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "io/alloc_guard.h"
+#include "io/file_kind.h"
 #include "io/json_limits.h"
+#include "io/printable.h"
 
 namespace segmux {
 
 const Tensor& TensorFile::at(const std::string& name) const {
   auto it = tensors.find(name);
-  SEGMUX_CHECK(it != tensors.end(), "tensor '", name, "' not found");
+  SEGMUX_CHECK(it != tensors.end(), "tensor '", printable(name), "' not found");
   return it->second;
 }
 
 std::shared_ptr<Storage> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SEGMUX_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not regular below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  SEGMUX_CHECK(fd >= 0, "cannot open '", printable(path), "': ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail("'", path, "' is not a regular file");
+    fail("'", printable(path), "' is not a regular file");
   }
   size_t size = size_t(st.st_size);
   if (size == 0) {
@@ -35,7 +39,7 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", path, "': ", std::strerror(errno));
+  SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", printable(path), "': ", std::strerror(errno));
   auto owner = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
   return Storage::borrow(p, size, owner);
 }
@@ -93,12 +97,19 @@ const char* st_name(DType t) {
 
 }  // namespace
 
-TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& what) {
+namespace {
+
+TensorFile parse_safetensors_unguarded(std::shared_ptr<Storage> bytes, const std::string& what) {
+  // Another kind of file (a .pt checkpoint, an .npy array, ...) is named as such, with the reader to use.
+  const FileKind kind = sniff_file_kind(bytes->data, bytes->nbytes);
+  SEGMUX_CHECK(kind == FileKind::safetensors || kind == FileKind::unknown, what, ": not a safetensors file: it is ",
+               describe_file_kind(bytes->data, bytes->nbytes));
   SEGMUX_CHECK(bytes->nbytes >= 8, what, ": too short to be a safetensors file (", bytes->nbytes, " bytes)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes->data, 8);
-  SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": header length ", header_len,
-               " runs past the end of the file (", bytes->nbytes, " bytes)");
+  SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": not a safetensors file, or truncated: its header length ",
+               header_len, " runs past the end of the file (", bytes->nbytes, " bytes; it is ",
+               describe_file_kind(bytes->data, bytes->nbytes), ")");
   // Nesting is bounded while parsing: a deep __metadata__ value would otherwise be serialized
   // recursively below. The size limit is the one of the reference implementation (100 MB).
   const nlohmann::json header =
@@ -115,7 +126,8 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
         out.metadata[m.key()] = m->is_string() ? m->get<std::string>() : m->dump();
       continue;
     }
-    const std::string& name = it.key();
+    const std::string& key = it.key();
+    const std::string name = printable(key);  // for messages
     const auto& e = *it;
     SEGMUX_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"), what,
                  ": entry '", name, "' lacks dtype/shape/data_offsets");
@@ -141,18 +153,24 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
     SEGMUX_CHECK(elems * dtype_size(dt) == (long double)(end - begin), what, ": tensor '", name, "' shape ",
                  shape_str(shape), " ", st_name(dt), " needs ", (unsigned long long)(elems * dtype_size(dt)),
                  " bytes but has ", end - begin);
-    out.names.push_back(name);
+    out.names.push_back(key);
     Tensor view(dt, shape, bytes, data_start + begin);
     // The format does not align tensor data; typed access needs natural alignment (UB otherwise), so a
     // misaligned tensor is copied into aligned memory; aligned ones (the common case) stay zero-copy.
     if (reinterpret_cast<uintptr_t>(view.raw()) % dtype_size(dt) != 0) view = view.clone();
-    out.tensors.emplace(name, std::move(view));
+    out.tensors.emplace(key, std::move(view));
   }
   // JSON objects are unordered; file order = order of data offsets.
   std::sort(out.names.begin(), out.names.end(), [&](const std::string& a, const std::string& b) {
     return out.tensors.at(a).byte_offset() < out.tensors.at(b).byte_offset();
   });
   return out;
+}
+
+}  // namespace
+
+TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& what) {
+  return guard_allocation(what, [&] { return parse_safetensors_unguarded(std::move(bytes), printable(what)); });
 }
 
 TensorFile read_safetensors(const std::string& path) { return parse_safetensors(map_file(path), path); }
