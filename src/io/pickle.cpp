@@ -172,6 +172,27 @@ std::string key_index(const Value& k) {
 
 bool is_container(const Value& v) { return v.is(Value::Kind::list) || v.is(Value::Kind::dict); }
 
+// Immutable scalars are shared rather than allocated per opcode (a flood of NONE or BININT1 then
+// costs a stack slot, not a value), by every VM: nothing ever writes to a non-container value.
+struct SharedScalars {
+  ValuePtr none, yes, no, empty_tuple;
+  std::vector<ValuePtr> ints;  // 0 .. kSharedInts-1
+};
+
+const SharedScalars& shared() {
+  static const SharedScalars s = [] {
+    SharedScalars out;
+    out.none = Value::make(Value::Kind::none);
+    out.yes = Value::make(Value::Kind::boolean);
+    out.yes->b = true;
+    out.no = Value::make(Value::Kind::boolean);
+    out.empty_tuple = Value::make_tuple({});
+    for (int64_t k = 0; k < kSharedInts; ++k) out.ints.push_back(Value::make_int(k));
+    return out;
+  }();
+  return s;
+}
+
 class Machine {
  public:
   Machine(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what, size_t basis)
@@ -181,16 +202,7 @@ class Machine {
         hooks_(hooks),
         what_(what),
         memory_limit_(kMemoryFloor + (basis > (SIZE_MAX - kMemoryFloor) / kMemoryPerByte ? SIZE_MAX - kMemoryFloor
-                                                                                         : basis * kMemoryPerByte)) {
-    // Immutable scalars are shared rather than allocated per opcode: a flood of NONE or BININT1
-    // then costs a stack slot, not a value.
-    none_ = Value::make(Value::Kind::none);
-    true_ = Value::make(Value::Kind::boolean);
-    true_->b = true;
-    false_ = Value::make(Value::Kind::boolean);
-    empty_tuple_ = Value::make_tuple({});
-    for (int64_t k = 0; k < kSharedInts; ++k) small_ints_.push_back(Value::make_int(k));
-  }
+                                                                                         : basis * kMemoryPerByte)) {}
 
   ValuePtr run() {
     while (true) {
@@ -225,11 +237,11 @@ class Machine {
           push(top());
           break;
         case 'N':
-          push(none_);
+          push(shared().none);
           break;
         case 0x88:
         case 0x89:
-          push(op == 0x88 ? true_ : false_);
+          push(op == 0x88 ? shared().yes : shared().no);
           break;
         case 'J': {
           uint32_t u;
@@ -280,7 +292,7 @@ class Machine {
           push_text(Value::Kind::bytes, read_u64());
           break;
         case ')':
-          push(empty_tuple_);
+          push(shared().empty_tuple);
           break;
         case 't':
           push(make_tuple(pop_mark()));
@@ -485,12 +497,12 @@ class Machine {
     return Value::make(kind);
   }
   ValuePtr make_int(int64_t v) {
-    if (v >= 0 && v < kSharedInts) return small_ints_[size_t(v)];
+    if (v >= 0 && v < kSharedInts) return shared().ints[size_t(v)];
     charge(kValueCost);
     return Value::make_int(v);
   }
   ValuePtr make_tuple(std::vector<ValuePtr> items) {
-    if (items.empty()) return empty_tuple_;
+    if (items.empty()) return shared().empty_tuple;
     charge(items.size() * kSlotCost);
     auto t = fresh(Value::Kind::tuple);
     for (auto& item : items) add_child(*t, item);
@@ -582,8 +594,6 @@ class Machine {
   std::unordered_map<uint32_t, ValuePtr> memo_;
   size_t memory_used_ = 0;
   const size_t memory_limit_;
-  ValuePtr none_, true_, false_, empty_tuple_;
-  std::vector<ValuePtr> small_ints_;
 };
 
 }  // namespace

@@ -40,14 +40,16 @@ void append_escape(std::string& out, uint8_t byte) {
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view text) {
+size_t first_invalid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const size_t len = utf8_sequence_length(text, i);
-    if (len == 0) return false;
+    if (len == 0) return i;
     i += len;
   }
-  return true;
+  return std::string_view::npos;
 }
+
+bool is_valid_utf8(std::string_view text) { return first_invalid_utf8(text) == std::string_view::npos; }
 
 std::string printable(std::string_view text, size_t max_bytes) {
   std::string out;

@@ -13,5 +13,7 @@ std::string printable(std::string_view text, size_t max_bytes = 200);
 
 // True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
 bool is_valid_utf8(std::string_view text);
+// Offset of the first byte that does not start a well-formed sequence; npos when there is none.
+size_t first_invalid_utf8(std::string_view text);
 
 }  // namespace segmux

@@ -53,7 +53,7 @@ TEST(MessageHardening, ReadersNameTheKindOfFileTheyWereGiven) {
   expect_error([&] { read_safetensors(pt); },
                {pt, "not a safetensors file: it is a zip archive", "PyTorch", "--weights"});
   expect_error([&] { read_safetensors(npy); }, {npy, "not a safetensors file: it is a NumPy .npy array"});
-  expect_error([&] { read_npy(st); }, {st, "is not a .npy file: it is a safetensors file"});
+  expect_error([&] { read_npy(st); }, {st, "is not a .npy file (bad magic): it is a safetensors file"});
   expect_error([&] { read_pytorch_checkpoint(st); }, {st, "not a PyTorch zip checkpoint: it is a safetensors file"});
   const std::string legacy = write_temp("legacy.pt", std::string("\x80\x02}q\x00.", 6));
   expect_error([&] { read_pytorch_checkpoint(legacy); }, {"legacy (non-zip) torch.save"});
@@ -111,7 +111,11 @@ TEST(MessageHardening, VocabularyThatExistsButCannotServeSaysWhy) {
   const std::string ckpt_dir = temp_dir("vocab_none");
   const std::string ckpt = write_temp("vocab_none/weights.pt", "PK\x03\x04");
   expect_error([&] { sam31::Tokenizer::load(ckpt); }, {"not found", "is not a gzip vocabulary"});
-  // A small valid vocabulary loads.
+  // A small valid vocabulary loads; a prompt that is not UTF-8 says where it goes wrong.
   const std::string ok = write_temp("ok_vocab.txt.gz", gzip_bytes("#version: 0.2\nh e\nhe l\n"));
-  EXPECT_GT(sam31::Tokenizer::load(ok).vocab_size(), 512);
+  const auto tok = sam31::Tokenizer::load(ok);
+  EXPECT_GT(tok.vocab_size(), 512);
+  const std::string msg = expect_error([&] { tok.tokenize_one("caf\xc3\xa9 \xff\xfe dog"); },
+                                       {"not valid UTF-8 (at byte 6: '\\xFF\\xFE dog')"});
+  EXPECT_TRUE(is_valid_utf8(msg)) << msg;
 }

@@ -41,6 +41,7 @@
 #include <map>
 #include <set>
 
+#include "io/alloc_guard.h"
 #include "io/file_kind.h"
 #include "io/printable.h"
 
@@ -102,7 +103,10 @@ bool decode_utf8(const std::string& s, U32* out) {
 
 U32 from_utf8(const std::string& s) {
   U32 out;
-  SEGMUX_CHECK(decode_utf8(s, &out), "tokenizer: text is not valid UTF-8");
+  if (!decode_utf8(s, &out)) {
+    const size_t at = std::min(first_invalid_utf8(s), s.size());
+    fail("tokenizer: the text is not valid UTF-8 (at byte ", at, ": '", printable(s.substr(at, 8)), "')");
+  }
   return out;
 }
 
@@ -716,7 +720,8 @@ std::string Tokenizer::find_vocabulary(const std::string& path) {
 Tokenizer Tokenizer::load(const std::string& path, int context_length) {
   SEGMUX_CHECK(context_length >= 2, "tokenizer: context length ", context_length, " leaves no room for SOT and EOT");
   const std::string file = find_vocabulary(path);
-  return from_merges_text(read_gzip(file), context_length, file);
+  return guard_allocation("tokenizer vocabulary '" + file + "'",
+                          [&] { return from_merges_text(read_gzip(file), context_length, file); });
 }
 
 Tokenizer Tokenizer::from_merges_text(const std::string& text, int context_length, const std::string& file) {
