@@ -70,7 +70,7 @@ TEST(PickleHardening, DeepGraphsAreFreedWithoutRecursion) {
   // Built by hand (as a hook could), far past any stack: freeing must not recurse.
   pickle::ValuePtr root = pickle::Value::make(K::list);
   pickle::Value* tail = root.get();
-  for (int k = 0; k < 2000000; ++k) {
+  for (int k = 0; k < 1000000; ++k) {
     auto next = pickle::Value::make(k % 2 ? K::list : K::dict);
     if (k % 2)
       tail->items.push_back(next);
