@@ -10,16 +10,18 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "io/printable.h"
 
 namespace segmux {
 
 std::shared_ptr<Storage> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SEGMUX_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not regular below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  SEGMUX_CHECK(fd >= 0, "cannot open '", printable(path), "': ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail("'", path, "' is not a regular file");
+    fail("'", printable(path), "' is not a regular file");
   }
   size_t size = size_t(st.st_size);
   if (size == 0) {
@@ -28,7 +30,7 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
-  SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", path, "': ", std::strerror(errno));
+  SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", printable(path), "': ", std::strerror(errno));
   auto owner = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
   return Storage::borrow(p, size, owner);
 }

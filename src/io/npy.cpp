@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "io/alloc_guard.h"
+#include "io/file_kind.h"
+#include "io/printable.h"
 #include "io/safetensors.h"
 
 namespace segmux {
@@ -46,12 +49,11 @@ std::string dict_value(const std::string& header, const std::string& key, const 
   return v;
 }
 
-}  // namespace
-
-Tensor parse_npy(std::shared_ptr<Storage> bytes, const std::string& what) {
-  const std::byte* b = bytes->data;
-  const size_t n = bytes->nbytes;
-  SEGMUX_CHECK(n >= 10 && std::memcmp(b, kMagic, 6) == 0, what, " is not a .npy file (bad magic)");
+Tensor parse_npy_unguarded(const Storage& bytes, const std::string& what) {
+  const std::byte* b = bytes.data;
+  const size_t n = bytes.nbytes;
+  SEGMUX_CHECK(n >= 6 && std::memcmp(b, kMagic, 6) == 0, what, " is not a .npy file (bad magic): it is ", describe_file_kind(b, n));
+  SEGMUX_CHECK(n >= 10, what, " is truncated: ", n, " bytes, shorter than a .npy header");
   const int major = int(uint8_t(b[6]));
   size_t header_len, pos;
   if (major == 1) {
@@ -71,7 +73,9 @@ Tensor parse_npy(std::shared_ptr<Storage> bytes, const std::string& what) {
   std::string descr = dict_value(header, "descr", what);
   std::string fortran = dict_value(header, "fortran_order", what);
   std::string shape_text = dict_value(header, "shape", what);
-  SEGMUX_CHECK(fortran == "False", what, ": Fortran-order arrays are not supported (save with C order)");
+  SEGMUX_CHECK(fortran == "False", what,
+               ": Fortran-order arrays are not supported (save with C order; fortran_order is ", printable(fortran, 40),
+               ")");
   DType dtype = DType::f32;
   bool found = false;
   for (auto& d : kDescrs)
@@ -79,9 +83,10 @@ Tensor parse_npy(std::shared_ptr<Storage> bytes, const std::string& what) {
       dtype = d.dtype;
       found = true;
     }
-  SEGMUX_CHECK(found, what, ": unsupported .npy dtype '", descr, "' (little-endian f4 f8 f2 i8 i4 i1 u1 b1 only)");
+  SEGMUX_CHECK(found, what, ": unsupported .npy dtype '", printable(descr, 40),
+               "' (little-endian f4 f8 f2 i8 i4 i1 u1 b1 only)");
   SEGMUX_CHECK(shape_text.size() >= 2 && shape_text.front() == '(' && shape_text.back() == ')', what,
-               ": malformed .npy shape ", shape_text);
+               ": malformed .npy shape ", printable(shape_text, 80));
   Shape shape;
   std::string inner = shape_text.substr(1, shape_text.size() - 2);
   size_t i = 0;
@@ -89,16 +94,17 @@ Tensor parse_npy(std::shared_ptr<Storage> bytes, const std::string& what) {
   while (i < inner.size()) {
     while (i < inner.size() && (inner[i] == ' ' || inner[i] == ',')) ++i;
     if (i >= inner.size()) break;
-    SEGMUX_CHECK(inner[i] >= '0' && inner[i] <= '9', what, ": malformed .npy shape ", shape_text);
+    SEGMUX_CHECK(inner[i] >= '0' && inner[i] <= '9', what, ": malformed .npy shape ", printable(shape_text, 80));
     int64_t d = 0;
     while (i < inner.size() && inner[i] >= '0' && inner[i] <= '9') {
-      SEGMUX_CHECK(d < (int64_t(1) << 48), what, ": .npy dimension too large in ", shape_text);
+      SEGMUX_CHECK(d < (int64_t(1) << 48), what, ": .npy dimension too large in ", printable(shape_text, 80));
       d = d * 10 + (inner[i] - '0');
       ++i;
     }
     while (i < inner.size() && (inner[i] == 'L' || inner[i] == ' ')) ++i;
-    SEGMUX_CHECK(i >= inner.size() || inner[i] == ',', what, ": malformed .npy shape ", shape_text);
-    SEGMUX_CHECK(d == 0 || numel <= (int64_t(1) << 48) / d, what, ": .npy shape ", shape_text, " is too large");
+    SEGMUX_CHECK(i >= inner.size() || inner[i] == ',', what, ": malformed .npy shape ", printable(shape_text, 80));
+    SEGMUX_CHECK(d == 0 || numel <= (int64_t(1) << 48) / d, what, ": .npy shape ", printable(shape_text, 80),
+                 " is too large");
     numel *= d;
     shape.push_back(d);
   }
@@ -113,6 +119,12 @@ Tensor parse_npy(std::shared_ptr<Storage> bytes, const std::string& what) {
     for (int64_t k = 0; k < numel; ++k) p[k] = p[k] ? 1 : 0;
   }
   return t;
+}
+
+}  // namespace
+
+Tensor parse_npy(std::shared_ptr<Storage> bytes, const std::string& what) {
+  return guard_allocation(what, [&] { return parse_npy_unguarded(*bytes, printable(what)); });
 }
 
 Tensor read_npy(const std::string& path) { return parse_npy(map_file(path), "'" + path + "'"); }

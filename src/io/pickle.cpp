@@ -1,18 +1,25 @@
 #include "io/pickle.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "io/printable.h"
 
 namespace segmux::pickle {
 
 namespace {
 
-// Nesting deeper than this is refused: a state dict is 3-5 levels deep, and a bound keeps the
-// recursive destruction of hostile, deeply nested input from exhausting the stack.
-constexpr int kMaxDepth = 200;
+// What holding one more value costs, for the memory budget: the value, its shared_ptr control block
+// and allocator overhead; a pointer slot (stack, list, tuple); a memo or dict-index entry.
+constexpr size_t kValueCost = sizeof(Value) + 32;
+constexpr size_t kSlotCost = sizeof(ValuePtr);
+constexpr size_t kIndexCost = 64;
+// Small ints are shared (as in CPython): a state dict's sizes and strides are mostly such ints.
+constexpr int64_t kSharedInts = 1024;
 
 // Every pickle opcode (protocols 0-5), so a refusal can name what it saw.
 const char* opcode_name(uint8_t op) {
@@ -165,10 +172,37 @@ std::string key_index(const Value& k) {
 
 bool is_container(const Value& v) { return v.is(Value::Kind::list) || v.is(Value::Kind::dict); }
 
+// Immutable scalars are shared rather than allocated per opcode (a flood of NONE or BININT1 then
+// costs a stack slot, not a value), by every VM: nothing ever writes to a non-container value.
+struct SharedScalars {
+  ValuePtr none, yes, no, empty_tuple;
+  std::vector<ValuePtr> ints;  // 0 .. kSharedInts-1
+};
+
+const SharedScalars& shared() {
+  static const SharedScalars s = [] {
+    SharedScalars out;
+    out.none = Value::make(Value::Kind::none);
+    out.yes = Value::make(Value::Kind::boolean);
+    out.yes->b = true;
+    out.no = Value::make(Value::Kind::boolean);
+    out.empty_tuple = Value::make_tuple({});
+    for (int64_t k = 0; k < kSharedInts; ++k) out.ints.push_back(Value::make_int(k));
+    return out;
+  }();
+  return s;
+}
+
 class Machine {
  public:
-  Machine(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what)
-      : p_(data), end_(data + size), begin_(data), hooks_(hooks), what_(what) {}
+  Machine(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what, size_t basis)
+      : p_(data),
+        end_(data + size),
+        begin_(data),
+        hooks_(hooks),
+        what_(what),
+        memory_limit_(kMemoryFloor + (basis > (SIZE_MAX - kMemoryFloor) / kMemoryPerByte ? SIZE_MAX - kMemoryFloor
+                                                                                         : basis * kMemoryPerByte)) {}
 
   ValuePtr run() {
     while (true) {
@@ -203,28 +237,25 @@ class Machine {
           push(top());
           break;
         case 'N':
-          push(Value::make(Value::Kind::none));
+          push(shared().none);
           break;
         case 0x88:
-        case 0x89: {
-          auto v = Value::make(Value::Kind::boolean);
-          v->b = op == 0x88;
-          push(v);
+        case 0x89:
+          push(op == 0x88 ? shared().yes : shared().no);
           break;
-        }
         case 'J': {
           uint32_t u;
           std::memcpy(&u, read_bytes(4), 4);
-          push(Value::make_int(int32_t(u)));
+          push(make_int(int32_t(u)));
           break;
         }
         case 'K':
-          push(Value::make_int(read_u8()));
+          push(make_int(read_u8()));
           break;
         case 'M': {
           uint16_t u;
           std::memcpy(&u, read_bytes(2), 2);
-          push(Value::make_int(u));
+          push(make_int(u));
           break;
         }
         case 0x8a:
@@ -237,7 +268,7 @@ class Machine {
           const uint8_t* b = read_bytes(8);
           uint64_t bits = 0;
           for (int k = 0; k < 8; ++k) bits = (bits << 8) | b[k];  // big-endian
-          auto v = Value::make(Value::Kind::floating);
+          auto v = fresh(Value::Kind::floating);
           std::memcpy(&v->f, &bits, 8);
           push(v);
           break;
@@ -261,10 +292,10 @@ class Machine {
           push_text(Value::Kind::bytes, read_u64());
           break;
         case ')':
-          push(Value::make_tuple({}));
+          push(shared().empty_tuple);
           break;
         case 't':
-          push(Value::make_tuple(pop_mark()));
+          push(make_tuple(pop_mark()));
           break;
         case 0x85:
         case 0x86:
@@ -273,18 +304,15 @@ class Machine {
           need(n);
           std::vector<ValuePtr> items(stack_.end() - long(n), stack_.end());
           stack_.resize(stack_.size() - n);
-          push(Value::make_tuple(std::move(items)));
+          push(make_tuple(std::move(items)));
           break;
         }
         case ']':
-          push(Value::make(Value::Kind::list));
+          push(fresh(Value::Kind::list));
           break;
         case 'l': {
-          auto list = Value::make(Value::Kind::list);
-          for (auto& item : pop_mark()) {
-            add_child(*list, item);
-            list->items.push_back(item);
-          }
+          auto list = fresh(Value::Kind::list);
+          for (auto& item : pop_mark()) append(list, item);
           push(list);
           break;
         }
@@ -300,12 +328,12 @@ class Machine {
           break;
         }
         case '}':
-          push(Value::make(Value::Kind::dict));
+          push(fresh(Value::Kind::dict));
           break;
         case 'd': {
           auto items = pop_mark();
           SEGMUX_CHECK(items.size() % 2 == 0, err_prefix(), "DICT with an odd number of items");
-          auto dict = Value::make(Value::Kind::dict);
+          auto dict = fresh(Value::Kind::dict);
           for (size_t k = 0; k < items.size(); k += 2) set_item(dict, items[k], items[k + 1]);
           push(dict);
           break;
@@ -348,6 +376,7 @@ class Machine {
                        " is not supported");
           ValuePtr out = hooks_.reduce(*callable, *args);
           SEGMUX_CHECK(out != nullptr, err_prefix(), "REDUCE of ", callable->s, ".", callable->name, " gave nothing");
+          charge(kValueCost);
           push(out);
           break;
         }
@@ -365,6 +394,7 @@ class Machine {
           SEGMUX_CHECK(bool(hooks_.persistent_load), err_prefix(), "persistent ids are not supported here");
           ValuePtr out = hooks_.persistent_load(*pid);
           SEGMUX_CHECK(out != nullptr, err_prefix(), "persistent id ", describe(*pid), " not resolved");
+          charge(kValueCost);
           push(out);
           break;
         }
@@ -433,21 +463,52 @@ class Machine {
   }
   void push_text(Value::Kind kind, uint64_t n) {
     const uint8_t* b = read_bytes(n);
-    auto v = Value::make(kind);
+    charge(size_t(n));
+    auto v = fresh(kind);
     v->s.assign(reinterpret_cast<const char*>(b), size_t(n));
     push(v);
   }
   ValuePtr make_global(const std::string& module, const std::string& name) {
     for (auto& [m, n] : hooks_.allowed_globals)
       if (m == module && n == name) {
-        auto v = Value::make(Value::Kind::global);
+        auto v = fresh(Value::Kind::global);
         v->s = module;
         v->name = name;
         return v;
       }
-    fail(err_prefix(), "global '", module, ".", name, "' is not allowed (only tensor state-dict types are)");
+    fail(err_prefix(), "global '", printable(module), ".", printable(name),
+         "' is not allowed (only tensor state-dict types are)");
   }
-  void push(ValuePtr v) { stack_.push_back(std::move(v)); }
+  void push(ValuePtr v) {
+    charge(kSlotCost);
+    stack_.push_back(std::move(v));
+  }
+  // Counts memory the pickle makes the VM hold (never given back: a bound on the total, which also
+  // bounds the peak); refuses input that needs more than its size can justify.
+  void charge(size_t bytes) {
+    SEGMUX_CHECK(bytes <= memory_limit_ - memory_used_, err_prefix(), "the pickle builds more than ",
+                 memory_limit_ >> 20, " MiB of objects from ", end_ - begin_,
+                 " bytes, more than any tensor checkpoint of its size needs (limit: ", kMemoryFloor >> 20, " MiB + ",
+                 kMemoryPerByte, " bytes per byte of pickle or file); refusing it as hostile");
+    memory_used_ += bytes;
+  }
+  ValuePtr fresh(Value::Kind kind) {
+    charge(kValueCost);
+    return Value::make(kind);
+  }
+  ValuePtr make_int(int64_t v) {
+    if (v >= 0 && v < kSharedInts) return shared().ints[size_t(v)];
+    charge(kValueCost);
+    return Value::make_int(v);
+  }
+  ValuePtr make_tuple(std::vector<ValuePtr> items) {
+    if (items.empty()) return shared().empty_tuple;
+    charge(items.size() * kSlotCost);
+    auto t = fresh(Value::Kind::tuple);
+    for (auto& item : items) add_child(*t, item);
+    t->items = std::move(items);
+    return t;
+  }
   void need(size_t n) {
     size_t floor = marks_.empty() ? 0 : marks_.back();
     SEGMUX_CHECK(stack_.size() >= floor + n, err_prefix(), "stack underflow");
@@ -475,10 +536,15 @@ class Machine {
     SEGMUX_CHECK(it != memo_.end(), err_prefix(), "memo entry ", idx, " was never stored");
     push(it->second);
   }
-  void put(uint32_t idx) { memo_[idx] = top(); }
+  void put(uint32_t idx) {
+    charge(kIndexCost);
+    memo_[idx] = top();
+  }
 
-  // A container that has been placed inside another one is frozen: mutating it afterwards could
-  // make a reference cycle (which would leak and loop). Tensor state dicts never need that.
+  // A container that has been placed inside another one (list, dict or tuple) is frozen: mutating it
+  // afterwards could make a reference cycle (which would leak and loop) or deepen every container
+  // above it behind their backs. So a child's depth is final and the parent's bound holds.
+  // Tensor state dicts never need such mutation.
   void add_child(Value& parent, const ValuePtr& child) {
     SEGMUX_CHECK(child.get() != &parent, err_prefix(), "a container cannot contain itself");
     if (is_container(*child)) child->frozen = true;
@@ -493,6 +559,7 @@ class Machine {
     SEGMUX_CHECK(list->is(Value::Kind::list), err_prefix(), "APPEND to ", describe(*list), ", not a list");
     check_mutable(*list);
     add_child(*list, item);
+    charge(kSlotCost);
     list->items.push_back(item);
   }
   void set_item(const ValuePtr& dict, const ValuePtr& key, const ValuePtr& value) {
@@ -502,6 +569,7 @@ class Machine {
     add_child(*dict, key);
     add_child(*dict, value);
     std::string k = key_index(*key);
+    charge(2 * kSlotCost + kIndexCost + k.size());
     if (!dict->key_positions) dict->key_positions = std::make_shared<std::unordered_map<std::string, size_t>>();
     auto& index = *dict->key_positions;
     if (!k.empty()) {
@@ -524,6 +592,8 @@ class Machine {
   std::vector<ValuePtr> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint32_t, ValuePtr> memo_;
+  size_t memory_used_ = 0;
+  const size_t memory_limit_;
 };
 
 }  // namespace
@@ -550,10 +620,33 @@ ValuePtr Value::make_tuple(std::vector<ValuePtr> items) {
   auto v = make(Kind::tuple);
   for (auto& it : items) {
     SEGMUX_CHECK(it->depth + 1 <= kMaxDepth, "pickle: values nested deeper than ", kMaxDepth);
+    if (is_container(*it)) it->frozen = true;  // see Machine::add_child
     v->depth = std::max(v->depth, it->depth + 1);
   }
   v->items = std::move(items);
   return v;
+}
+
+Value::~Value() {
+  if (items.empty() && entries.empty()) return;
+  // Children whose last owner is being freed give up their own children to the worklist first, so
+  // each value is destroyed with no children left and nothing recurses.
+  std::vector<ValuePtr> pending;
+  auto adopt_children = [&pending](Value& v) {
+    for (auto& c : v.items) pending.push_back(std::move(c));
+    for (auto& [k, x] : v.entries) {
+      pending.push_back(std::move(k));
+      pending.push_back(std::move(x));
+    }
+    v.items.clear();
+    v.entries.clear();
+  };
+  adopt_children(*this);
+  while (!pending.empty()) {
+    ValuePtr v = std::move(pending.back());
+    pending.pop_back();
+    if (v && v.use_count() == 1) adopt_children(*v);
+  }
 }
 
 ValuePtr Value::get(const std::string& key) const {
@@ -574,7 +667,7 @@ std::string describe(const Value& v) {
     case Value::Kind::floating:
       return "float " + std::to_string(v.f);
     case Value::Kind::string:
-      return "str '" + (v.s.size() > 60 ? v.s.substr(0, 60) + "..." : v.s) + "'";
+      return "str '" + printable(v.s, 60) + "'";
     case Value::Kind::bytes:
       return "bytes of length " + std::to_string(v.s.size());
     case Value::Kind::tuple:
@@ -584,15 +677,15 @@ std::string describe(const Value& v) {
     case Value::Kind::dict:
       return "dict of " + std::to_string(v.entries.size());
     case Value::Kind::global:
-      return "global " + v.s + "." + v.name;
+      return "global " + printable(v.s) + "." + printable(v.name);
     case Value::Kind::opaque:
-      return v.opaque_type;
+      return printable(v.opaque_type);
   }
   return "?";
 }
 
-ValuePtr unpickle(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what) {
-  Machine m(data, size, hooks, what);
+ValuePtr unpickle(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what, size_t budget_basis) {
+  Machine m(data, size, hooks, what, std::min(size, budget_basis));
   return m.run();
 }
 

@@ -35,6 +35,14 @@ struct Value {
   bool frozen = false;  // a list/dict stored inside another container may no longer change
   std::shared_ptr<std::unordered_map<std::string, size_t>> key_positions;  // dict: key -> entry index
 
+  Value() = default;
+  Value(const Value&) = default;
+  Value(Value&&) = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) = default;
+  // Frees a deep graph with a worklist instead of recursion, so no nesting can exhaust the stack.
+  ~Value();
+
   static ValuePtr make(Kind k);
   static ValuePtr make_int(int64_t v);
   static ValuePtr make_string(std::string v);
@@ -58,7 +66,16 @@ struct Hooks {
 };
 
 // Runs the VM over `data` and returns the value left by STOP. `what` names the source in errors.
-ValuePtr unpickle(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what);
+// Nesting is bounded (kMaxDepth) on every container path, and so is memory: the VM refuses a pickle
+// that makes it hold more than kMemoryFloor + kMemoryPerByte * min(size, budget_basis) bytes of
+// values. A real state dict needs about 20 bytes per pickle byte; hostile opcode floods need over
+// 200. `budget_basis` lets a caller scale the budget with the file the pickle came from (a deflated
+// pickle may be a thousand times larger than its archive).
+constexpr int kMaxDepth = 200;
+constexpr size_t kMemoryFloor = size_t(64) << 20;
+constexpr size_t kMemoryPerByte = 64;
+ValuePtr unpickle(const uint8_t* data, size_t size, const Hooks& hooks, const std::string& what,
+                  size_t budget_basis = SIZE_MAX);
 
 // Minimal protocol-2 writer: the caller emits opcodes in order, the writer encodes them.
 class Writer {

@@ -8,7 +8,10 @@
 #include <cstring>
 #include <limits>
 
+#include "io/alloc_guard.h"
+#include "io/file_kind.h"
 #include "io/pickle.h"
+#include "io/printable.h"
 #include "io/safetensors.h"
 
 namespace segmux {
@@ -45,7 +48,7 @@ bool fits(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b <= li
 
 bool looks_like_zip(const Storage& bytes) { return bytes.nbytes >= 4 && rd32(bytes.data) == kLocalHeaderSig; }
 
-ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(std::move(file)), what_(std::move(what)) {
+ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(std::move(file)), what_(printable(what)) {
   const std::byte* base = file_->data;
   const uint64_t size = file_->nbytes;
   SEGMUX_CHECK(size >= 22, what_, ": too short to be a zip archive (", size, " bytes)");
@@ -95,17 +98,17 @@ ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(st
     SEGMUX_CHECK(fits(pos + 46, uint64_t(name_len) + extra_len + comment_len, cd_end), what_,
                  ": central directory entry ", k, " runs past the directory");
     e.name.assign(reinterpret_cast<const char*>(h + 46), name_len);
-    SEGMUX_CHECK(!(flags & 1), what_, ": entry '", e.name, "' is encrypted");
+    SEGMUX_CHECK(!(flags & 1), what_, ": entry '", printable(e.name), "' is encrypted");
     // ZIP64 extended information: the 0xFFFFFFFF fields, in this order.
     const std::byte* x = h + 46 + name_len;
     for (uint32_t off = 0; off + 4 <= extra_len;) {
       uint16_t id = rd16(x + off), len = rd16(x + off + 2);
-      SEGMUX_CHECK(off + 4 + len <= extra_len, what_, ": entry '", e.name, "' has a damaged extra field");
+      SEGMUX_CHECK(off + 4 + len <= extra_len, what_, ": entry '", printable(e.name), "' has a damaged extra field");
       if (id == 0x0001) {
         uint32_t q = off + 4;
         auto next64 = [&](uint64_t& field) {
           if (field != 0xFFFFFFFF) return;
-          SEGMUX_CHECK(q + 8 <= off + 4 + len, what_, ": entry '", e.name, "' has a short zip64 field");
+          SEGMUX_CHECK(q + 8 <= off + 4 + len, what_, ": entry '", printable(e.name), "' has a short zip64 field");
           field = rd64(x + q);
           q += 8;
         };
@@ -116,16 +119,17 @@ ZipReader::ZipReader(std::shared_ptr<Storage> file, std::string what) : file_(st
       off += 4 + len;
     }
     SEGMUX_CHECK(fits(e.local_header_offset, 30, size) && rd32(base + e.local_header_offset) == kLocalHeaderSig, what_,
-                 ": local header of entry '", e.name, "' is missing or out of bounds (truncated?)");
+                 ": local header of entry '", printable(e.name), "' is missing or out of bounds (truncated?)");
     const std::byte* lh = base + e.local_header_offset;
     e.data_offset = e.local_header_offset + 30 + rd16(lh + 26) + rd16(lh + 28);
-    SEGMUX_CHECK(fits(e.data_offset, e.compressed_size, size), what_, ": data of entry '", e.name, "' [", e.data_offset,
-                 ", +", e.compressed_size, ") lies outside the ", size, "-byte file (truncated?)");
-    SEGMUX_CHECK(e.method == 0 || e.method == 8, what_, ": entry '", e.name, "' uses compression method ", e.method,
-                 " (only stored and deflate are supported)");
-    SEGMUX_CHECK(e.method != 0 || e.compressed_size == e.uncompressed_size, what_, ": stored entry '", e.name,
-                 "' has different compressed and uncompressed sizes");
-    SEGMUX_CHECK(by_name_.emplace(e.name, entries_.size()).second, what_, ": duplicate entry '", e.name, "'");
+    SEGMUX_CHECK(fits(e.data_offset, e.compressed_size, size), what_, ": data of entry '", printable(e.name), "' [",
+                 e.data_offset, ", +", e.compressed_size, ") lies outside the ", size, "-byte file (truncated?)");
+    SEGMUX_CHECK(e.method == 0 || e.method == 8, what_, ": entry '", printable(e.name), "' uses compression method ",
+                 e.method, " (only stored and deflate are supported)");
+    SEGMUX_CHECK(e.method != 0 || e.compressed_size == e.uncompressed_size, what_, ": stored entry '",
+                 printable(e.name), "' has different compressed and uncompressed sizes");
+    SEGMUX_CHECK(by_name_.emplace(e.name, entries_.size()).second, what_, ": duplicate entry '", printable(e.name),
+                 "'");
     entries_.push_back(std::move(e));
     pos += 46 + uint64_t(name_len) + extra_len + comment_len;
   }
@@ -142,7 +146,7 @@ std::shared_ptr<Storage> ZipReader::read(const ZipEntry& e) const {
     return Storage::borrow(file_->data + e.data_offset, size_t(e.uncompressed_size), file_);
   }
   // Deflate can expand at most ~1032:1; a larger claim is a lie that would only waste memory.
-  SEGMUX_CHECK(e.uncompressed_size <= e.compressed_size * 1032 + 1024, what_, ": entry '", e.name,
+  SEGMUX_CHECK(e.uncompressed_size <= e.compressed_size * 1032 + 1024, what_, ": entry '", printable(e.name),
                "' claims an impossible inflated size ", e.uncompressed_size);
   auto out = Storage::allocate(size_t(e.uncompressed_size));
   z_stream zs{};
@@ -163,13 +167,13 @@ std::shared_ptr<Storage> ZipReader::read(const ZipEntry& e) const {
     if (rc == Z_OK && zs.avail_in == in_chunk && zs.avail_out == out_chunk) rc = Z_BUF_ERROR;  // no progress
   }
   inflateEnd(&zs);
-  SEGMUX_CHECK(rc == Z_STREAM_END && out_done == e.uncompressed_size, what_, ": entry '", e.name,
+  SEGMUX_CHECK(rc == Z_STREAM_END && out_done == e.uncompressed_size, what_, ": entry '", printable(e.name),
                "' does not inflate to its recorded size (damaged data)");
   uLong crc = crc32(0L, Z_NULL, 0);
   for (uint64_t off = 0; off < out_done; off += 1u << 30)
     crc =
         crc32(crc, reinterpret_cast<const Bytef*>(out->data + off), uInt(std::min<uint64_t>(out_done - off, 1u << 30)));
-  SEGMUX_CHECK(uint32_t(crc) == e.crc32, what_, ": entry '", e.name, "' fails its CRC-32 check");
+  SEGMUX_CHECK(uint32_t(crc) == e.crc32, what_, ": entry '", printable(e.name), "' fails its CRC-32 check");
   return out;
 }
 
@@ -251,13 +255,13 @@ pickle::Hooks checkpoint_hooks(const std::string& what) {
                  " is not a torch storage class");
     auto ref = std::make_shared<StorageRef>();
     ref->type = storage_type_by_name(type.name);
-    SEGMUX_CHECK(ref->type != nullptr, what, ": storage type torch.", type.name, " is not supported");
+    SEGMUX_CHECK(ref->type != nullptr, what, ": storage type torch.", printable(type.name), " is not supported");
     SEGMUX_CHECK(pid.items[2]->is(K::string), what, ": storage key is ", pickle::describe(*pid.items[2]));
     ref->key = pid.items[2]->s;
     SEGMUX_CHECK(!ref->key.empty() && ref->key.size() < 64 && ref->key.find('/') == std::string::npos &&
                      ref->key.find("..") == std::string::npos,
-                 what, ": bad storage key '", ref->key, "'");
-    SEGMUX_CHECK(pid.items[4]->is(K::integer) && pid.items[4]->i >= 0, what, ": storage '", ref->key,
+                 what, ": bad storage key '", printable(ref->key, 80), "'");
+    SEGMUX_CHECK(pid.items[4]->is(K::integer) && pid.items[4]->i >= 0, what, ": storage '", printable(ref->key),
                  "' has a bad element count ", pickle::describe(*pid.items[4]));
     ref->numel = pid.items[4]->i;
     auto v = pickle::Value::make(K::opaque);
@@ -298,7 +302,7 @@ pickle::Hooks checkpoint_hooks(const std::string& what) {
                    what, ": _rebuild_parameter expects (tensor, requires_grad, hooks)");
       return args.items[0];
     }
-    fail(what, ": calling ", full, " is not allowed");
+    fail(what, ": calling ", printable(full), " is not allowed");
   };
 
   // OrderedDict instances carry attributes (state_dict()._metadata) set by BUILD: ignored.
@@ -340,11 +344,12 @@ void gather_strided(std::byte* dst, const std::byte* src, size_t elem, const std
 
 }  // namespace
 
-TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const std::string& what,
-                                         const std::string& unwrap_key) {
-  SEGMUX_CHECK(looks_like_zip(*file), what,
-               ": not a PyTorch zip checkpoint (no zip signature; legacy "
-               "non-zip torch.save files are not supported)");
+namespace {
+
+TorchCheckpoint parse_checkpoint_unguarded(const std::shared_ptr<Storage>& file, const std::string& what,
+                                           const std::string& unwrap_key) {
+  SEGMUX_CHECK(looks_like_zip(*file), what, ": not a PyTorch zip checkpoint: it is ",
+               describe_file_kind(file->data, file->nbytes));
   ZipReader zip(file, what);
   TorchCheckpoint out;
   // The archive's top folder is whatever torch.save named it: find <folder>/data.pkl.
@@ -362,11 +367,13 @@ TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const st
   if (const ZipEntry* bo = zip.find(prefix + "byteorder")) {
     auto b = zip.read(*bo);
     std::string order(reinterpret_cast<const char*>(b->data), b->nbytes);
-    SEGMUX_CHECK(order == "little", what, ": checkpoint byte order is '", order, "' (only little-endian is supported)");
+    SEGMUX_CHECK(order == "little", what, ": checkpoint byte order is '", printable(order, 40),
+                 "' (only little-endian is supported)");
   }
   auto pkl_bytes = zip.read(*pkl);
+  // The VM's memory budget scales with the archive, not with what a deflated data.pkl inflates to.
   pickle::ValuePtr root = pickle::unpickle(reinterpret_cast<const uint8_t*>(pkl_bytes->data), pkl_bytes->nbytes,
-                                           checkpoint_hooks(what), what);
+                                           checkpoint_hooks(what), what, file->nbytes);
   using K = pickle::Value::Kind;
   SEGMUX_CHECK(root->is(K::dict), what, ": checkpoint holds ", pickle::describe(*root), ", not a dict of tensors");
   if (!unwrap_key.empty()) {
@@ -378,22 +385,22 @@ TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const st
   for (auto& [k, v] : root->entries) {
     SEGMUX_CHECK(k->is(K::string), what, ": state-dict key ", pickle::describe(*k), " is not a string");
     const std::string& name = k->s;
-    SEGMUX_CHECK(v->is(K::opaque) && v->opaque_type == kTensorType, what, ": entry '", name, "' is ",
+    SEGMUX_CHECK(v->is(K::opaque) && v->opaque_type == kTensorType, what, ": entry '", printable(name), "' is ",
                  pickle::describe(*v), ", not a tensor");
     const TensorRef& t = *std::static_pointer_cast<TensorRef>(v->opaque);
     const StorageRef& s = *t.storage;
-    const std::string ctx = what + ": tensor '" + name + "'";
+    const std::string ctx = what + ": tensor '" + printable(name) + "'";
 
     // The storage bytes.
     auto& bytes = storages[s.key];
     if (!bytes) {
       const ZipEntry* e = zip.find(prefix + "data/" + s.key);
-      SEGMUX_CHECK(e != nullptr, ctx, ": its storage '", s.key, "' is not in the archive");
+      SEGMUX_CHECK(e != nullptr, ctx, ": its storage '", printable(s.key), "' is not in the archive");
       SEGMUX_CHECK(uint64_t(s.numel) <= e->uncompressed_size / s.type->element_bytes &&
                        uint64_t(s.numel) * s.type->element_bytes == e->uncompressed_size,
-                   ctx, ": storage '", s.key, "' should hold ", s.numel, " ", s.type->global_name, " elements (",
-                   uint64_t(s.numel) * s.type->element_bytes, " bytes) but the entry has ", e->uncompressed_size,
-                   " bytes");
+                   ctx, ": storage '", printable(s.key), "' should hold ", s.numel, " ", s.type->global_name,
+                   " elements (", uint64_t(s.numel) * s.type->element_bytes, " bytes) but the entry has ",
+                   e->uncompressed_size, " bytes");
       bytes = zip.read(*e);
     }
 
@@ -438,6 +445,13 @@ TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const st
     out.tensors.push_back(TorchTensor{name, std::move(tensor), s.type->complex});
   }
   return out;
+}
+
+}  // namespace
+
+TorchCheckpoint parse_pytorch_checkpoint(std::shared_ptr<Storage> file, const std::string& what,
+                                         const std::string& unwrap_key) {
+  return guard_allocation(what, [&] { return parse_checkpoint_unguarded(file, printable(what), unwrap_key); });
 }
 
 TorchCheckpoint read_pytorch_checkpoint(const std::string& path, const std::string& unwrap_key) {

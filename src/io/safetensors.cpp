@@ -10,11 +10,16 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "io/alloc_guard.h"
+#include "io/file_kind.h"
+#include "io/json_limits.h"
+#include "io/printable.h"
+
 namespace segmux {
 
 const Tensor& TensorFile::at(const std::string& name) const {
   auto it = tensors.find(name);
-  SEGMUX_CHECK(it != tensors.end(), "tensor '", name, "' not found");
+  SEGMUX_CHECK(it != tensors.end(), "tensor '", printable(name), "' not found");
   return it->second;
 }
 
@@ -58,19 +63,24 @@ const char* st_name(DType t) {
 
 }  // namespace
 
-TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& what) {
+namespace {
+
+TensorFile parse_safetensors_unguarded(std::shared_ptr<Storage> bytes, const std::string& what) {
+  // Another kind of file (a .pt checkpoint, an .npy array, ...) is named as such, with the reader to use.
+  const FileKind kind = sniff_file_kind(bytes->data, bytes->nbytes);
+  SEGMUX_CHECK(kind == FileKind::safetensors || kind == FileKind::unknown, what, ": not a safetensors file: it is ",
+               describe_file_kind(bytes->data, bytes->nbytes));
   SEGMUX_CHECK(bytes->nbytes >= 8, what, ": too short to be a safetensors file (", bytes->nbytes, " bytes)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes->data, 8);
-  SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": header length ", header_len,
-               " runs past the end of the file (", bytes->nbytes, " bytes)");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes->data) + 8,
-                                   reinterpret_cast<const char*>(bytes->data) + 8 + header_len);
-  } catch (const std::exception& e) {
-    fail(what, ": header is not valid JSON: ", e.what());
-  }
+  SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": not a safetensors file, or truncated: its header length ",
+               header_len, " runs past the end of the file (", bytes->nbytes, " bytes; it is ",
+               describe_file_kind(bytes->data, bytes->nbytes), ")");
+  // Nesting is bounded while parsing: a deep __metadata__ value would otherwise be serialized
+  // recursively below. The size limit is the one of the reference implementation (100 MB).
+  const nlohmann::json header =
+      parse_untrusted_json(std::string_view(reinterpret_cast<const char*>(bytes->data) + 8, size_t(header_len)),
+                           what + " (safetensors header)", JsonLimits{.max_depth = 16, .max_bytes = 100000000});
   SEGMUX_CHECK(header.is_object(), what, ": header is not a JSON object");
   const size_t data_start = 8 + header_len;
   const size_t data_len = bytes->nbytes - data_start;
@@ -82,18 +92,19 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
         out.metadata[m.key()] = m->is_string() ? m->get<std::string>() : m->dump();
       continue;
     }
-    const std::string& name = it.key();
+    const std::string& key = it.key();
+    const std::string name = printable(key);  // for messages
     const auto& e = *it;
     SEGMUX_CHECK(e.is_object() && e.contains("dtype") && e.contains("shape") && e.contains("data_offsets"), what,
                  ": entry '", name, "' lacks dtype/shape/data_offsets");
     DType dt;
     SEGMUX_CHECK(e["dtype"].is_string() && st_dtype(e["dtype"].get<std::string>(), &dt), what, ": tensor '", name,
-                 "' has unsupported dtype ", e["dtype"].dump());
+                 "' has unsupported dtype ", describe_json(e["dtype"]));
     Shape shape;
     SEGMUX_CHECK(e["shape"].is_array(), what, ": tensor '", name, "' shape is not a list");
     for (auto& d : e["shape"]) {
       SEGMUX_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() < (int64_t(1) << 40), what,
-                   ": tensor '", name, "' has a bad dimension ", d.dump());
+                   ": tensor '", name, "' has a bad dimension ", describe_json(d));
       shape.push_back(d.get<int64_t>());
     }
     const auto& off = e["data_offsets"];
@@ -108,18 +119,24 @@ TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& 
     SEGMUX_CHECK(elems * dtype_size(dt) == (long double)(end - begin), what, ": tensor '", name, "' shape ",
                  shape_str(shape), " ", st_name(dt), " needs ", (unsigned long long)(elems * dtype_size(dt)),
                  " bytes but has ", end - begin);
-    out.names.push_back(name);
+    out.names.push_back(key);
     Tensor view(dt, shape, bytes, data_start + begin);
     // The format does not align tensor data; typed access needs natural alignment (UB otherwise), so a
     // misaligned tensor is copied into aligned memory; aligned ones (the common case) stay zero-copy.
     if (reinterpret_cast<uintptr_t>(view.raw()) % dtype_size(dt) != 0) view = view.clone();
-    out.tensors.emplace(name, std::move(view));
+    out.tensors.emplace(key, std::move(view));
   }
   // JSON objects are unordered; file order = order of data offsets.
   std::sort(out.names.begin(), out.names.end(), [&](const std::string& a, const std::string& b) {
     return out.tensors.at(a).byte_offset() < out.tensors.at(b).byte_offset();
   });
   return out;
+}
+
+}  // namespace
+
+TensorFile parse_safetensors(std::shared_ptr<Storage> bytes, const std::string& what) {
+  return guard_allocation(what, [&] { return parse_safetensors_unguarded(std::move(bytes), printable(what)); });
 }
 
 TensorFile read_safetensors(const std::string& path) { return parse_safetensors(map_file(path), path); }

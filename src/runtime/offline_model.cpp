@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/files.h"
+#include "io/json_limits.h"
 #include "kernels/isa.h"
 
 #define XXH_INLINE_ALL
@@ -74,8 +75,8 @@ struct DepthLimit : json::json_sax_t {
   }
 };
 
-// Parses CBOR or JSON text from the file with its nesting bounded first (the SAX pass above).
-// TODO(io): use io/json_limits.h once it lands on main; this is the minimal local equivalent.
+// Parses the CBOR sections with their nesting bounded first (the SAX pass above); JSON text (META) goes
+// through io/json_limits.h.
 json parse_bounded(const std::byte* p, size_t n, json::input_format_t format, const std::string& what) {
   DepthLimit limit;
   const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
@@ -97,7 +98,10 @@ json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
 json parse_meta(const std::byte* p, size_t n, const std::string& what) {
   SEGMUX_CHECK(n <= kMaxMetaBytes, what, " is ", n, " bytes, more than the ", kMaxMetaBytes,
                " a META section may hold");
-  json j = parse_bounded(p, n, json::input_format_t::json, what);
+  JsonLimits limits;
+  limits.max_depth = DepthLimit::kMaxDepth;
+  limits.max_bytes = kMaxMetaBytes;
+  json j = parse_untrusted_json(std::string_view(reinterpret_cast<const char*>(p), n), what, limits);
   SEGMUX_CHECK(j.is_object(), what, " is not a JSON object");
   return j;
 }

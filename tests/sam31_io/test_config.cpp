@@ -100,7 +100,8 @@ TEST(Config, FlatJsonSubsetsAndErrors) {
                "image_size 1000 is not a multiple of patch_size 14");
   expect_error([] { parse_config(R"({"vit_global": [40]})", "flat"); }, "vit_global block 40");
   expect_error([] { parse_config(R"({"d_model": 0})", "flat"); }, "d_model must be positive");
-  expect_error([] { load_config("/nonexistent/config.json"); }, "cannot open config file");
+  expect_error([] { load_config("/nonexistent/config.json"); },
+               "config file: cannot open '/nonexistent/config.json': No such file");
   // Every field survives a round trip through our flat JSON.
   const ModelConfig tiny = load_config(kFixture + "/config.json");
   EXPECT_EQ(config_to_json(parse_config(config_to_json(tiny), "roundtrip")), config_to_json(tiny));

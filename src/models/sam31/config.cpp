@@ -1,13 +1,14 @@
 #include "models/sam31/config.h"
 
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_limits.h"
+#include "io/printable.h"
 
 namespace segmux::sam31 {
 
@@ -48,14 +49,16 @@ struct FieldIO {
 };
 
 int read_int(const json& v, const std::string& key, const std::string& what) {
-  SEGMUX_CHECK(v.is_number_integer(), what, ": field '", key, "' must be an integer, got ", v.dump());
+  SEGMUX_CHECK(v.is_number_integer(), what, ": field '", key, "' must be an integer, got ", describe_json(v));
+  SEGMUX_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() < (uint64_t(1) << 31), what, ": field '", key,
+               "' is out of range: ", v.dump());
   int64_t x = v.get<int64_t>();
   SEGMUX_CHECK(x >= -(int64_t(1) << 31) && x < (int64_t(1) << 31), what, ": field '", key, "' is out of range: ", x);
   return int(x);
 }
 
 double read_double(const json& v, const std::string& key, const std::string& what) {
-  SEGMUX_CHECK(v.is_number(), what, ": field '", key, "' must be a number, got ", v.dump());
+  SEGMUX_CHECK(v.is_number(), what, ": field '", key, "' must be a number, got ", describe_json(v));
   return v.get<double>();
 }
 
@@ -73,19 +76,21 @@ const std::map<std::string, FieldIO>& fields() {
           [=](const ModelConfig& c) { return json(c.*member); }};
     };
     t["name"] = FieldIO{[](ModelConfig& c, const json& v, const std::string& what) {
-                          SEGMUX_CHECK(v.is_string(), what, ": field 'name' must be a string, got ", v.dump());
+                          SEGMUX_CHECK(v.is_string(), what, ": field 'name' must be a string, got ", describe_json(v));
                           c.name = v.get<std::string>();
                         },
                         [](const ModelConfig& c) { return json(c.name); }};
     t["vit_global"] = FieldIO{[](ModelConfig& c, const json& v, const std::string& what) {
-                                SEGMUX_CHECK(v.is_array(), what, ": field 'vit_global' must be a list of integers");
+                                SEGMUX_CHECK(v.is_array(), what,
+                                             ": field 'vit_global' must be a list of integers, got ", describe_json(v));
                                 c.vit_global.clear();
                                 for (auto& e : v) c.vit_global.push_back(read_int(e, "vit_global", what));
                               },
                               [](const ModelConfig& c) { return json(c.vit_global); }};
     t["neck_scale_factors"] =
         FieldIO{[](ModelConfig& c, const json& v, const std::string& what) {
-                  SEGMUX_CHECK(v.is_array(), what, ": field 'neck_scale_factors' must be a list of numbers");
+                  SEGMUX_CHECK(v.is_array(), what, ": field 'neck_scale_factors' must be a list of numbers, got ",
+                               describe_json(v));
                   c.neck_scale_factors.clear();
                   for (auto& e : v) c.neck_scale_factors.push_back(read_double(e, "neck_scale_factors", what));
                 },
@@ -143,7 +148,7 @@ const std::map<std::string, FieldIO>& fields() {
 
 void set_field(ModelConfig& cfg, const std::string& key, const json& value, const std::string& what) {
   auto it = fields().find(key);
-  SEGMUX_CHECK(it != fields().end(), what, ": unknown config field '", key, "'");
+  SEGMUX_CHECK(it != fields().end(), what, ": unknown config field '", printable(key), "'");
   it->second.read(cfg, value, what);
 }
 
@@ -153,7 +158,8 @@ bool is_run_only_key(const std::string& key) { return key == "seed"; }
 // Compares one entry of the fixtures' "derived" table with our derived value.
 void check_derived(const json& derived, const std::string& key, const json& ours, const std::string& what) {
   if (!derived.contains(key)) return;
-  SEGMUX_CHECK(derived[key] == ours, what, ": derived size '", key, "' is ", derived[key].dump(),
+  SEGMUX_CHECK(derived[key] == ours, what, ": derived size '", key, "' is ", describe_json(derived[key]),
+               derived[key].is_number() ? "" : (" " + derived[key].dump().substr(0, 100)),
                " in the file but the config gives ", ours.dump());
 }
 
@@ -181,21 +187,30 @@ void cross_check_derived(const ModelConfig& c, const json& derived, const std::s
   }
 }
 
+// validate_config, with the file named in its message.
+void validate_in(const ModelConfig& cfg, const std::string& what) {
+  try {
+    validate_config(cfg);
+  } catch (const Error& e) {
+    fail(what, ": ", e.what());
+  }
+}
+
 ModelConfig from_fixture_json(const json& j, const std::string& what) {
   ModelConfig cfg;
   const json& table = j["reduced_vs_official"];
-  SEGMUX_CHECK(table.is_object(), what, ": 'reduced_vs_official' must be an object");
+  SEGMUX_CHECK(table.is_object(), what, ": 'reduced_vs_official' must be an object, got ", describe_json(table));
   for (auto it = table.begin(); it != table.end(); ++it) {
     const std::string& key = it.key();
     if (is_run_only_key(key)) continue;
-    SEGMUX_CHECK(it->is_object() && it->contains("reduced"), what, ": entry '", key,
-                 "' of reduced_vs_official lacks a 'reduced' value");
+    SEGMUX_CHECK(it->is_object() && it->contains("reduced"), what, ": entry '", printable(key),
+                 "' of reduced_vs_official lacks a 'reduced' value (it is ", describe_json(*it), ")");
     set_field(cfg, key, (*it)["reduced"], what);
   }
   // Sizes the table does not list but the fixture states elsewhere.
   if (j.contains("derived")) {
     const json& d = j["derived"];
-    SEGMUX_CHECK(d.is_object(), what, ": 'derived' must be an object");
+    SEGMUX_CHECK(d.is_object(), what, ": 'derived' must be an object, got ", describe_json(d));
     if (d.contains("text_context_length")) set_field(cfg, "text_context_length", d["text_context_length"], what);
     if (d.contains("vocab_size")) set_field(cfg, "vocab_size", d["vocab_size"], what);
   }
@@ -207,34 +222,34 @@ ModelConfig from_fixture_json(const json& j, const std::string& what) {
         if (it->contains(key)) set_field(cfg, key, (*it)[key], what);
     }
   }
-  validate_config(cfg);
+  validate_in(cfg, what);
   if (j.contains("derived")) cross_check_derived(cfg, j["derived"], what);
   return cfg;
 }
 
 }  // namespace
 
+// A config is a few levels deep (the fixture form: object -> table -> entry -> value list).
+constexpr JsonLimits kConfigLimits{.max_depth = 16, .max_bytes = size_t(16) << 20};
+
 ModelConfig parse_config(const std::string& json_text, const std::string& what) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const std::exception& e) {
-    fail(what, ": not valid JSON: ", e.what());
-  }
-  SEGMUX_CHECK(j.is_object(), what, ": a config must be a JSON object");
+  const json j = parse_untrusted_json(json_text, what, kConfigLimits);
+  SEGMUX_CHECK(j.is_object(), what, ": a config must be a JSON object, got ", describe_json(j));
   if (j.contains("reduced_vs_official")) return from_fixture_json(j, what);
   ModelConfig cfg;
   for (auto it = j.begin(); it != j.end(); ++it) set_field(cfg, it.key(), *it, what);
-  validate_config(cfg);
+  validate_in(cfg, what);
   return cfg;
 }
 
 ModelConfig load_config(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SEGMUX_CHECK(f.good(), "cannot open config file '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_config(ss.str(), path);
+  std::string text;
+  try {
+    text = read_untrusted_text_file(path, kConfigLimits.max_bytes);
+  } catch (const Error& e) {
+    fail("config file: ", e.what());
+  }
+  return parse_config(text, printable(path));
 }
 
 std::string config_to_json(const ModelConfig& cfg) {

@@ -22,20 +22,28 @@
 // those standard-library tables; regenerate the same way if ever needed.
 #include "models/sam31/tokenizer.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/regex.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
+
+#include "io/alloc_guard.h"
+#include "io/file_kind.h"
+#include "io/printable.h"
 
 namespace segmux::sam31 {
 
@@ -95,7 +103,10 @@ bool decode_utf8(const std::string& s, U32* out) {
 
 U32 from_utf8(const std::string& s) {
   U32 out;
-  SEGMUX_CHECK(decode_utf8(s, &out), "tokenizer: text is not valid UTF-8");
+  if (!decode_utf8(s, &out)) {
+    const size_t at = std::min(first_invalid_utf8(s), s.size());
+    fail("tokenizer: the text is not valid UTF-8 (at byte ", at, ": '", printable(s.substr(at, 8)), "')");
+  }
   return out;
 }
 
@@ -581,18 +592,61 @@ std::vector<std::pair<int, char32_t>> bytes_to_unicode() {
 
 const char* const kVocabularyFile = "bpe_simple_vocab_16e6.txt.gz";
 
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-bool is_file(const std::string& p) {
+
+// A path given as the vocabulary itself (rather than a checkpoint next to it).
+bool named_like_vocabulary(const std::string& path) {
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  return has_suffix(base, ".gz") || has_suffix(base, ".txt") || base.find("vocab") != std::string::npos;
+}
+
+// Opens a regular file without blocking (a FIFO must not hang the load); -1 with errno on failure.
+int open_regular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
   struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+
+// The first bytes of a regular file, or an error saying why they cannot be read.
+std::string file_head(const std::string& path, size_t n) {
+  const int fd = open_regular(path);
+  SEGMUX_CHECK(fd >= 0, "cannot read tokenizer vocabulary '", printable(path),
+               "': ", errno == EINVAL ? "not a regular file" : std::strerror(errno));
+  std::string head(n, '\0');
+  const ssize_t got = ::pread(fd, head.data(), n, 0);
+  const int err = errno;
+  ::close(fd);
+  SEGMUX_CHECK(got >= 0, "cannot read tokenizer vocabulary '", printable(path), "': ", std::strerror(err));
+  head.resize(size_t(got));
+  return head;
+}
+
+bool is_gzip(const std::string& head) { return head.size() >= 2 && head[0] == '\x1f' && head[1] == '\x8b'; }
+
+std::string kind_of(const std::string& head) {
+  return describe_file_kind(reinterpret_cast<const std::byte*>(head.data()), head.size());
 }
 
 std::string read_gzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  SEGMUX_CHECK(f != nullptr, "cannot open tokenizer vocabulary '", path, "'");
+  const std::string name = printable(path);
+  const std::string head = file_head(path, 16);
+  SEGMUX_CHECK(is_gzip(head), "tokenizer vocabulary '", name, "' is not gzip-compressed (it is ", kind_of(head),
+               "); expected the published bpe_simple_vocab_16e6.txt.gz");
+  const int fd = open_regular(path);
+  SEGMUX_CHECK(fd >= 0, "cannot read tokenizer vocabulary '", name, "': ", std::strerror(errno));
+  gzFile f = gzdopen(fd, "rb");
+  if (f == nullptr) {
+    ::close(fd);
+    fail("cannot read tokenizer vocabulary '", name, "': out of memory");
+  }
   std::string out;
   char buf[1 << 16];
   int n;
@@ -600,14 +654,15 @@ std::string read_gzip(const std::string& path) {
     out.append(buf, size_t(n));
     if (out.size() > (size_t(64) << 20)) {
       gzclose(f);
-      fail("tokenizer vocabulary '", path, "' inflates to more than 64 MiB");
+      fail("tokenizer vocabulary '", name, "' inflates to more than 64 MiB (the real one is 1.3 MiB)");
     }
   }
   int err = 0;
   const char* msg = gzerror(f, &err);
   std::string message = msg ? msg : "";
   gzclose(f);
-  SEGMUX_CHECK(n == 0 && err == Z_OK, "cannot read tokenizer vocabulary '", path, "': ", message);
+  SEGMUX_CHECK(n == 0 && err == Z_OK, "cannot read tokenizer vocabulary '", name, "': damaged gzip data (",
+               printable(message), ")");
   return out;
 }
 
@@ -618,34 +673,62 @@ std::string ftfy_fix_text(const std::string& text) { return to_utf8(ftfy_fix_tex
 std::string clean_text_lower(const std::string& text) { return to_utf8(clean_lower_u32(from_utf8(text))); }
 
 std::string Tokenizer::find_vocabulary(const std::string& path) {
-  if (is_file(path)) {
-    // The vocabulary itself (gzip magic), or a file (e.g. the checkpoint) whose folder holds it.
-    FILE* f = std::fopen(path.c_str(), "rb");
-    unsigned char magic[2] = {0, 0};
-    if (f) {
-      size_t got = std::fread(magic, 1, 2, f);
-      std::fclose(f);
-      if (got == 2 && magic[0] == 0x1F && magic[1] == 0x8B) return path;
+  const std::string name = printable(path);
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  std::string not_a_vocabulary;  // why `path` itself was not taken, for the final message
+  if (exists && !S_ISDIR(st.st_mode)) {
+    // The vocabulary itself (gzip magic), or a file (e.g. the checkpoint) whose folder holds it. A
+    // file named like a vocabulary that cannot serve as one is reported as such, not as "not found".
+    SEGMUX_CHECK(S_ISREG(st.st_mode) || !named_like_vocabulary(path), "tokenizer vocabulary '", name,
+                 "' is not a regular file");
+    if (!named_like_vocabulary(path)) {
+      const int fd = open_regular(path);
+      if (fd >= 0) {
+        char magic[2] = {0, 0};
+        const bool gz = ::pread(fd, magic, 2, 0) == 2 && is_gzip(std::string(magic, 2));
+        ::close(fd);
+        if (gz) return path;
+      }
+      not_a_vocabulary = " ('" + name + "' is not a gzip vocabulary, so its folder was searched)";
+    } else {
+      const std::string head = file_head(path, 16);
+      SEGMUX_CHECK(is_gzip(head), "tokenizer vocabulary '", name, "' is not gzip-compressed (it is ", kind_of(head),
+                   "); expected the published ", kVocabularyFile);
+      return path;
     }
   }
   std::string dir = path;
-  if (!is_dir(dir)) {
+  if (!exists || !S_ISDIR(st.st_mode)) {
     auto slash = path.find_last_of('/');
     dir = slash == std::string::npos ? "." : path.substr(0, slash);
   }
   const std::string candidates[] = {dir + "/" + kVocabularyFile, dir + "/tokenizer/" + kVocabularyFile};
-  for (auto& c : candidates)
-    if (is_file(c)) return c;
-  fail("tokenizer vocabulary ", kVocabularyFile, " not found: looked for '", path, "' as the file, then '",
-       candidates[0], "' and '", candidates[1], "'");
+  for (auto& c : candidates) {
+    struct stat cst {};
+    if (::stat(c.c_str(), &cst) == 0) {
+      SEGMUX_CHECK(S_ISREG(cst.st_mode), "tokenizer vocabulary '", printable(c), "' exists but is not a regular file");
+      return c;
+    }
+    SEGMUX_CHECK(errno == ENOENT || errno == ENOTDIR, "cannot access tokenizer vocabulary '", printable(c),
+                 "': ", std::strerror(errno));
+  }
+  fail("tokenizer vocabulary ", kVocabularyFile, " not found: looked for '", name, "' as the file, then '",
+       printable(candidates[0]), "' and '", printable(candidates[1]), "'", not_a_vocabulary);
 }
 
 Tokenizer Tokenizer::load(const std::string& path, int context_length) {
   SEGMUX_CHECK(context_length >= 2, "tokenizer: context length ", context_length, " leaves no room for SOT and EOT");
   const std::string file = find_vocabulary(path);
-  const std::string text = read_gzip(file);
+  return guard_allocation("tokenizer vocabulary '" + file + "'",
+                          [&] { return from_merges_text(read_gzip(file), context_length, file); });
+}
+
+Tokenizer Tokenizer::from_merges_text(const std::string& text, int context_length, const std::string& file) {
+  SEGMUX_CHECK(context_length >= 2, "tokenizer: context length ", context_length, " leaves no room for SOT and EOT");
   U32 check;
-  SEGMUX_CHECK(decode_utf8(text, &check), "tokenizer vocabulary '", file, "' is not valid UTF-8");
+  SEGMUX_CHECK(decode_utf8(text, &check), "tokenizer vocabulary '", printable(file),
+               "' is not valid UTF-8 text (damaged, or not a BPE merges file)");
 
   Tokenizer t;
   t.context_length_ = context_length;
@@ -658,7 +741,8 @@ Tokenizer Tokenizer::load(const std::string& path, int context_length) {
   }
   // The official slice: lines[1 : 49152 - 256 - 2 + 1].
   const size_t first = 1, last = std::min(lines.size(), size_t(49152 - 256 - 2 + 1));
-  SEGMUX_CHECK(lines.size() > first, "tokenizer vocabulary '", file, "' has no merges");
+  SEGMUX_CHECK(lines.size() > first, "tokenizer vocabulary '", printable(file),
+               "' has no merges (a header line, then one 'a b' merge per line, was expected)");
 
   std::vector<std::string> vocab;
   const auto b2u = bytes_to_unicode();

@@ -22,6 +22,8 @@ class Tokenizer {
   static Tokenizer load(const std::string& path, int context_length = 32);
   // Where load() would read the vocabulary from; throws naming the places it looked.
   static std::string find_vocabulary(const std::string& path);
+  // From the vocabulary's text (the merges file, already decompressed); `what` names it in errors.
+  static Tokenizer from_merges_text(const std::string& text, int context_length, const std::string& what);
 
   // int64 ids [texts.size(), context_length].
   Tensor tokenize(const std::vector<std::string>& texts) const;

@@ -14,6 +14,7 @@
 #include "compiler/compile.h"
 #include "core/error.h"
 #include "io/files.h"
+#include "io/json_limits.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/state_dict.h"
 #include "models/sam31/tokenizer.h"
@@ -30,10 +31,9 @@ const char* kVersion = "segmux-0.1.0";
 
 // The config and vocabulary recorded in a model folder's model.json.
 void read_model_json(const std::string& dir, sam31::ModelConfig& cfg, std::string& vocab) {
-  std::ifstream in(dir + "/model.json");
-  nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
-  SEGMUX_CHECK(!meta.is_discarded() && meta.is_object() && meta.contains("config"), "'", dir,
-               "/model.json' is not valid");
+  nlohmann::json meta = read_untrusted_json_file(dir + "/model.json");
+  SEGMUX_CHECK(meta.is_object() && meta.contains("config") && meta["config"].is_object(), "'", dir,
+               "/model.json' is not a segmux model description (no \"config\" object)");
   cfg = sam31::parse_config(meta["config"].dump(), dir + "/model.json");
   if (vocab.empty() && meta.contains("vocab") && meta["vocab"].is_string()) vocab = meta["vocab"].get<std::string>();
 }

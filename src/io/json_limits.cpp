@@ -1,0 +1,126 @@
+#include "io/json_limits.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "core/error.h"
+#include "io/printable.h"
+
+namespace segmux {
+
+namespace {
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; the rest says where and why.
+std::string library_message(const std::exception& e) {
+  std::string m = e.what();
+  if (m.rfind("[json.exception.", 0) == 0) {
+    const size_t close = m.find("] ");
+    if (close != std::string::npos) m = m.substr(close + 2);
+  }
+  return printable(m, 300);
+}
+
+template <typename Json>
+Json parse_with_limits(std::string_view text, const std::string& what, const JsonLimits& limits) {
+  SEGMUX_CHECK(text.size() <= limits.max_bytes, printable(what), ": JSON text of ", text.size(),
+               " bytes is larger than the limit of ", limits.max_bytes, " bytes");
+  // The callback sees every array/object start with the number of containers already open.
+  const auto depth_guard = [&](int depth, nlohmann::detail::parse_event_t event, Json&) {
+    if (event == nlohmann::detail::parse_event_t::object_start || event == nlohmann::detail::parse_event_t::array_start)
+      SEGMUX_CHECK(size_t(depth) < limits.max_depth, printable(what), ": JSON nested deeper than ", limits.max_depth,
+                   " levels");
+    return true;
+  };
+  try {
+    return Json::parse(text.begin(), text.end(), depth_guard);
+  } catch (const nlohmann::json::exception& e) {
+    fail(printable(what), ": not valid JSON: ", library_message(e));
+  } catch (const std::bad_alloc&) {
+    fail(printable(what), ": out of memory while parsing ", text.size(), " bytes of JSON");
+  }
+}
+
+template <typename Json>
+std::string describe(const Json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return v.template get<bool>() ? "true" : "false";
+    case nlohmann::json::value_t::string:
+      return "the string \"" + printable(v.template get_ref<const std::string&>(), 60) + "\"";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float:
+      return "the number " + v.dump();
+    case nlohmann::json::value_t::array:
+      return "an array of " + std::to_string(v.size()) + (v.size() == 1 ? " element" : " elements");
+    case nlohmann::json::value_t::object:
+      return "an object of " + std::to_string(v.size()) + (v.size() == 1 ? " entry" : " entries");
+    case nlohmann::json::value_t::binary:
+      return "binary data";
+    case nlohmann::json::value_t::discarded:
+      return "a discarded value";
+  }
+  return "a JSON value";
+}
+
+}  // namespace
+
+nlohmann::json parse_untrusted_json(std::string_view text, const std::string& what, const JsonLimits& limits) {
+  return parse_with_limits<nlohmann::json>(text, what, limits);
+}
+
+nlohmann::ordered_json parse_untrusted_ordered_json(std::string_view text, const std::string& what,
+                                                    const JsonLimits& limits) {
+  return parse_with_limits<nlohmann::ordered_json>(text, what, limits);
+}
+
+std::string read_untrusted_text_file(const std::string& path, size_t max_bytes) {
+  const std::string name = printable(path);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not regular below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  SEGMUX_CHECK(fd >= 0, "cannot open '", name, "': ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("'", name, "' is not a regular file");
+  }
+  if (uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    fail("'", name, "' is ", uint64_t(st.st_size), " bytes, larger than the limit of ", max_bytes, " bytes");
+  }
+  std::string text(size_t(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      SEGMUX_CHECK(n == 0, "cannot read '", name, "': ", std::strerror(err));
+      fail("cannot read '", name, "': it shrank while being read");
+    }
+    done += size_t(n);
+  }
+  ::close(fd);
+  return text;
+}
+
+nlohmann::json read_untrusted_json_file(const std::string& path, const JsonLimits& limits) {
+  return parse_untrusted_json(read_untrusted_text_file(path, limits.max_bytes), path, limits);
+}
+
+nlohmann::ordered_json read_untrusted_ordered_json_file(const std::string& path, const JsonLimits& limits) {
+  return parse_untrusted_ordered_json(read_untrusted_text_file(path, limits.max_bytes), path, limits);
+}
+
+std::string describe_json(const nlohmann::json& v) { return describe(v); }
+std::string describe_json(const nlohmann::ordered_json& v) { return describe(v); }
+
+}  // namespace segmux

@@ -1,0 +1,105 @@
+// Hostile JSON: deep nesting is refused while parsing (before anything serializes it recursively),
+// sizes are bounded, wrong-typed config fields name the field and the file, and messages stay UTF-8.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <string>
+
+#include "hardening_util.h"
+#include "io/json_limits.h"
+#include "io/printable.h"
+#include "io/safetensors.h"
+#include "models/sam31/config.h"
+
+using namespace segmux;
+using namespace segmux::hardening;
+
+namespace {
+
+std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+// A safetensors file with the given header text and no tensors.
+std::string safetensors_with_header(const std::string& header) {
+  uint64_t n = header.size();
+  return std::string(reinterpret_cast<const char*>(&n), 8) + header;
+}
+
+}  // namespace
+
+TEST(JsonHardening, DepthIsBoundedWhileParsing) {
+  expect_error([] { parse_untrusted_json(nested_arrays(1000000), "deep.json"); },
+               {"deep.json", "nested deeper than 64"});
+  std::string objects;
+  for (int k = 0; k < 100000; ++k) objects += "{\"a\":";
+  objects += "1" + std::string(100000, '}');
+  expect_error([&] { parse_untrusted_ordered_json(objects, "deep.json"); }, {"nested deeper than 64"});
+  // Exactly at the limit is fine; one deeper is not.
+  EXPECT_EQ(parse_untrusted_json(nested_arrays(64), "ok.json").size(), 1u);
+  expect_error([] { parse_untrusted_json(nested_arrays(65), "x.json"); }, {"nested deeper than 64"});
+  expect_error([] { parse_untrusted_json(nested_arrays(5), "x.json", {.max_depth = 4}); }, {"deeper than 4"});
+}
+
+TEST(JsonHardening, SizeSyntaxAndEncodingErrorsAreClear) {
+  expect_error([] { parse_untrusted_json("[1,2,3]", "big.json", {.max_bytes = 4}); },
+               {"big.json", "7 bytes is larger than the limit of 4"});
+  const std::string msg = expect_error([] { parse_untrusted_json("{\"a\": \"\xff\xfe\"}", "utf.json"); },
+                                       {"utf.json: not valid JSON", "UTF-8"});
+  EXPECT_TRUE(is_valid_utf8(msg)) << msg;
+  EXPECT_EQ(msg.find("[json.exception"), std::string::npos) << msg;
+  expect_error([] { parse_untrusted_json("{\"a\": ", "cut.json"); }, {"cut.json: not valid JSON"});
+  EXPECT_EQ(describe_json(nlohmann::json::parse(R"([1,[2]])")), "an array of 2 elements");
+  EXPECT_EQ(describe_json(nlohmann::json::parse(R"({"a":1})")), "an object of 1 entry");
+  EXPECT_EQ(describe_json(nlohmann::json("x\x01y")), "the string \"x\\x01y\"");
+  EXPECT_EQ(describe_json(nlohmann::json(2.5)), "the number 2.5");
+}
+
+TEST(JsonHardening, FilesMustBeRegularAndSmall) {
+  const std::string fifo = temp_path("pipe.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  expect_error([&] { read_untrusted_json_file(fifo); }, {fifo, "is not a regular file"});  // no hang
+  expect_error([] { read_untrusted_json_file("/"); }, {"'/' is not a regular file"});
+  expect_error([] { read_untrusted_json_file("/nonexistent/model.json"); },
+               {"cannot open '/nonexistent/model.json': No such file"});
+  const std::string big = write_temp("big.json", "[" + std::string(100, ' ') + "]");
+  expect_error([&] { read_untrusted_json_file(big, {.max_bytes = 50}); }, {big, "102 bytes, larger than the limit"});
+  const std::string ok = write_temp("ok.json", R"({"a": [1, 2]})");
+  EXPECT_EQ(read_untrusted_ordered_json_file(ok)["a"][1], 2);
+}
+
+TEST(JsonHardening, SafetensorsMetadataNestingIsRefused) {
+  // Before the fix the header parsed, then __metadata__'s value was serialized recursively: SIGSEGV.
+  const std::string path = write_temp(
+      "deep_meta.safetensors", safetensors_with_header(R"({"__metadata__": {"x": )" + nested_arrays(300000) + "}}"));
+  expect_error([&] { read_safetensors(path); }, {path, "nested deeper than 16"});
+  // Shallow non-string metadata is still kept as its JSON text.
+  const std::string shallow =
+      write_temp("meta.safetensors", safetensors_with_header(R"({"__metadata__": {"x": [1, {"y": 2}]}})"));
+  EXPECT_EQ(read_safetensors(shallow).metadata.at("x"), R"([1,{"y":2}])");
+}
+
+TEST(JsonHardening, ConfigFieldsOfTheWrongTypeNameFieldAndFile) {
+  // Before the fix the wrong-typed value was dumped into the message recursively: SIGSEGV.
+  const std::string deep = write_temp("deep_config.json", R"({"image_size": )" + nested_arrays(300000) + "}");
+  expect_error([&] { sam31::load_config(deep); }, {deep, "nested deeper than"});
+  const std::string wrong = write_temp("wrong_config.json", R"({"image_size": [[1], [2]]})");
+  expect_error([&] { sam31::load_config(wrong); },
+               {wrong, "field 'image_size' must be an integer, got an array of 2 elements"});
+  expect_error([] { sam31::parse_config(R"({"vit_global": {"a": 1}})", "cfg.json"); },
+               {"cfg.json: field 'vit_global' must be a list of integers, got an object of 1 entry"});
+  expect_error([] { sam31::parse_config(R"({"vit_global": [1, "2"]})", "cfg.json"); },
+               {"cfg.json: field 'vit_global' must be an integer, got the string \"2\""});
+  expect_error([] { sam31::parse_config(R"({"name": 7})", "cfg.json"); },
+               {"cfg.json: field 'name' must be a string, got the number 7"});
+  expect_error([] { sam31::parse_config(R"({"image_size": 18446744073709551615})", "cfg.json"); },
+               {"cfg.json: field 'image_size' is out of range: 18446744073709551615"});
+  expect_error([] { sam31::parse_config(R"({"reduced_vs_official": [1]})", "cfg.json"); },
+               {"cfg.json: 'reduced_vs_official' must be an object, got an array of 1 element"});
+  // Consistency errors name the file as well.
+  expect_error([] { sam31::parse_config(R"({"vit_heads": 10})", "cfg.json"); },
+               {"cfg.json: config", "not divisible by vit_heads 10"});
+  // A key with control characters is shown escaped.
+  const std::string msg =
+      expect_error([] { sam31::parse_config("{\"bad\\u0001key\": 1}", "cfg.json"); }, {"unknown config field"});
+  EXPECT_NE(msg.find("bad\\x01key"), std::string::npos) << msg;
+}
