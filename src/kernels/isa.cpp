@@ -30,8 +30,10 @@ Isa detect() {
   __builtin_cpu_init();
   const uint64_t xcr0 = os_saved_state();
   const bool ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;
-  const bool avx2 =
-      ymm && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // F16C from CPUID leaf 1 directly: clang 14's __builtin_cpu_supports does not know "f16c".
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  const bool avx2 = ymm && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   if (!avx2) return Isa::generic;
   const bool avx512 = zmm && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
