@@ -19,6 +19,7 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "core/error.h"
+#include "io/files.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
@@ -81,6 +82,7 @@ class StagedOutput {
     fs::create_directories(out_, ec);
     SEGMUX_CHECK(!ec && fs::is_directory(out_), "cannot create output folder '", out_, "'",
                  ec ? ": " + ec.message() : std::string());
+    remove_abandoned_partials(out_.string(), ".partial-");  // left by runs that were killed
     stage_ = out_ / (".partial-" + std::to_string(::getpid()));
     fs::remove_all(stage_, ec);
     fs::create_directories(stage_, ec);
@@ -258,7 +260,13 @@ int run_track(int argc, char** argv) {
     opt.overlay_path = staged.stage() + "/" + name;
     overlay_final = (fs::path(out_dir) / name).string();
   } else if (overlay != "none") {
-    opt.overlay_path = overlay_final = overlay;  // the video writer itself is atomic
+    overlay_final = overlay;
+    // An overlay inside the output folder is staged with the other outputs (written directly, the
+    // commit would take it for a previous run's file and remove it); elsewhere the writer is atomic.
+    std::error_code ec;
+    const fs::path parent = fs::weakly_canonical(fs::absolute(overlay).parent_path(), ec);
+    const bool inside_out = !ec && parent == fs::weakly_canonical(fs::absolute(out_dir), ec);
+    opt.overlay_path = inside_out ? staged.stage() + "/" + fs::path(overlay).filename().string() : overlay;
   }
   TrackWriter writer(staged.stage(), reader->width(), reader->height(), opt);
 

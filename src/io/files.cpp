@@ -5,9 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.h"
 #include "io/printable.h"
@@ -45,6 +49,24 @@ void write_file_atomic(const std::string& path, const void* data, size_t nbytes)
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     fail("cannot write '", path, "': ", std::strerror(errno));
+  }
+}
+
+namespace {
+
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+void remove_abandoned_partials(const std::string& dir, const std::string& marker) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(marker);
+    if (at == std::string::npos || at + marker.size() >= name.size()) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + at + marker.size(), &end, 10);
+    if (end && *end == '\0' && !process_alive(pid)) std::filesystem::remove_all(e.path(), ec);
   }
 }
 

@@ -14,4 +14,8 @@ std::shared_ptr<Storage> map_file(const std::string& path);
 // Writes bytes to path via a temporary file and rename, so a failure leaves nothing half-written.
 void write_file_atomic(const std::string& path, const void* data, size_t nbytes);
 
+// Removes the entries of `dir` named <anything><marker><pid> whose process no longer runs: the
+// unfinished outputs (staging folders, temporary files) of runs that were killed. Best effort.
+void remove_abandoned_partials(const std::string& dir, const std::string& marker);
+
 }  // namespace segmux

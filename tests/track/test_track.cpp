@@ -269,6 +269,29 @@ TEST_F(Track, BadInputFailsCleanly) {
   EXPECT_TRUE(fs::exists(tmp("e13b")) && fs::is_empty(tmp("e13b")));
 }
 
+// What interrupted or unusual runs leave (issue 8): an overlay asked for inside the output folder is
+// kept, a killed run's staging folder is removed by the next run, a failed overlay leaves no temporary
+// file, and every output file gets the same permissions.
+TEST_F(Track, OutputsSurviveInterruptionsAndOddPaths) {
+  const std::string out = tmp("odd");
+  fs::create_directories(out + "/.partial-4194305");  // a killed run's (pid above Linux's pid_max)
+  Result r = track(out, "--max-frames 2 --overlay " + out + "/overlay.gif");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(out, false), range(0, 1));
+  ASSERT_TRUE(fs::exists(out + "/overlay.gif")) << "an overlay inside --out was removed by the commit step";
+  EXPECT_EQ(segmux::pipeline::open_video(out + "/overlay.gif")->num_frames(), 2);
+  EXPECT_FALSE(fs::exists(out + "/.partial-4194305")) << "a killed run's staging folder stays forever";
+  const auto perms = [](const fs::path& p) { return fs::status(p).permissions(); };
+  EXPECT_EQ(perms(out + "/overlay.gif"), perms(out + "/tracks.json")) << "overlay.gif and tracks.json differ";
+
+  // An overlay the video writer cannot make (no encoder for the container) leaves no temporary file.
+  fs::create_directories(tmp("odd_webm"));
+  r = track(tmp("odd_webm_out"), "--max-frames 1 --overlay " + tmp("odd_webm") + "/x.webm");
+  for (const auto& e : fs::directory_iterator(tmp("odd_webm")))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos)
+        << "exit " << r.code << ": temporary file left: " << e.path();
+}
+
 TEST_F(Track, SampleVideo) {
   Result r = segmux("sample-video " + tmp("sample.gif") + " --frames 5 --size 64x48");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -6,6 +6,7 @@ extern "C" {
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
 }
+#include <fcntl.h>
 #include <gif_lib.h>
 #include <png.h>
 #include <unistd.h>
@@ -565,8 +566,16 @@ class GifWriter : public VideoWriter {
       : path_(path), tmp_(temp_path_for(path)), width_(width), height_(height) {
     delay_cs_ = std::max(2, int(100.0 / std::max(1.0, fps) + 0.5));
     int err = 0;
-    gif_ = EGifOpenFileName(tmp_.c_str(), false, &err);
-    SEGMUX_CHECK(gif_ != nullptr, "cannot write GIF '", path, "': ", GifErrorString(err));
+    // Opened here, not by EGifOpenFileName: giflib creates its file 0600, the other outputs are 0666
+    // less the umask.
+    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    SEGMUX_CHECK(fd >= 0, "cannot write GIF '", path, "': ", std::strerror(errno));
+    gif_ = EGifOpenFileHandle(fd, &err);
+    if (!gif_) {
+      ::close(fd);
+      std::remove(tmp_.c_str());
+    }
+    SEGMUX_CHECK(gif_ != nullptr, "cannot write GIF '", path, "': ", gif_error(err));
     GifColorType colors[256] = {};
     int n = 0;
     for (int r = 0; r < kR; ++r)
@@ -621,13 +630,13 @@ class GifWriter : public VideoWriter {
     gif_ = nullptr;
     if (rc != GIF_OK) {
       std::remove(tmp_.c_str());
-      fail("cannot write GIF '", path_, "': ", GifErrorString(err));
+      fail("cannot write GIF '", path_, "': ", gif_error(err));
     }
     commit_temp(tmp_, path_);
   }
 
  private:
-  void check(int rc) { SEGMUX_CHECK(rc == GIF_OK, "cannot write GIF '", path_, "': ", GifErrorString(gif_->Error)); }
+  void check(int rc) { SEGMUX_CHECK(rc == GIF_OK, "cannot write GIF '", path_, "': ", gif_error(gif_->Error)); }
   std::string path_, tmp_;
   int width_, height_, delay_cs_;
   GifFileType* gif_ = nullptr;
@@ -638,6 +647,36 @@ class AvWriter : public VideoWriter {
  public:
   AvWriter(const std::string& path, int width, int height, double fps)
       : path_(path), tmp_(temp_path_for(path)), width_(width), height_(height) {
+    // A constructor that throws runs no destructor: free what was made and leave no temporary file.
+    try {
+      open(path, width, height, fps);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~AvWriter() override { release(); }
+  void add(const RgbImage& f) override {
+    SEGMUX_CHECK(f.width == width_ && f.height == height_, "video frame size ", f.width, "x", f.height,
+                 " differs from ", width_, "x", height_);
+    av_frame_make_writable(frame_);
+    const uint8_t* src[4] = {f.pixels.data(), nullptr, nullptr, nullptr};
+    int stride[4] = {width_ * 3, 0, 0, 0};
+    sws_scale(sws_, src, stride, 0, height_, frame_->data, frame_->linesize);
+    frame_->pts = next_pts_++;
+    encode(frame_);
+  }
+  void finish() override {
+    encode(nullptr);
+    int rc = av_write_trailer(fmt_);
+    SEGMUX_CHECK(rc >= 0, "cannot finish '", path_, "': ", av_error(rc));
+    avio_closep(&fmt_->pb);
+    commit_temp(tmp_, path_);
+    finished_ = true;
+  }
+
+ private:
+  void open(const std::string& path, int width, int height, double fps) {
     av_log_set_level(AV_LOG_ERROR);  // encoders (libx264) otherwise print statistics on stderr
     const AVOutputFormat* ofmt = av_guess_format(nullptr, path.c_str(), nullptr);
     SEGMUX_CHECK(ofmt != nullptr, "'", path, "': unknown video container (use .mp4, .mov, .mkv or .gif)");
@@ -675,7 +714,7 @@ class AvWriter : public VideoWriter {
     sws_ = sws_getContext(width, height, AV_PIX_FMT_RGB24, enc_->width, enc_->height, AV_PIX_FMT_YUV420P, SWS_BICUBIC,
                           nullptr, nullptr, nullptr);
   }
-  ~AvWriter() override {
+  void release() {
     if (fmt_ && fmt_->pb) avio_closep(&fmt_->pb);
     if (!finished_) std::remove(tmp_.c_str());
     sws_freeContext(sws_);
@@ -684,26 +723,6 @@ class AvWriter : public VideoWriter {
     avcodec_free_context(&enc_);
     avformat_free_context(fmt_);
   }
-  void add(const RgbImage& f) override {
-    SEGMUX_CHECK(f.width == width_ && f.height == height_, "video frame size ", f.width, "x", f.height,
-                 " differs from ", width_, "x", height_);
-    av_frame_make_writable(frame_);
-    const uint8_t* src[4] = {f.pixels.data(), nullptr, nullptr, nullptr};
-    int stride[4] = {width_ * 3, 0, 0, 0};
-    sws_scale(sws_, src, stride, 0, height_, frame_->data, frame_->linesize);
-    frame_->pts = next_pts_++;
-    encode(frame_);
-  }
-  void finish() override {
-    encode(nullptr);
-    int rc = av_write_trailer(fmt_);
-    SEGMUX_CHECK(rc >= 0, "cannot finish '", path_, "': ", av_error(rc));
-    avio_closep(&fmt_->pb);
-    commit_temp(tmp_, path_);
-    finished_ = true;
-  }
-
- private:
   void encode(AVFrame* f) {
     int rc = avcodec_send_frame(enc_, f);
     SEGMUX_CHECK(rc >= 0, "video encoding failed: ", av_error(rc));

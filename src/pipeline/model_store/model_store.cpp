@@ -53,21 +53,7 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
   return dir;
 }
 
-bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
-
 }  // namespace
-
-void remove_abandoned_model_dirs(const std::string& cache_dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(cache_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    const size_t at = name.rfind(".partial-");
-    if (at == std::string::npos) continue;
-    char* end = nullptr;
-    const long pid = std::strtol(name.c_str() + at + 9, &end, 10);
-    if (end && *end == '\0' && !process_alive(pid)) fs::remove_all(e.path(), ec);
-  }
-}
 
 void ensure_model_dir(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& make,
                       const std::string& what, const LogFn& log) {
@@ -77,7 +63,7 @@ void ensure_model_dir(const std::string& dir, const std::function<void(const std
   }
   const fs::path parent = fs::path(dir).parent_path();
   fs::create_directories(parent);
-  remove_abandoned_model_dirs(parent.string());
+  remove_abandoned_partials(parent.string(), ".partial-");
   log(what);
   const std::string tmp = dir + ".partial-" + std::to_string(::getpid());
   fs::remove_all(tmp);
