@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
-#include "pipeline/video_io.h"
+#include "pipeline/media/video_io.h"
 
 namespace {
 

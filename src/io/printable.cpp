@@ -7,12 +7,22 @@ namespace segmux {
 
 namespace {
 
-// Length of the well-formed UTF-8 sequence starting at s[i], or 0 when it is not one.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
+void append_escape(std::string& out, uint8_t byte) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02X", unsigned(byte));
+  out += buf;
+}
+
+}  // namespace
+
+size_t decode_utf8_sequence(std::string_view s, size_t i, char32_t* code_point) {
   const auto c = uint8_t(s[i]);
-  if (c < 0x80) return 1;
+  if (c < 0x80) {
+    if (code_point) *code_point = c;
+    return 1;
+  }
   size_t len;
-  uint32_t cp, min;
+  char32_t cp, min;
   if (c >= 0xC2 && c <= 0xDF) {
     len = 2, cp = c & 0x1F, min = 0x80;
   } else if (c >= 0xE0 && c <= 0xEF) {
@@ -29,20 +39,13 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
     cp = (cp << 6) | (cc & 0x3F);
   }
   if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  if (code_point) *code_point = cp;
   return len;
 }
 
-void append_escape(std::string& out, uint8_t byte) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\x%02X", unsigned(byte));
-  out += buf;
-}
-
-}  // namespace
-
 size_t first_invalid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t len = utf8_sequence_length(text, i);
+    const size_t len = decode_utf8_sequence(text, i);
     if (len == 0) return i;
     i += len;
   }
@@ -56,7 +59,7 @@ std::string printable(std::string_view text, size_t max_bytes) {
   const size_t shown = text.size() > max_bytes ? max_bytes : text.size();
   out.reserve(shown + 8);
   for (size_t i = 0; i < shown;) {
-    const size_t len = utf8_sequence_length(text, i);
+    const size_t len = decode_utf8_sequence(text, i);
     const auto c = uint8_t(text[i]);
     if (len == 0 || i + len > shown || c < 0x20 || c == 0x7F) {
       append_escape(out, c);

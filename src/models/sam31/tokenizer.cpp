@@ -68,35 +68,12 @@ using U32 = std::u32string;
 bool decode_utf8(const std::string& s, U32* out) {
   out->clear();
   out->reserve(s.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      out->push_back(c);
-      ++i;
-      continue;
-    }
-    int len;
-    char32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2, cp = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + size_t(len) > n) return false;
-    for (int k = 1; k < len; ++k) {
-      unsigned char cc = p[i + size_t(k)];
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+  for (size_t i = 0; i < s.size();) {
+    char32_t cp = 0;
+    const size_t len = decode_utf8_sequence(s, i, &cp);
+    if (len == 0) return false;
     out->push_back(cp);
-    i += size_t(len);
+    i += len;
   }
   return true;
 }
