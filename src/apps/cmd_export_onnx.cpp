@@ -28,8 +28,9 @@ int export_onnx_main(int argc, char** argv) {
   const sam31::Candidate* def = sam31::find_candidate(candidate);
   SEGMUX_USAGE_CHECK(def, "--candidate: unknown candidate '", candidate, "' (known: ", sam31::candidate_names(), ")");
   sam31::Weights w = sam31::Weights::load(weights);
-  SEGMUX_USAGE_CHECK(variant.empty() || std::find(def->variants.begin(), def->variants.end(), variant) != def->variants.end(),
-                     "--variant: candidate '", candidate, "' has no build variant '", variant, "'");
+  SEGMUX_USAGE_CHECK(
+      variant.empty() || std::find(def->variants.begin(), def->variants.end(), variant) != def->variants.end(),
+      "--variant: candidate '", candidate, "' has no build variant '", variant, "'");
   ir::Graph g = def->build(cfg, w, variant);
   onnx_io::export_onnx_file(g, out);
   std::printf("wrote %s (%zu nodes, %zu inputs, %zu outputs)\n", out.c_str(), g.nodes.size(), g.inputs.size(),

@@ -52,7 +52,8 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 Tensor parse_npy_unguarded(const Storage& bytes, const std::string& what) {
   const std::byte* b = bytes.data;
   const size_t n = bytes.nbytes;
-  SEGMUX_CHECK(n >= 6 && std::memcmp(b, kMagic, 6) == 0, what, " is not a .npy file (bad magic): it is ", describe_file_kind(b, n));
+  SEGMUX_CHECK(n >= 6 && std::memcmp(b, kMagic, 6) == 0, what, " is not a .npy file (bad magic): it is ",
+               describe_file_kind(b, n));
   SEGMUX_CHECK(n >= 10, what, " is truncated: ", n, " bytes, shorter than a .npy header");
   const int major = int(uint8_t(b[6]));
   size_t header_len, pos;
