@@ -22,6 +22,16 @@ FIXTURES=${SEGMUX_FIXTURES:-../shared/fixtures}
 build/release/segmux parity "$FIXTURES/sam31-tiny" | tail -n 40
 build/release/segmux parity --video "$FIXTURES/sam31-tiny" --cache-dir build/release/parity-cache | tail -n 20
 
+# Any x86-64: the fixtures at each lower kernel level (forced natively), then under emulated CPUs without
+# AVX-512 (Haswell: AVX2) and without AVX (Nehalem: generic) with qemu-user, which also runs the kernels
+# tests there. scripts/portable_check.sh without arguments is the full check (every parity backend).
+for isa in avx2 generic; do
+  SEGMUX_ISA=$isa build/release/segmux parity "$FIXTURES/sam31-tiny" --no-ort | tail -n 1
+done
+SKIP_BUILD=1 FIXTURES="$FIXTURES" \
+  PARITY_ARGS="--no-ort --no-reference --weights $FIXTURES/sam31-tiny/weights.safetensors" \
+  bash scripts/portable_check.sh Haswell Nehalem | tail -n 3
+
 if [ "${SEGMUX_SKIP_SANITIZE:-0}" != 1 ]; then
   # -O1 -g1: the sanitizer build is for finding errors, not speed; this keeps its compile time (the
   # longest part of CI on 2 cores) down while ASan/UBSan reports still name functions and lines.
