@@ -9,6 +9,8 @@ JOBS=${JOBS:-$(nproc)}
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 # ccache keyed on paths relative to the checkout, so a fresh clone reuses earlier builds.
 export CCACHE_BASEDIR="$PWD"
+# ...also for the -g builds (sanitizer, fuzz): without this ccache hashes the build folder into them.
+export CCACHE_NOHASHDIR=1
 
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=ON >/dev/null
 cmake --build build/release -j "$JOBS"
