@@ -4,17 +4,11 @@
 #include <string>
 
 #include "core/error.h"
-#include "ir/op_schema.h"
 #include "onnx/onnx_io.h"
 #include "seed_models.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Seeds are the graphs after shape inference (every value typed), as an exporter would see them.
-  segmux::fuzz::write_seeds_if_asked([](const segmux::ir::Graph& g) {
-    segmux::ir::Graph typed = g;
-    segmux::ir::infer_shapes(typed);
-    return segmux::onnx_io::export_onnx_bytes(typed);
-  });
+  segmux::fuzz::write_onnx_seeds_if_asked();
   return 0;
 }
 

@@ -9,6 +9,8 @@
 #include "compiler/compile.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
+#include "ir/op_schema.h"
+#include "onnx/onnx_io.h"
 
 namespace segmux::fuzz {
 
@@ -109,6 +111,15 @@ void write_seeds_if_asked(WriteFn write) {
     }
   }
   std::exit(written > 0 ? 0 : 1);
+}
+
+// The ONNX seeds: the graphs after shape inference (every value typed), as an exporter would see them.
+inline void write_onnx_seeds_if_asked() {
+  write_seeds_if_asked([](const ir::Graph& g) {
+    ir::Graph typed = g;
+    ir::infer_shapes(typed);
+    return onnx_io::export_onnx_bytes(typed);
+  });
 }
 
 }  // namespace segmux::fuzz

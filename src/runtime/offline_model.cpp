@@ -439,16 +439,6 @@ void write_offline_model(const std::string& path, const ir::Graph& g, const Memo
   }
 }
 
-bool is_offline_model_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  char b[8] = {};
-  ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::read(fd, b, 8) : -1;
-  ::close(fd);
-  return n == 8 && std::memcmp(b, kMagic, 8) == 0;
-}
-
 ModelFormat detect_model_format(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block here
   SEGMUX_CHECK(fd >= 0, "cannot open model '", path, "': ", std::strerror(errno));
@@ -468,6 +458,14 @@ ModelFormat detect_model_format(const std::string& path) {
   SEGMUX_CHECK(!named_smx, "model '", path,
                "' is not a segmux offline model (.smx): it does not start with the .smx magic bytes");
   return ModelFormat::onnx;
+}
+
+bool is_offline_model_file(const std::string& path) {
+  try {
+    return detect_model_format(path) == ModelFormat::smx;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 OfflineModel load_offline_model_file(const std::string& path, const LoadOptions& opt) {

@@ -65,7 +65,7 @@ struct LoadOptions {
 OfflineModel load_offline_model(std::shared_ptr<Storage> bytes, const std::string& what, const LoadOptions& opt = {});
 OfflineModel load_offline_model_file(const std::string& path, const LoadOptions& opt = {});
 
-// True when the file starts with the .smx magic (cheap sniff for commands taking either format).
+// detect_model_format without errors: false for anything that is not a readable .smx file.
 bool is_offline_model_file(const std::string& path);
 
 // How a model file is read, decided by its first bytes, not its name: the .smx magic (or a prefix of it)
