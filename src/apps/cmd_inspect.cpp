@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
+#include "io/json_limits.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "compiler/graph_stats.h"
@@ -45,7 +46,7 @@ int inspect_main(int argc, char** argv) {
     j["arena_bytes"] = m.plan.arena_bytes;
     j["sum_tensor_bytes"] = m.plan.sum_tensor_bytes;
     j["file_bytes"] = m.file_bytes;
-    j["meta"] = nlohmann::json::parse(m.meta_json, nullptr, false);
+    j["meta"] = segmux::parse_untrusted_json(m.meta_json, model + " META section");
   } else {
     g = import_model_graph(model, parse_input_shapes(shapes), false);
     j["format"] = "onnx";

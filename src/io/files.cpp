@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "core/error.h"
 #include "io/printable.h"
@@ -39,17 +40,44 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
   return Storage::borrow(p, size, owner);
 }
 
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  SEGMUX_CHECK(file_ != nullptr, "cannot write '", printable(path_), "': cannot create '", printable(tmp_),
+               "': ", std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() { discard(); }
+
+void AtomicFile::discard() {
+  if (file_) std::fclose(file_);
+  file_ = nullptr;
+  if (!tmp_.empty()) std::remove(tmp_.c_str());
+  tmp_.clear();
+}
+
+void AtomicFile::fail_write(int err) const {
+  fail("cannot write '", printable(path_), "': ", err ? std::strerror(err) : "the write failed");
+}
+
+void AtomicFile::write(const void* data, size_t nbytes) {
+  SEGMUX_CHECK(file_ != nullptr, "'", printable(path_), "' is already committed");
+  if (nbytes && std::fwrite(data, 1, nbytes, file_) != nbytes) fail_write(errno);
+}
+
+void AtomicFile::commit(bool sync) {
+  SEGMUX_CHECK(file_ != nullptr, "'", printable(path_), "' is already committed");
+  errno = 0;
+  if (std::ferror(file_) || std::fflush(file_) != 0 || (sync && ::fsync(::fileno(file_)) != 0)) fail_write(errno);
+  FILE* f = std::exchange(file_, nullptr);
+  if (std::fclose(f) != 0) fail_write(errno);
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail_write(errno);
+  tmp_.clear();
+}
+
 void write_file_atomic(const std::string& path, const void* data, size_t nbytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  SEGMUX_CHECK(f != nullptr, "cannot write '", tmp, "': ", std::strerror(errno));
-  size_t written = nbytes ? std::fwrite(data, 1, nbytes, f) : 0;
-  bool ok = written == nbytes && std::fflush(f) == 0;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("cannot write '", path, "': ", std::strerror(errno));
-  }
+  AtomicFile out(path);
+  out.write(data, nbytes);
+  out.commit();
 }
 
 namespace {

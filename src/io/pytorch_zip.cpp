@@ -10,6 +10,7 @@
 
 #include "io/alloc_guard.h"
 #include "io/file_kind.h"
+#include "io/files.h"
 #include "io/pickle.h"
 #include "io/printable.h"
 #include "io/safetensors.h"
@@ -465,16 +466,7 @@ namespace {
 
 class ZipWriter {
  public:
-  explicit ZipWriter(const std::string& path) : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
-    f_ = std::fopen(tmp_.c_str(), "wb");
-    SEGMUX_CHECK(f_ != nullptr, "cannot write '", tmp_, "': ", std::strerror(errno));
-  }
-  ~ZipWriter() {
-    if (f_) {
-      std::fclose(f_);
-      std::remove(tmp_.c_str());
-    }
-  }
+  explicit ZipWriter(const std::string& path) : out_(path) {}
 
   // Writes one entry whose data starts on a 64-byte boundary: stored, or (for tests of the reader)
   // deflated.
@@ -602,13 +594,7 @@ class ZipWriter {
     put32(t, zip64 ? 0xFFFFFFFF : uint32_t(cd_offset));
     put16(t, 0);
     write(t.data(), t.size());
-    bool ok = std::fflush(f_) == 0;
-    ok = std::fclose(f_) == 0 && ok;
-    f_ = nullptr;
-    if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      std::remove(tmp_.c_str());
-      fail("cannot write '", path_, "': ", std::strerror(errno));
-    }
+    out_.commit();
   }
 
  private:
@@ -623,11 +609,10 @@ class ZipWriter {
   static void put32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
   static void put64(std::string& s, uint64_t v) { s.append(reinterpret_cast<const char*>(&v), 8); }
   void write(const void* p, uint64_t n) {
-    SEGMUX_CHECK(std::fwrite(p, 1, size_t(n), f_) == n, "cannot write '", tmp_, "': ", std::strerror(errno));
+    out_.write(p, size_t(n));
     pos_ += n;
   }
-  std::string path_, tmp_;
-  FILE* f_ = nullptr;
+  AtomicFile out_;
   uint64_t pos_ = 0;
   std::vector<Entry> entries_;
 };

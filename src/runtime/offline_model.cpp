@@ -417,26 +417,9 @@ std::string serialize_offline_model(const ir::Graph& g, const MemoryPlan& plan, 
 }
 
 void write_offline_model(const std::string& path, const ir::Graph& g, const MemoryPlan& plan, const WriteOptions& opt) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  SEGMUX_CHECK(f != nullptr, "cannot create '", tmp, "': ", std::strerror(errno));
-  try {
-    emit(g, plan, opt, [&](const void* p, size_t n) {
-      SEGMUX_CHECK(n == 0 || std::fwrite(p, 1, n, f) == n, "writing '", tmp, "' failed: ", std::strerror(errno));
-    });
-    SEGMUX_CHECK(std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0, "flushing '", tmp,
-                 "' failed: ", std::strerror(errno));
-  } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  SEGMUX_CHECK(std::fclose(f) == 0, "closing '", tmp, "' failed");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    fail("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
-  }
+  AtomicFile out(path);
+  emit(g, plan, opt, [&](const void* p, size_t n) { out.write(p, n); });
+  out.commit(/*sync=*/true);
 }
 
 ModelFormat detect_model_format(const std::string& path) {

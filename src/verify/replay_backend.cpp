@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 #include "models/sam31/config.h"
 
 namespace segmux::pipeline {
@@ -16,17 +17,10 @@ ReplayBackend::ReplayBackend(std::vector<ReplayRecord> records, BackendGeometry 
 ReplayBackend ReplayBackend::from_fixture(const std::string& dir) {
   sam31::ModelConfig mc = sam31::load_config(dir + "/config.json");
   BackendGeometry geo{mc.image_size, mc.low_res_mask_size(), mc.input_mask_size()};
-  std::ifstream f(dir + "/video/trace.json");
-  SEGMUX_CHECK(f.good(), "cannot open ", dir, "/video/trace.json");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  nlohmann::json trace;
-  try {
-    trace = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    fail(dir, "/video/trace.json: not valid JSON: ", e.what());
-  }
-  SEGMUX_CHECK(trace.contains("frames") && trace["frames"].is_array(), "trace.json has no 'frames' list");
+  const std::string trace_path = dir + "/video/trace.json";
+  nlohmann::json trace = read_untrusted_json_file(trace_path);
+  SEGMUX_CHECK(trace.is_object() && trace.contains("frames") && trace["frames"].is_array(), "'", trace_path,
+               "' has no 'frames' list");
   std::vector<ReplayRecord> recs;
   for (const auto& fr : trace["frames"])
     recs.push_back({fr.at("phase").get<std::string>(), fr.at("frame_index").get<int>(),

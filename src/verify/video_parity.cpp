@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
@@ -103,10 +104,10 @@ void compare_frame(const std::string& label, const RefFrame& ref, const FrameOut
 VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log) {
   const std::string dir = opt.fixture_dir;
   const std::string trace_path = dir + "/video/trace.json";
-  std::ifstream in(trace_path);
-  SEGMUX_CHECK(in.good(), "'", trace_path, "' cannot be read (is '", dir, "' a fixture folder?)");
-  nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
-  SEGMUX_CHECK(!trace.is_discarded() && trace.contains("outputs") && trace.contains("prompt"), "'", trace_path,
+  SEGMUX_CHECK(std::filesystem::exists(trace_path), "'", trace_path, "' does not exist (is '", dir,
+               "' a fixture folder?)");
+  nlohmann::json trace = read_untrusted_json_file(trace_path);
+  SEGMUX_CHECK(trace.is_object() && trace.contains("outputs") && trace.contains("prompt"), "'", trace_path,
                "' is not a predictor trace");
   const std::string prompt = trace["prompt"].get<std::string>();
 

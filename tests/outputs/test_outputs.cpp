@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../common/write_limit.h"
 #include "core/error.h"
 #include "pipeline/outputs/outputs.h"
 
@@ -84,4 +87,27 @@ TEST(Outputs, OverlayColoursOnlyTheMask) {
   const uint8_t* outside = pixel_at(img, 3, 3);
   EXPECT_EQ(outside[0] + outside[1] + outside[2], 0);
   EXPECT_NE(id_color(1), id_color(2));
+}
+
+// A full disk (simulated by the file-size limit) while writing the outputs: the error names the file
+// and says why, and the temporary files are gone.
+TEST(Outputs, FailedWritesSayWhyAndLeaveNoTemporaries) {
+  const std::string dir = ::testing::TempDir() + "/track_out_full_disk";
+  fs::remove_all(dir);
+  std::string msg = testing_support::error_under_file_size_limit(100, [&] {
+    OutputOptions opt;
+    opt.prompt = "dog";
+    TrackWriter w(dir, 640, 480, opt);
+    for (int i = 0; i < 4; ++i) {
+      FrameOutput out = one_object(640, 480, 1, 10 + i, 20);
+      out.frame_index = i;
+      w.add(flat_frame(640, 480, uint8_t(40 * i)), out);
+    }
+    w.finish();
+  });
+  EXPECT_NE(msg.find(std::strerror(EFBIG)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cannot write '" + dir), std::string::npos) << msg;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  fs::remove_all(dir);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor_ops.h"
+#include "io/json_limits.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/tensor_names.h"
@@ -364,12 +365,7 @@ Tensor seq_first_to_nchw(const Tensor& t, int64_t grid) {
 }
 
 MultiplexAssignment parse_multiplex_state(const std::string& json_text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json_text);
-  } catch (const std::exception& e) {
-    fail("multiplex state is not valid JSON: ", e.what());
-  }
+  nlohmann::json j = parse_untrusted_json(json_text, "multiplex state");
   SEGMUX_CHECK(j.is_object() && j.contains("assignments") && j["assignments"].is_array(),
                "multiplex state JSON has no \"assignments\" list");
   MultiplexAssignment a;

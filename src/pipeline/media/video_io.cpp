@@ -20,6 +20,7 @@ extern "C" {
 #include <filesystem>
 
 #include "core/error.h"
+#include "io/files.h"
 
 namespace segmux::pipeline {
 
@@ -500,18 +501,15 @@ namespace {
 
 void write_png(const std::string& path, int width, int height, int color_type, int bit_depth,
                const std::vector<const uint8_t*>& rows) {
-  std::string tmp = temp_path_for(path);
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  SEGMUX_CHECK(f != nullptr, "cannot write '", tmp, "': ", std::strerror(errno));
+  AtomicFile out(path);
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!png || !info || setjmp(png_jmpbuf(png))) {
+    const int err = errno;  // libpng's write function fails on a short fwrite: say why
     png_destroy_write_struct(&png, &info);
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    fail("cannot write PNG '", path, "'");
+    out.fail_write(err);
   }
-  png_init_io(png, f);
+  png_init_io(png, out.stream());
   png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), bit_depth, color_type, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
@@ -519,12 +517,7 @@ void write_png(const std::string& path, int width, int height, int color_type, i
   for (const uint8_t* r : rows) png_write_row(png, r);
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  bool ok = std::fclose(f) == 0;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    fail("cannot write '", path, "'");
-  }
-  commit_temp(tmp, path);
+  out.commit();
 }
 
 }  // namespace

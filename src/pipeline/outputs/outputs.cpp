@@ -112,9 +112,7 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
     SEGMUX_CHECK(!ec, "cannot create '", dir_, "/masks': ", ec.message());
   }
   if (opt_.write_json) {
-    json_tmp_ = dir_ + "/tracks.json.tmp." + std::to_string(::getpid());
-    json_ = std::fopen(json_tmp_.c_str(), "wb");
-    SEGMUX_CHECK(json_ != nullptr, "cannot write '", json_tmp_, "': ", std::strerror(errno));
+    json_ = std::make_unique<AtomicFile>(dir_ + "/tracks.json");
     nlohmann::json head = {{"format", "segmux-tracks-1"},
                            {"source", opt_.source},
                            {"prompt", opt_.prompt},
@@ -124,17 +122,12 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
                            {"box_format", "xywh normalised to [0,1]"}};
     std::string h = head.dump();
     h.pop_back();  // reopen the object to append "frames"
-    std::fprintf(json_, "%s,\"frames\":[\n", h.c_str());
+    json_->write(h + ",\"frames\":[\n");
   }
   if (!opt_.overlay_path.empty()) overlay_ = open_video_writer(opt_.overlay_path, width, height, opt_.fps);
 }
 
-TrackWriter::~TrackWriter() {
-  if (json_) {
-    std::fclose(json_);
-    std::remove(json_tmp_.c_str());
-  }
-}
+TrackWriter::~TrackWriter() = default;
 
 void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
   SEGMUX_CHECK(out.masks.size() == out.obj_ids.size() && out.probs.size() == out.obj_ids.size() &&
@@ -169,7 +162,7 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
                         {"objects", objs},
                         {"num_obj_tracked", out.stats.num_obj_tracked},
                         {"num_obj_dropped", out.stats.num_obj_dropped}};
-    std::fprintf(json_, "%s%s", frames_ ? ",\n" : "", f.dump().c_str());
+    json_->write((frames_ ? ",\n" : "") + f.dump());
   }
   if (overlay_) overlay_->add(draw_overlay(frame, out));
   ++frames_;
@@ -177,16 +170,11 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
 
 void TrackWriter::finish() {
   if (json_) {
-    std::fprintf(json_, "\n]}\n");
-    bool ok = std::fflush(json_) == 0;
-    ok = std::fclose(json_) == 0 && ok;
-    json_ = nullptr;
-    if (!ok || std::rename(json_tmp_.c_str(), (dir_ + "/tracks.json").c_str()) != 0) {
-      std::remove(json_tmp_.c_str());
-      fail("cannot write '", dir_, "/tracks.json'");
-    }
+    json_->write("\n]}\n");
+    json_->commit();
+    json_.reset();
   }
-  if (overlay_) overlay_->finish();
+if (overlay_) overlay_->finish();
   overlay_.reset();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/files.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/predictor/control_plane.h"
 
@@ -41,10 +42,10 @@ class TrackWriter {
   int frames_written() const { return frames_; }
 
  private:
-  std::string dir_, json_tmp_;
+  std::string dir_;
   int width_, height_;
   OutputOptions opt_;
-  FILE* json_ = nullptr;
+  std::unique_ptr<AtomicFile> json_;  // tracks.json, renamed into place by finish()
   std::unique_ptr<VideoWriter> overlay_;
   int frames_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 
 namespace segmux::pipeline {
 
@@ -38,12 +39,7 @@ const json* find_section(const json& root, const char* prefix) {
 }  // namespace
 
 ControlConfig parse_control_config(const std::string& text, const std::string& what) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(what, ": not valid JSON: ", e.what());
-  }
+  json root = parse_untrusted_json(text, what);
   const json* settings = nullptr;
   if (root.contains("control_plane_and_tracker_settings"))
     settings = &root["control_plane_and_tracker_settings"];

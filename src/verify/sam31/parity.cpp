@@ -12,6 +12,7 @@
 
 #include "compiler/compile.h"
 #include "core/tensor_ops.h"
+#include "io/json_limits.h"
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
 #include "models/sam31/weights.h"
@@ -122,9 +123,8 @@ void check_tokenizer(ParityReport& rep, const std::string& dir, std::ostream* lo
     rep.notes.push_back("tokenizer skipped: no " + cases_path);
     return;
   }
-  std::ifstream in(cases_path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  SEGMUX_CHECK(!j.is_discarded() && j.contains("cases"), "'", cases_path, "' is not a tokenizer cases file");
+  nlohmann::json j = read_untrusted_json_file(cases_path);
+  SEGMUX_CHECK(j.is_object() && j.contains("cases"), "'", cases_path, "' is not a tokenizer cases file");
   const int ctx = j.value("context_length", 32);
   Tokenizer tok = Tokenizer::load(dir + "/tokenizer", ctx);
   int64_t total = 0, wrong = 0;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "io/json_limits.h"
 #include "core/tensor_ops.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
@@ -237,7 +238,7 @@ ParityCase memory_encoder_case(const std::string& path, const std::string& label
   TensorFile f = read_safetensors(path);
   MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
   std::set<int> cond;
-  for (auto& v : nlohmann::json::parse(fixture::meta(f, "conditioning_objects", label))) cond.insert(v.get<int>());
+  for (auto& v : parse_untrusted_json(fixture::meta(f, "conditioning_objects", label), label + " conditioning_objects")) cond.insert(v.get<int>());
   const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
   ParityCase c;
   c.label = label;
@@ -277,7 +278,7 @@ ParityCase propagation_case(const std::string& path, const std::string& label, c
   MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
 
   MemoryBank bank;
-  auto frames = nlohmann::json::parse(fixture::meta(f, "memory_bank_frames", label));
+  auto frames = parse_untrusted_json(fixture::meta(f, "memory_bank_frames", label), label + " memory_bank_frames");
   for (auto& [kind, list] : frames.items()) {
     SEGMUX_CHECK(kind == "cond_frame_outputs" || kind == "non_cond_frame_outputs", label, ": unknown bank kind ", kind);
     for (auto& t : list) {
