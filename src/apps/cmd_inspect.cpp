@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
-#include "io/json_limits.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "compiler/graph_stats.h"
+#include "io/json_limits.h"
 #include "ir/op_schema.h"
 
 namespace segmux::apps {

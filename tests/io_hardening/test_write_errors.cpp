@@ -55,8 +55,9 @@ TEST(WriteErrors, AtomicFileUncommittedLeavesNothing) {
 TEST(WriteErrors, SafetensorsWriterSaysWhy) {
   const std::string dir = fresh_dir("safetensors");
   Tensor t(DType::f32, {256, 1024});
-  std::string msg = testing_support::error_under_file_size_limit(
-      64 << 10, [&] { write_safetensors(dir + "/w.safetensors", {{"w", t}}); });
+  std::string msg = testing_support::error_under_file_size_limit(64 << 10, [&] {
+    write_safetensors(dir + "/w.safetensors", {{"w", t}});
+  });
   expect_reason_and_nothing_left(msg, dir, "w.safetensors");
 }
 

@@ -174,7 +174,7 @@ void TrackWriter::finish() {
     json_->commit();
     json_.reset();
   }
-if (overlay_) overlay_->finish();
+  if (overlay_) overlay_->finish();
   overlay_.reset();
 }
 

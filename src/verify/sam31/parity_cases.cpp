@@ -7,8 +7,8 @@
 #include <set>
 
 #include "core/error.h"
-#include "io/json_limits.h"
 #include "core/tensor_ops.h"
+#include "io/json_limits.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "models/sam31/backbone.h"
@@ -238,7 +238,8 @@ ParityCase memory_encoder_case(const std::string& path, const std::string& label
   TensorFile f = read_safetensors(path);
   MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
   std::set<int> cond;
-  for (auto& v : parse_untrusted_json(fixture::meta(f, "conditioning_objects", label), label + " conditioning_objects")) cond.insert(v.get<int>());
+  for (auto& v : parse_untrusted_json(fixture::meta(f, "conditioning_objects", label), label + " conditioning_objects"))
+    cond.insert(v.get<int>());
   const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
   ParityCase c;
   c.label = label;
