@@ -8,6 +8,8 @@
 #   scripts/fuzz.sh [--long] NAME...   only the named runs (e.g. pickle safetensors)
 #   FUZZ_SECONDS  seconds per brief run (default 10: 13 runs keep CI short)
 #   FUZZ_RUNS     executions per target in --long mode (default 10000000)
+#   FUZZ_MAX_SECONDS  --long mode: also stop a run after this many seconds (default 0: no limit), so
+#                 that one slow target cannot take the whole campaign; the summary shows the count
 #   FUZZ_JOBS     build parallelism (default: nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +42,10 @@ if [ "$LONG" = 1 ]; then
   {
     echo "# Fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo
-    echo "| run | executions | seconds | corpus | result |"
-    echo "|---|---|---|---|---|"
+    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FUZZ_RUNS=$RUNS, FUZZ_MAX_SECONDS=${FUZZ_MAX_SECONDS:-0}"
+    echo
+    echo "| run | executions | seconds | exec/s | corpus | load at end | result |"
+    echo "|---|---|---|---|---|---|---|"
   } >"$SUMMARY"
 fi
 status=0
@@ -53,7 +57,7 @@ run() {  # name target extra-env...
   mkdir -p "$corpus" "$WORK/artifacts-$name"
   SEGMUX_FUZZ_WRITE_SEEDS="$corpus" env "$@" "$BUILD/$target" >/dev/null 2>&1 || { echo "fuzz: seed generation for $name failed"; status=1; return; }
   local limit=(-max_total_time="$SECONDS_PER_RUN")
-  [ "$LONG" = 1 ] && limit=(-runs="$RUNS")
+  [ "$LONG" = 1 ] && limit=(-runs="$RUNS" -max_total_time="${FUZZ_MAX_SECONDS:-0}")
   echo "fuzz: $name, ${limit[0]#-} ($(ls "$corpus" | wc -l) seeds)"
   local start=$SECONDS result=ok
   if ! env "$@" ASAN_OPTIONS=detect_leaks=0 "$BUILD/$target" "${limit[@]}" -rss_limit_mb=4096 \
@@ -69,7 +73,9 @@ run() {  # name target extra-env...
   if [ "$LONG" = 1 ]; then
     local execs
     execs=$(grep -oE "stat::number_of_executed_units: *[0-9]+" "$WORK/$name.log" | grep -oE "[0-9]+$" || echo "?")
-    echo "| $name | $execs | $((SECONDS - start)) | $(ls "$corpus" | wc -l) files | $result |" >>"$SUMMARY"
+    local secs=$((SECONDS - start)) rate="?"
+    [[ "$execs" =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] && rate=$((execs / secs))
+    echo "| $name | $execs | $secs | $rate | $(ls "$corpus" | wc -l) files | $(cut -d' ' -f1 /proc/loadavg) | $result |" >>"$SUMMARY"
   fi
 }
 run onnx fuzz_onnx_import

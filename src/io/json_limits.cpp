@@ -45,6 +45,31 @@ Json parse_with_limits(std::string_view text, const std::string& what, const Jso
   }
 }
 
+// Counts container nesting while streaming through CBOR; stops at the first container past the limit,
+// so its own recursion is bounded too.
+struct CborDepthLimit : nlohmann::json::json_sax_t {
+  explicit CborDepthLimit(size_t max) : max_depth(max) {}
+  size_t max_depth, depth = 0;
+  bool too_deep = false;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return --depth, true; }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool enter() {
+    too_deep = too_deep || ++depth > max_depth;
+    return !too_deep;
+  }
+};
+
 template <typename Json>
 std::string describe(const Json& v) {
   switch (v.type()) {
@@ -71,6 +96,24 @@ std::string describe(const Json& v) {
 }
 
 }  // namespace
+
+nlohmann::json parse_untrusted_cbor(const void* data, size_t nbytes, const std::string& what,
+                                    const JsonLimits& limits) {
+  SEGMUX_CHECK(nbytes <= limits.max_bytes, printable(what), ": CBOR data of ", nbytes,
+               " bytes is larger than the limit of ", limits.max_bytes, " bytes");
+  const auto* b = static_cast<const uint8_t*>(data);
+  CborDepthLimit limit(limits.max_depth);
+  const bool ok = nlohmann::json::sax_parse(b, b + nbytes, &limit, nlohmann::json::input_format_t::cbor, true);
+  SEGMUX_CHECK(!limit.too_deep, printable(what), ": CBOR nested deeper than ", limits.max_depth, " levels");
+  SEGMUX_CHECK(ok, printable(what), " is not valid CBOR");
+  try {
+    return nlohmann::json::from_cbor(b, b + nbytes, true, true);
+  } catch (const nlohmann::json::exception& e) {
+    fail(printable(what), " is not valid CBOR: ", library_message(e));
+  } catch (const std::bad_alloc&) {
+    fail(printable(what), ": out of memory while parsing ", nbytes, " bytes of CBOR");
+  }
+}
 
 nlohmann::json parse_untrusted_json(std::string_view text, const std::string& what, const JsonLimits& limits) {
   return parse_with_limits<nlohmann::json>(text, what, limits);

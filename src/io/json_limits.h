@@ -24,6 +24,11 @@ nlohmann::json parse_untrusted_json(std::string_view text, const std::string& wh
 nlohmann::ordered_json parse_untrusted_ordered_json(std::string_view text, const std::string& what,
                                                     const JsonLimits& limits = {});
 
+// CBOR (binary JSON, e.g. the .smx sections) with the same bounds: its nesting is checked by a
+// streaming pass before the (recursive) DOM parser runs. Errors name `what`.
+nlohmann::json parse_untrusted_cbor(const void* data, size_t nbytes, const std::string& what,
+                                    const JsonLimits& limits = {});
+
 // Reads a whole file: a regular file (not a pipe, device or folder), at most `max_bytes`, checked
 // before reading. Errors name the path and say why (missing, not regular, unreadable, too large).
 std::string read_untrusted_text_file(const std::string& path, size_t max_bytes);

@@ -49,49 +49,11 @@ T get(const std::byte* p) {
 
 size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-// Rejects CBOR nested deeper than a graph ever needs before the (recursive) DOM parser sees it: a
-// crafted file could otherwise exhaust the stack. The SAX pass stops at the first array/object past
-// the limit, so its own recursion is bounded too.
-struct DepthLimit : json::json_sax_t {
-  static constexpr int kMaxDepth = 32;
-  int depth = 0;
-  bool too_deep = false;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return enter(); }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return --depth, true; }
-  bool start_array(std::size_t) override { return enter(); }
-  bool end_array() override { return --depth, true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-  bool enter() {
-    if (++depth > kMaxDepth) too_deep = true;
-    return !too_deep;
-  }
-};
-
-// Parses the CBOR sections with their nesting bounded first (the SAX pass above); JSON text (META) goes
-// through io/json_limits.h.
-json parse_bounded(const std::byte* p, size_t n, json::input_format_t format, const std::string& what) {
-  DepthLimit limit;
-  const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
-  const char* kind = format == json::input_format_t::cbor ? "CBOR" : "JSON";
-  bool ok = json::sax_parse(b, b + n, &limit, format, true);
-  SEGMUX_CHECK(!limit.too_deep, what, " is nested deeper than ", DepthLimit::kMaxDepth, " levels");
-  SEGMUX_CHECK(ok, what, " is not valid ", kind);
-  json j = format == json::input_format_t::cbor ? json::from_cbor(b, b + n, true, false)
-                                                : json::parse(b, b + n, nullptr, false);
-  SEGMUX_CHECK(!j.is_discarded(), what, " is not valid ", kind);
-  return j;
-}
+// CBOR sections: nested at most this deep (a graph needs far less), checked before the DOM exists.
+constexpr size_t kMaxCborDepth = 32;
 
 json parse_cbor(const std::byte* p, size_t n, const std::string& what) {
-  return parse_bounded(p, n, json::input_format_t::cbor, what);
+  return parse_untrusted_cbor(p, n, what, {.max_depth = kMaxCborDepth, .max_bytes = n});
 }
 
 // The META section (JSON text): bounded in size and depth before parsing, an object.
@@ -99,7 +61,7 @@ json parse_meta(const std::byte* p, size_t n, const std::string& what) {
   SEGMUX_CHECK(n <= kMaxMetaBytes, what, " is ", n, " bytes, more than the ", kMaxMetaBytes,
                " a META section may hold");
   JsonLimits limits;
-  limits.max_depth = DepthLimit::kMaxDepth;
+  limits.max_depth = kMaxCborDepth;
   limits.max_bytes = kMaxMetaBytes;
   json j = parse_untrusted_json(std::string_view(reinterpret_cast<const char*>(p), n), what, limits);
   SEGMUX_CHECK(j.is_object(), what, " is not a JSON object");

@@ -40,6 +40,20 @@ TEST(JsonHardening, DepthIsBoundedWhileParsing) {
   expect_error([] { parse_untrusted_json(nested_arrays(5), "x.json", {.max_depth = 4}); }, {"deeper than 4"});
 }
 
+TEST(JsonHardening, CborDepthAndSyntaxAreCheckedBeforeTheTreeIsBuilt) {
+  // CBOR: 0x81 = an array of one element; nested a million deep, then the innermost value 0.
+  std::string deep(1000000, '\x81');
+  deep += '\x00';
+  expect_error([&] { parse_untrusted_cbor(deep.data(), deep.size(), "graph section"); },
+               {"graph section", "nested deeper than 64"});
+  const std::string ok = std::string(64, '\x81') + '\x00';
+  EXPECT_EQ(parse_untrusted_cbor(ok.data(), ok.size(), "ok").size(), 1u);
+  const std::string truncated = "\x82\x01";  // an array of two with one element
+  expect_error([&] { parse_untrusted_cbor(truncated.data(), truncated.size(), "plan section"); },
+               {"plan section", "not valid CBOR"});
+  expect_error([&] { parse_untrusted_cbor(ok.data(), ok.size(), "big", {.max_bytes = 8}); }, {"big", "larger"});
+}
+
 TEST(JsonHardening, SizeSyntaxAndEncodingErrorsAreClear) {
   expect_error([] { parse_untrusted_json("[1,2,3]", "big.json", {.max_bytes = 4}); },
                {"big.json", "7 bytes is larger than the limit of 4"});
