@@ -90,7 +90,7 @@ std::vector<BinaryMask> test_masks() {
 
 }  // namespace
 
-TEST(CocoRle, HandComputedVector) {
+TEST(CocoRle, HandComputedVectors) {
   // counts 0,2,33,1,4 (h 5 x w 8): "0" (0), "2" (2), 33 = 1 + 1*32 -> groups 1|0x20, 1 -> "Q1",
   // 1 - 2 = -1 -> 31 -> "O", 4 - 33 = -29 -> groups 3|0x20, 31 -> "SO".
   RleMask rle{5, 8, {0, 2, 33, 1, 4}};
@@ -101,6 +101,16 @@ TEST(CocoRle, HandComputedVector) {
   m.at(0, 0) = m.at(1, 0) = m.at(0, 7) = 1;
   EXPECT_EQ(rle_encode(m).counts, rle.counts);
   EXPECT_EQ(independent_decode("02Q1OSO", 5, 8), m.pixels);
+  // counts 3,2,33,1,1: the third run is written as is although the first is not 0 (pycocotools'
+  // `i > 2`; differencing it would give "n0"): "3", "2", "Q1", 1 - 2 -> "O", 1 - 33 = -32 -> groups
+  // 0|0x20, 31 -> "PO". Set pixels: 3, 4 (column 0, rows 3-4) and 38 (column 7, row 3).
+  RleMask second{5, 8, {3, 2, 33, 1, 1}};
+  EXPECT_EQ(coco_counts_string(second), "32Q1OPO");
+  EXPECT_EQ(coco_rle_from_string("32Q1OPO", 5, 8).counts, second.counts);
+  BinaryMask m2(5, 8);
+  m2.at(3, 0) = m2.at(4, 0) = m2.at(3, 7) = 1;
+  EXPECT_EQ(rle_encode(m2).counts, second.counts);
+  EXPECT_EQ(independent_decode("32Q1OPO", 5, 8), m2.pixels);
 }
 
 TEST(CocoRle, RoundTripsThroughAnIndependentDecoder) {

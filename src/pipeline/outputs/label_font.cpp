@@ -34,7 +34,9 @@ FT_Face face_of(void* p) { return static_cast<FT_Face>(p); }
 
 }  // namespace
 
-std::string LabelFont::find_font_file() {
+namespace {
+
+std::vector<std::string> font_candidates() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("SEGMUX_FONT"); env && *env) candidates.emplace_back(env);
   for (const char* p :
@@ -42,20 +44,30 @@ std::string LabelFont::find_font_file() {
         "/usr/share/fonts/truetype/liberation/LiberationSans-Bold.ttf",
         "/usr/share/fonts/truetype/freefont/FreeSansBold.ttf"})
     candidates.emplace_back(p);
+  return candidates;
+}
+
+}  // namespace
+
+std::string LabelFont::find_font_file() {
   std::error_code ec;
-  for (const auto& c : candidates)
+  for (const auto& c : font_candidates())
     if (std::filesystem::is_regular_file(c, ec)) return c;
   return "";
 }
 
 const LabelFont& LabelFont::shared() {
   static const std::unique_ptr<LabelFont> font = [] {
-    const std::string path = find_font_file();
-    try {
-      return std::make_unique<LabelFont>(path);
-    } catch (const Error&) {
-      return std::make_unique<LabelFont>("");  // an unreadable font file: labels still get drawn
+    std::error_code ec;
+    for (const auto& c : font_candidates()) {
+      if (!std::filesystem::is_regular_file(c, ec)) continue;
+      try {
+        return std::make_unique<LabelFont>(c);
+      } catch (const Error&) {
+        // not a font FreeType can load: try the next one
+      }
     }
+    return std::make_unique<LabelFont>("");  // labels still get drawn, in the bitmap font
   }();
   return *font;
 }

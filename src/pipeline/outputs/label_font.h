@@ -1,7 +1,7 @@
 // Overlay label text: a TrueType font rendered through FreeType (anti-aliased) when a font file is
 // found, else the built-in 3x5 bitmap digits, so that overlays never depend on installed fonts.
-// Font search, first found wins: $SEGMUX_FONT, then Debian's DejaVu Sans Bold (fonts-dejavu-core),
-// DejaVu Sans, Liberation Sans Bold, FreeSans Bold.
+// Font search, the first that FreeType loads wins: $SEGMUX_FONT, then Debian's DejaVu Sans Bold
+// (fonts-dejavu-core), DejaVu Sans, Liberation Sans Bold, FreeSans Bold.
 #pragma once
 #include <array>
 #include <memory>
@@ -24,7 +24,7 @@ class LabelFont {
 
   // The process-wide font the overlays use (searched once, see above; bitmap when none is found).
   static const LabelFont& shared();
-  static std::string find_font_file();  // "" when none of the candidates exists
+  static std::string find_font_file();  // the first candidate that exists; "" when none does
 
   bool is_truetype() const { return face_ != nullptr; }
   const std::string& path() const { return path_; }
