@@ -42,7 +42,7 @@ RleMask coco_rle_from_string(const std::string& counts, int height, int width) {
       x |= int64_t(c & 0x1f) << shift;
       more = (c & 0x20) != 0;
       shift += 5;
-      if (!more && (c & 0x10)) x |= ~int64_t(0) << shift;  // sign-extend
+      if (!more && (c & 0x10)) x -= int64_t(1) << shift;  // negative: two's complement of shift bits
     }
     if (rle.counts.size() > 2) x += rle.counts[rle.counts.size() - 2];
     SEGMUX_CHECK(x >= 0, "COCO RLE: run ", rle.counts.size(), " has negative length ", x);

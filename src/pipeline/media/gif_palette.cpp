@@ -5,6 +5,7 @@ extern "C" {
 #include <libavfilter/buffersink.h>
 #include <libavfilter/buffersrc.h>
 #include <libavutil/frame.h>
+#include <libavutil/log.h>
 }
 #include <cstdio>
 #include <cstring>
@@ -42,6 +43,7 @@ std::string source_args(int width, int height, AVPixelFormat fmt) {
 }  // namespace
 
 GifPalette::GifPalette(int width, int height) : width_(width), height_(height) {
+  av_log_set_level(AV_LOG_ERROR);  // palettegen reports its colour counts otherwise
   out_ = av_frame_alloc();
   graph_ = avfilter_graph_alloc();
   SEGMUX_CHECK(out_ && graph_, "GIF palette: out of memory");

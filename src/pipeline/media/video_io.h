@@ -37,7 +37,7 @@ class VideoReader : public FrameSource {
   virtual std::string describe() const = 0;  // "video.mp4: 120 frames 640x480 @ 30 fps (h264)"
   // Frame i's presentation time in seconds: the container's pts x time base (as ffprobe's pts_time),
   // a GIF's summed frame delays, a folder's i / fps when a frame rate was given; nullopt when unknown.
-  virtual std::optional<double> time_s(int index) const = 0;
+  virtual std::optional<double> time_s(int index) const { return std::nullopt; }
 };
 
 // Picks the reader by what the path is: a directory -> frame folder (files sorted by name, image
