@@ -30,7 +30,7 @@ cat <<EOF
 
 Done. Outputs in $OUT/:
   masks/NNNNN.png   one 16-bit PNG per frame (0 = background, object id + 1 elsewhere)
-  tracks.json       per frame: object ids, scores, boxes and RLE masks
+  tracks.json       per frame: time, object ids, scores, boxes and COCO RLE masks (pycocotools' string form)
   overlay.mp4       the video with coloured masks, boxes and ids
 
 IMPORTANT: the demo model has RANDOM WEIGHTS. It proves that the whole path runs (video decoding,

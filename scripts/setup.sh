@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# fonts-dejavu-core: the overlay labels' font (found at run time; a bitmap font otherwise). python3: a test
+# decodes tracks.json's COCO RLE with an independent decoder in Python.
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
@@ -11,7 +13,8 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
-  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
+  python3
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user
 )

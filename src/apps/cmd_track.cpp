@@ -189,7 +189,9 @@ Examples:
 
 Outputs in DIR (written when the run completes; a failed run leaves DIR as it was):
   masks/NNNNN.png  16-bit grayscale per frame: 0 = background, obj_id + 1 on the object's pixels
-  tracks.json      per frame (ascending frame index): object ids, scores, boxes, COCO RLE masks
+                   (looks black in image viewers: --masks color adds masks_color/NNNNN.png to look at)
+  tracks.json      per frame (ascending frame index): time, object ids, scores, boxes, COCO RLE masks
+                   (pycocotools' compressed string counts; --rle uncompressed for lists of runs)
   overlay.mp4      frames with coloured masks, boxes and ids (overlay.gif for GIF input)
 --max-frames N counts frames per direction including the prompted frame (both: up to 2N-1 frames).
 The first use of a checkpoint compiles it (minutes at full size) into --cache-dir; later runs reuse it.
@@ -206,6 +208,8 @@ int run_track(int argc, char** argv) {
   bool demo = false;
   int start = 0, max_frames = -1;
   bool quiet = false, json = false, no_masks = false;
+  std::string rle = "compressed", masks = "ids";
+  double folder_fps = 0;
   app.add_option("input", input, "video file, GIF or frame folder")->required();
   app.add_option("--prompt,-p", prompt, "text prompt, e.g. \"dog\"")->required();
   app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
@@ -224,7 +228,15 @@ int run_track(int argc, char** argv) {
       ->check(CLI::IsMember({"forward", "backward", "both"}));
   app.add_option("--overlay", overlay,
                  "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
-  app.add_flag("--no-masks", no_masks, "do not write per-frame mask PNGs");
+  app.add_option("--masks", masks,
+                 "per-frame mask PNGs: ids (16-bit id PNGs, default), color (also indexed-colour PNGs to look at "
+                 "in masks_color/) or none")
+      ->check(CLI::IsMember({"ids", "color", "none"}));
+  app.add_flag("--no-masks", no_masks, "same as --masks none");
+  app.add_option("--rle", rle, "tracks.json mask form: compressed (COCO string counts, default) or uncompressed")
+      ->check(CLI::IsMember({"compressed", "uncompressed"}));
+  app.add_option("--fps", folder_fps, "frame rate of a frame folder (gives tracks.json timestamps)")
+      ->check(CLI::PositiveNumber);
   add_threads_option(app, src.num_threads, "CPU threads (default 2)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
@@ -238,7 +250,7 @@ int run_track(int argc, char** argv) {
   };
 
   // Everything that can be checked before any output exists: input, start frame, model.
-  auto reader = open_video(input);
+  auto reader = open_video(input, folder_fps);
   log("input: " + reader->describe());
   const int n = reader->num_frames();
   SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
@@ -250,7 +262,10 @@ int run_track(int argc, char** argv) {
 
   StagedOutput staged(out_dir);
   OutputOptions opt;
-  opt.write_masks = !no_masks;
+  if (no_masks) masks = "none";
+  opt.write_masks = masks != "none";
+  opt.color_masks = masks == "color";
+  opt.rle = parse_rle_form(rle);
   opt.prompt = prompt;
   opt.source = input;
   opt.fps = reader->fps();
@@ -300,7 +315,7 @@ int run_track(int argc, char** argv) {
     if (spool)
       spool->put(out);
     else
-      writer.add(reader->frame(out.frame_index), out);
+      writer.add(reader->frame(out.frame_index), out, reader->time_s(out.frame_index));
     progress.update(++done, out.frame_index);
   };
   auto sink = [&](FrameOutput out) {
@@ -316,17 +331,19 @@ int run_track(int argc, char** argv) {
   const double track_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (spool) {
     log("writing outputs in frame order");
-    for (int f : spool->frames()) writer.add(reader->frame(f), spool->get(f, reader->width(), reader->height()));
+    for (int f : spool->frames())
+      writer.add(reader->frame(f), spool->get(f, reader->width(), reader->height()), reader->time_s(f));
   }
   writer.finish();
-  staged.commit({"masks", "tracks.json", "overlay.mp4", "overlay.gif"});
+  staged.commit({"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"});
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (json) {
     nlohmann::json objs = nlohmann::json::object();
     for (auto& [id, f] : frames_per_object) objs[std::to_string(id)] = f;
     nlohmann::json outputs = {{"tracks", (fs::path(out_dir) / "tracks.json").string()}};
-    if (!no_masks) outputs["masks"] = (fs::path(out_dir) / "masks").string();
+    if (opt.write_masks) outputs["masks"] = (fs::path(out_dir) / "masks").string();
+    if (opt.color_masks) outputs["masks_color"] = (fs::path(out_dir) / "masks_color").string();
     if (!overlay_final.empty()) outputs["overlay"] = overlay_final;
     nlohmann::json summary = {{"input", input},
                               {"prompt", prompt},

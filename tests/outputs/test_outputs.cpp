@@ -8,6 +8,7 @@
 
 #include "../common/write_limit.h"
 #include "core/error.h"
+#include "pipeline/masks/coco_rle.h"
 #include "pipeline/outputs/outputs.h"
 
 using namespace segmux;
@@ -55,11 +56,10 @@ TEST(Outputs, WriterProducesMasksJsonAndOverlayOnlyAtFinish) {
   ASSERT_EQ(j["frames"].size(), 1u);
   EXPECT_EQ(j["frames"][0]["objects"][0]["id"], 3);
   EXPECT_EQ(j["frames"][0]["objects"][0]["area"], 1);
-  RleMask rle;
-  rle.height = 6;
-  rle.width = 8;
-  rle.counts = j["frames"][0]["objects"][0]["mask_rle"]["counts"].get<std::vector<int64_t>>();
-  EXPECT_EQ(rle_decode(rle).at(2, 3), 1);
+  EXPECT_EQ(j["format"], "segmux-tracks-2");
+  const auto& rle = j["frames"][0]["objects"][0]["mask_rle"];
+  EXPECT_EQ(rle["size"], nlohmann::json({6, 8}));
+  EXPECT_EQ(rle_decode(coco_rle_from_string(rle["counts"], 6, 8)).at(2, 3), 1);
 }
 
 TEST(Outputs, AbandonedWriterLeavesNoJson) {
@@ -79,12 +79,12 @@ TEST(Outputs, RejectsMasksOfTheWrongSize) {
   EXPECT_THROW(w.add(flat_frame(8, 6, 0), one_object(5, 5, 1, 0, 0)), Error);
 }
 
-TEST(Outputs, OverlayColoursOnlyTheMask) {
-  FrameOutput out = one_object(4, 4, 1, 1, 1);
-  RgbImage img = draw_overlay(flat_frame(4, 4, 0), out);
-  const uint8_t* inside = pixel_at(img, 1, 1);
+TEST(Outputs, OverlayColoursOnlyTheMaskItsBoxAndLabel) {
+  FrameOutput out = one_object(64, 64, 1, 40, 40);
+  RgbImage img = draw_overlay(flat_frame(64, 64, 0), out);
+  const uint8_t* inside = pixel_at(img, 40, 40);
   EXPECT_NE(inside[0] + inside[1] + inside[2], 0);
-  const uint8_t* outside = pixel_at(img, 3, 3);
+  const uint8_t* outside = pixel_at(img, 10, 50);  // neither mask, box nor label (above the box)
   EXPECT_EQ(outside[0] + outside[1] + outside[2], 0);
   EXPECT_NE(id_color(1), id_color(2));
 }

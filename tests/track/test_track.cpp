@@ -14,7 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/rotated_video.h"
+#include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
+#include "pipeline/media/rotation.h"
 #include "pipeline/media/video_io.h"
 
 namespace fs = std::filesystem;
@@ -114,7 +117,7 @@ class Track : public ::testing::Test {
     nlohmann::json j = nlohmann::json::parse(slurp(out / "tracks.json"), nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << "tracks.json does not parse";
     if (j.is_discarded()) return frames;
-    EXPECT_EQ(j["format"], "segmux-tracks-1");
+    EXPECT_EQ(j["format"], "segmux-tracks-2");
     EXPECT_EQ(j["prompt"], "shape");
     const int w = j["width"], h = j["height"];
     auto reader = segmux::pipeline::open_video(kTiny + "/video/frames");
@@ -138,7 +141,8 @@ class Track : public ::testing::Test {
         previous = id;
         ids_seen.insert(id);
         EXPECT_EQ(o["box_xywh"].size(), 4u);
-        RleMask rle{o["mask_rle"]["size"][0], o["mask_rle"]["size"][1], o["mask_rle"]["counts"]};
+        RleMask rle = segmux::pipeline::coco_rle_from_string(o["mask_rle"]["counts"], o["mask_rle"]["size"][0],
+                                                             o["mask_rle"]["size"][1]);
         EXPECT_EQ(rle.height, h);
         EXPECT_EQ(rle.width, w);
         BinaryMask m = segmux::pipeline::rle_decode(rle);
@@ -234,8 +238,9 @@ TEST_F(Track, HelpListsEveryOption) {
   Result r = segmux("track --help");
   EXPECT_EQ(r.code, 0);
   for (const char* opt :
-       {"--prompt", "--out", "--weights", "--config", "--vocab", "--model", "--demo", "--cache-dir", "--start",
-        "--max-frames", "--direction", "--overlay", "--no-masks", "--threads", "--json", "tracks.json", "obj_id + 1"})
+       {"--prompt",    "--out",   "--weights",    "--config",    "--vocab",     "--model",    "--demo",
+        "--cache-dir", "--start", "--max-frames", "--direction", "--overlay",   "--no-masks", "--masks",
+        "--rle",       "--fps",   "--threads",    "--json",      "tracks.json", "obj_id + 1", "masks_color"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
 }
 
@@ -290,6 +295,97 @@ TEST_F(Track, OutputsSurviveInterruptionsAndOddPaths) {
   for (const auto& e : fs::directory_iterator(tmp("odd_webm")))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos)
         << "exit " << r.code << ": temporary file left: " << e.path();
+}
+
+// Issue 13's outputs: COCO string counts by default (lists with --rle uncompressed), times from
+// --fps for a folder, colour mask PNGs with --masks color.
+TEST_F(Track, RleFormsTimesAndColourMasks) {
+  ASSERT_EQ(track(tmp("coco"), "--max-frames 2 --overlay none").code, 0);
+  nlohmann::json j = nlohmann::json::parse(slurp(tmp("coco") + "/tracks.json"));
+  EXPECT_NE(j["rle"].get<std::string>().find("compressed"), std::string::npos);
+  int objects = 0;
+  for (const auto& f : j["frames"]) {
+    EXPECT_TRUE(f["time_s"].is_null()) << "a folder without --fps has no times";
+    for (const auto& o : f["objects"]) {
+      EXPECT_TRUE(o["mask_rle"]["counts"].is_string());
+      ++objects;
+    }
+  }
+  EXPECT_GT(objects, 0);
+  EXPECT_FALSE(fs::exists(tmp("coco") + "/masks_color"));
+
+  Result r = track(tmp("plain"), "--start 4 --max-frames 2 --rle uncompressed --fps 8 --masks color --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(slurp(tmp("plain") + "/tracks.json"));
+  EXPECT_EQ(j["frames"][0]["time_s"], 0.5);
+  EXPECT_EQ(j["frames"][1]["time_s"], 0.625);
+  for (const auto& o : j["frames"][0]["objects"]) EXPECT_TRUE(o["mask_rle"]["counts"].is_array());
+  for (const char* name : {"00004.png", "00005.png"}) {
+    EXPECT_TRUE(fs::exists(tmp("plain") + "/masks/" + name));
+    // Colour PNGs are 8-bit palette images (the id PNGs 16-bit grey): the PNG header says so.
+    const std::string png = slurp(tmp("plain") + "/masks_color/" + name);
+    ASSERT_GT(png.size(), 26u) << name;
+    EXPECT_EQ(png.substr(12, 4), "IHDR");
+    EXPECT_EQ(int(png[24]), 8) << "bit depth";
+    EXPECT_EQ(int(png[25]), 3) << "colour type 3 = palette";
+  }
+  nlohmann::json s = nlohmann::json::parse(r.out);
+  EXPECT_EQ(s["outputs"]["masks_color"], tmp("plain") + "/masks_color");
+  // A later run without --masks color removes them, as every output of an earlier run.
+  ASSERT_EQ(track(tmp("plain"), "--max-frames 1").code, 0);
+  EXPECT_FALSE(fs::exists(tmp("plain") + "/masks_color"));
+  expect_failure(track(tmp("e_rle"), "--rle zip"), tmp("e_rle"), "zip");
+  expect_failure(track(tmp("e_fps"), "--fps -3"), tmp("e_fps"), "--fps");
+  expect_failure(track(tmp("e_masks"), "--masks rainbow"), tmp("e_masks"), "rainbow");
+}
+
+// A phone-style video (frames stored sideways, a display matrix saying "turn 90 degrees clockwise"):
+// every output refers to the upright frames, and the overlay is upright without metadata.
+TEST_F(Track, RotatedVideoGivesUprightOutputs) {
+  auto frames = segmux::pipeline::open_video(kTiny + "/video/frames");
+  std::vector<segmux::pipeline::RgbImage> stored;
+  for (int i = 0; i < 3; ++i) stored.push_back(segmux::pipeline::rotate_clockwise(frames->frame(i), 270));
+  ASSERT_EQ(stored[0].width, frames->height());
+  const std::string video = tmp("phone.mp4");
+  ASSERT_EQ(segmux::testing::write_rotated_mp4(video, stored, 90), "");
+  const std::string out = tmp("phone_out");
+  Result r = segmux("track " + video + " --prompt shape " + tiny_model_args() + " --out " + out + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(slurp(out + "/tracks.json"));
+  EXPECT_EQ(j["width"], frames->width());
+  EXPECT_EQ(j["height"], frames->height());
+  ASSERT_EQ(j["frames"].size(), 3u);
+  EXPECT_EQ(j["frames"][1]["time_s"], 0.1) << "10 fps";
+  int pw = 0, ph = 0;
+  read_png16(fs::path(out) / "masks" / "00000.png", pw, ph);
+  EXPECT_EQ(pw, frames->width());
+  EXPECT_EQ(ph, frames->height());
+  for (const auto& o : j["frames"][0]["objects"])
+    EXPECT_EQ(o["mask_rle"]["size"], nlohmann::json({frames->height(), frames->width()}));
+  auto overlay = segmux::pipeline::open_video(out + "/overlay.mp4");
+  EXPECT_EQ(overlay->width(), frames->width());
+  EXPECT_EQ(overlay->height(), frames->height());
+  // Upright content: away from the masks (blended in colour) the overlay's first frame is the upright
+  // fixture frame, not the frame turned over.
+  std::vector<uint8_t> masked(size_t(frames->width()) * size_t(frames->height()), 0);
+  for (const auto& o : j["frames"][0]["objects"]) {
+    BinaryMask m = segmux::pipeline::rle_decode(
+        segmux::pipeline::coco_rle_from_string(o["mask_rle"]["counts"], frames->height(), frames->width()));
+    for (size_t i = 0; i < masked.size(); ++i) masked[i] |= m.pixels[i];
+  }
+  auto diff = [&](const segmux::pipeline::RgbImage& a, const segmux::pipeline::RgbImage& b) {
+    double d = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < masked.size(); ++i)
+      if (!masked[i])
+        for (size_t k = 0; k < 3; ++k, ++n) d += std::abs(int(a.pixels[i * 3 + k]) - int(b.pixels[i * 3 + k]));
+    return d / double(std::max<size_t>(n, 1));
+  };
+  const auto upright = frames->frame(0);
+  const auto ov0 = overlay->frame(0);
+  const double d_upright = diff(ov0, upright), d_turned = diff(ov0, segmux::pipeline::rotate_clockwise(upright, 180));
+  EXPECT_LT(d_upright, 12.0) << d_turned;
+  EXPECT_LT(d_upright, d_turned / 2) << d_upright << " vs " << d_turned;
 }
 
 TEST_F(Track, SampleVideo) {

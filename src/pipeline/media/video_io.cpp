@@ -13,6 +13,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,8 @@ extern "C" {
 
 #include "core/error.h"
 #include "io/files.h"
+#include "pipeline/media/gif_palette.h"
+#include "pipeline/media/rotation.h"
 
 namespace segmux::pipeline {
 
@@ -119,8 +122,17 @@ class AvSource {
     rc = avcodec_open2(dec_, codec, nullptr);
     SEGMUX_CHECK(rc >= 0, "'", path, "': cannot open decoder: ", av_error(rc));
     check_frame_size(par->width, par->height, "'" + path + "'");
-    width_ = par->width;
-    height_ = par->height;
+    const AVStream* st = fmt_->streams[stream_];
+    const AVDictionaryEntry* tag = av_dict_get(st->metadata, "rotate", nullptr, 0);
+    size_t matrix_size = 0;
+    const uint8_t* matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &matrix_size);
+    rotation_ = upright_rotation(
+        matrix && matrix_size >= 9 * sizeof(int32_t) ? reinterpret_cast<const int32_t*>(matrix) : nullptr,
+        tag ? tag->value : nullptr);
+    const bool quarter = rotation_ == 90 || rotation_ == 270;
+    width_ = quarter ? par->height : par->width;  // upright
+    height_ = quarter ? par->width : par->height;
+    time_base_ = fmt_->streams[stream_]->time_base;
     AVRational r = fmt_->streams[stream_]->avg_frame_rate;
     fps_ = (r.num > 0 && r.den > 0) ? av_q2d(r) : 25.0;
     codec_name_ = codec->name;
@@ -169,7 +181,7 @@ class AvSource {
       int rc = avcodec_receive_frame(dec_, frame_);
       if (rc == 0) {
         *pts = frame_->best_effort_timestamp != AV_NOPTS_VALUE ? frame_->best_effort_timestamp : frame_->pts;
-        *out = to_rgb(frame_, &sws_, path_);
+        *out = rotate_clockwise(to_rgb(frame_, &sws_, path_), rotation_);
         av_frame_unref(frame_);
         return true;
       }
@@ -199,6 +211,8 @@ class AvSource {
   int width() const { return width_; }
   int height() const { return height_; }
   double fps() const { return fps_; }
+  AVRational time_base() const { return time_base_; }
+  int rotation() const { return rotation_; }  // clockwise degrees applied to decoded frames
   const std::string& codec_name() const { return codec_name_; }
 
  private:
@@ -211,6 +225,8 @@ class AvSource {
   int stream_ = -1;
   int width_ = 0, height_ = 0;
   double fps_ = 25;
+  AVRational time_base_{1, 1};
+  int rotation_ = 0;
   bool eof_ = false;
   bool packet_pending_ = false;
   std::string codec_name_;
@@ -246,10 +262,21 @@ class LibavVideoReader : public VideoReader {
   int width() const override { return src_.width(); }
   int height() const override { return src_.height(); }
   double fps() const override { return src_.fps(); }
+  std::optional<double> time_s(int index) const override {
+    const int64_t pts = pts_.at(size_t(index));
+    const AVRational tb = src_.time_base();
+    if (pts == AV_NOPTS_VALUE || tb.num <= 0 || tb.den <= 0) return std::nullopt;
+    return double(pts) * tb.num / tb.den;
+  }
   std::string describe() const override {
     char buf[512];
-    std::snprintf(buf, sizeof buf, "%s: %d frames %dx%d @ %.3g fps (%s)", path_.c_str(), num_frames(), width(),
-                  height(), fps(), src_.codec_name().c_str());
+    std::snprintf(buf, sizeof buf, "%s: %d frames %dx%d @ %.3g fps (%s%s)", path_.c_str(), num_frames(), width(),
+                  height(), fps(), src_.codec_name().c_str(),
+                  src_.rotation() ? (", turned " + std::to_string(src_.rotation()) +
+                                     " degrees clockwise as its "
+                                     "rotation metadata says")
+                                        .c_str()
+                                  : "");
     return buf;
   }
   RgbImage frame(int index) override {
@@ -283,7 +310,8 @@ class LibavVideoReader : public VideoReader {
 
 class FolderReader : public VideoReader {
  public:
-  explicit FolderReader(const std::string& dir) : dir_(dir) {
+  FolderReader(const std::string& dir, double fps) : dir_(dir), fps_(fps) {
+    SEGMUX_CHECK(fps >= 0 && std::isfinite(fps), "frame rate ", fps, " for '", dir, "' is not positive");
     for (auto& e : fs::directory_iterator(dir))
       if (e.is_regular_file() && is_image_ext(lower_ext(e.path().string()))) files_.push_back(e.path().string());
     std::sort(files_.begin(), files_.end());
@@ -295,10 +323,14 @@ class FolderReader : public VideoReader {
   int num_frames() const override { return int(files_.size()); }
   int width() const override { return width_; }
   int height() const override { return height_; }
-  double fps() const override { return 25.0; }
+  double fps() const override { return fps_ > 0 ? fps_ : 25.0; }
+  std::optional<double> time_s(int index) const override {
+    if (fps_ <= 0) return std::nullopt;
+    return double(index) / fps_;
+  }
   std::string describe() const override {
     return dir_ + ": " + std::to_string(files_.size()) + " frames " + std::to_string(width_) + "x" +
-           std::to_string(height_) + " (image folder)";
+           std::to_string(height_) + " (image folder" + (fps_ > 0 ? ", " + std::to_string(fps_) + " fps" : "") + ")";
   }
   RgbImage frame(int index) override {
     SEGMUX_CHECK(index >= 0 && index < num_frames(), "frame ", index, " is outside the folder (", num_frames(),
@@ -311,6 +343,7 @@ class FolderReader : public VideoReader {
 
  private:
   std::string dir_;
+  double fps_ = 0;
   std::vector<std::string> files_;
   int width_ = 0, height_ = 0;
 };
@@ -392,9 +425,11 @@ class GifReader : public VideoReader {
     }
     double total_delay = 0;
     for (int i = 0; i < gif_->ImageCount; ++i) {
+      start_cs_.push_back(total_delay);
       GraphicsControlBlock gcb;
       if (DGifSavedExtensionToGCB(gif_, i, &gcb) == GIF_OK) total_delay += gcb.DelayTime;
     }
+    if (total_delay <= 0) start_cs_.clear();  // no timing in the file
     fps_ = total_delay > 0 ? 100.0 * gif_->ImageCount / total_delay : 10.0;
     restart();
   }
@@ -406,6 +441,10 @@ class GifReader : public VideoReader {
   int width() const override { return gif_->SWidth; }
   int height() const override { return gif_->SHeight; }
   double fps() const override { return fps_; }
+  std::optional<double> time_s(int index) const override {
+    if (start_cs_.empty()) return std::nullopt;
+    return start_cs_.at(size_t(index)) / 100.0;
+  }
   std::string describe() const override {
     return path_ + ": " + std::to_string(num_frames()) + " frames " + std::to_string(width()) + "x" +
            std::to_string(height()) + " (GIF)";
@@ -473,6 +512,7 @@ class GifReader : public VideoReader {
   std::string path_;
   GifFileType* gif_ = nullptr;
   double fps_ = 10;
+  std::vector<double> start_cs_;  // each frame's start in centiseconds (empty: the GIF has no delays)
   RgbImage canvas_, saved_;
   int composed_ = 0;
   int pending_dispose_ = DISPOSAL_UNSPECIFIED;
@@ -490,9 +530,9 @@ RgbImage read_image(const std::string& path) {
   return img;
 }
 
-std::unique_ptr<VideoReader> open_video(const std::string& path) {
+std::unique_ptr<VideoReader> open_video(const std::string& path, double folder_fps) {
   SEGMUX_CHECK(fs::exists(path), "input '", path, "' does not exist");
-  if (fs::is_directory(path)) return std::make_unique<FolderReader>(path);
+  if (fs::is_directory(path)) return std::make_unique<FolderReader>(path, folder_fps);
   if (lower_ext(path) == ".gif") return std::make_unique<GifReader>(path);
   return std::make_unique<LibavVideoReader>(path);
 }
@@ -500,8 +540,9 @@ std::unique_ptr<VideoReader> open_video(const std::string& path) {
 namespace {
 
 void write_png(const std::string& path, int width, int height, int color_type, int bit_depth,
-               const std::vector<const uint8_t*>& rows) {
+               const std::vector<const uint8_t*>& rows, const std::vector<std::array<uint8_t, 3>>* palette = nullptr) {
   AtomicFile out(path);
+  std::vector<png_color> plte;  // before setjmp: a longjmp must not skip its destructor
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!png || !info || setjmp(png_jmpbuf(png))) {
@@ -512,6 +553,11 @@ void write_png(const std::string& path, int width, int height, int color_type, i
   png_init_io(png, out.stream());
   png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), bit_depth, color_type, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  std::vector<png_color> plte;
+  if (palette) {
+    for (const auto& c : *palette) plte.push_back(png_color{c[0], c[1], c[2]});
+    png_set_PLTE(png, info, plte.data(), int(plte.size()));
+  }
   png_write_info(png, info);
   if (bit_depth == 16) png_set_swap(png);  // our buffers are little-endian u16
   for (const uint8_t* r : rows) png_write_row(png, r);
@@ -548,45 +594,44 @@ void write_png_gray(const std::string& path, int width, int height, const std::v
   write_png(path, width, height, PNG_COLOR_TYPE_GRAY, sixteen_bit ? 16 : 8, rows);
 }
 
+void write_png_palette(const std::string& path, int width, int height, const std::vector<uint8_t>& indices,
+                       const std::vector<std::array<uint8_t, 3>>& palette) {
+  SEGMUX_CHECK(indices.size() == size_t(width) * size_t(height), "write_png_palette: ", indices.size(), " indices for ",
+               width, "x", height);
+  SEGMUX_CHECK(!palette.empty() && palette.size() <= 256, "write_png_palette: ", palette.size(),
+               " palette entries (1 to 256)");
+  for (uint8_t i : indices)
+    SEGMUX_CHECK(i < palette.size(), "write_png_palette: index ", int(i), " beyond the ", palette.size(),
+                 "-entry palette");
+  std::vector<const uint8_t*> rows;
+  for (int y = 0; y < height; ++y) rows.push_back(&indices[size_t(y) * size_t(width)]);
+  write_png(path, width, height, PNG_COLOR_TYPE_PALETTE, 8, rows, &palette);
+}
+
 namespace {
 
-// 6 x 7 x 6 colour cube (252 entries): good enough for overlays, deterministic, no dithering.
-constexpr int kR = 6, kG = 7, kB = 6;
-
+// Frames are quantised to one palette made for them (gif_palette.h): pass 1 runs while frames come in,
+// which are kept as raw RGB in an anonymous temporary file (disk, not memory) for pass 2 at finish().
 class GifWriter : public VideoWriter {
  public:
   GifWriter(const std::string& path, int width, int height, double fps)
-      : path_(path), tmp_(temp_path_for(path)), width_(width), height_(height) {
+      : path_(path), tmp_(temp_path_for(path)), width_(width), height_(height), palette_(width, height) {
     delay_cs_ = std::max(2, int(100.0 / std::max(1.0, fps) + 0.5));
+    spool_ = std::tmpfile();
+    SEGMUX_CHECK(spool_ != nullptr, "cannot write GIF '", path, "': no temporary file: ", std::strerror(errno));
     int err = 0;
     // Opened here, not by EGifOpenFileName: giflib creates its file 0600, the other outputs are 0666
     // less the umask.
     const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) std::fclose(spool_);
     SEGMUX_CHECK(fd >= 0, "cannot write GIF '", path, "': ", std::strerror(errno));
     gif_ = EGifOpenFileHandle(fd, &err);
     if (!gif_) {
       ::close(fd);
       std::remove(tmp_.c_str());
+      std::fclose(spool_);
     }
     SEGMUX_CHECK(gif_ != nullptr, "cannot write GIF '", path, "': ", gif_error(err));
-    GifColorType colors[256] = {};
-    int n = 0;
-    for (int r = 0; r < kR; ++r)
-      for (int g = 0; g < kG; ++g)
-        for (int b = 0; b < kB; ++b, ++n) {
-          colors[n].Red = GifByteType(r * 255 / (kR - 1));
-          colors[n].Green = GifByteType(g * 255 / (kG - 1));
-          colors[n].Blue = GifByteType(b * 255 / (kB - 1));
-        }
-    cmap_ = GifMakeMapObject(256, colors);
-    EGifSetGifVersion(gif_, true);
-    check(EGifPutScreenDesc(gif_, width, height, 8, 0, cmap_));
-    // Loop forever (NETSCAPE2.0 application extension).
-    check(EGifPutExtensionLeader(gif_, APPLICATION_EXT_FUNC_CODE));
-    check(EGifPutExtensionBlock(gif_, 11, "NETSCAPE2.0"));
-    const unsigned char loop[3] = {1, 0, 0};
-    check(EGifPutExtensionBlock(gif_, 3, loop));
-    check(EGifPutExtensionTrailer(gif_));
   }
   ~GifWriter() override {
     if (gif_) {
@@ -594,30 +639,31 @@ class GifWriter : public VideoWriter {
       EGifCloseFile(gif_, &err);
       std::remove(tmp_.c_str());
     }
-    if (cmap_) GifFreeMapObject(cmap_);
+    std::fclose(spool_);
   }
   void add(const RgbImage& f) override {
     SEGMUX_CHECK(f.width == width_ && f.height == height_, "GIF frame size ", f.width, "x", f.height, " differs from ",
                  width_, "x", height_);
-    GraphicsControlBlock gcb{};
-    gcb.DisposalMode = DISPOSE_DO_NOT;
-    gcb.DelayTime = delay_cs_;
-    gcb.TransparentColor = NO_TRANSPARENT_COLOR;
-    GifByteType ext[4];
-    size_t len = EGifGCBToExtension(&gcb, ext);
-    check(EGifPutExtension(gif_, GRAPHICS_EXT_FUNC_CODE, int(len), ext));
-    check(EGifPutImageDesc(gif_, 0, 0, width_, height_, false, nullptr));
-    std::vector<GifPixelType> row(static_cast<size_t>(width_));
-    for (int y = 0; y < height_; ++y) {
-      for (int x = 0; x < width_; ++x) {
-        const uint8_t* p = pixel_at(f, x, y);
-        int r = (p[0] * (kR - 1) + 127) / 255, g = (p[1] * (kG - 1) + 127) / 255, b = (p[2] * (kB - 1) + 127) / 255;
-        row[size_t(x)] = GifPixelType((r * kG + g) * kB + b);
-      }
-      check(EGifPutLine(gif_, row.data(), width_));
-    }
+    palette_.add_for_palette(f);
+    SEGMUX_CHECK(std::fwrite(f.pixels.data(), 1, f.pixels.size(), spool_) == f.pixels.size(), "cannot write GIF '",
+                 path_, "': temporary file: disk full?");
+    ++frames_;
   }
   void finish() override {
+    SEGMUX_CHECK(frames_ > 0, "cannot write GIF '", path_, "': no frames");
+    std::rewind(spool_);
+    RgbImage f;
+    f.width = width_;
+    f.height = height_;
+    f.pixels.resize(size_t(width_) * size_t(height_) * 3);
+    for (int i = 0; i < frames_; ++i) {
+      SEGMUX_CHECK(std::fread(f.pixels.data(), 1, f.pixels.size(), spool_) == f.pixels.size(), "cannot write GIF '",
+                   path_, "': temporary file cannot be read back");
+      for (const auto& p : palette_.map(f)) put_frame(p);
+    }
+    for (const auto& p : palette_.finish_mapping()) put_frame(p);
+    SEGMUX_CHECK(written_ == frames_, "cannot write GIF '", path_, "': ", written_, " of ", frames_,
+                 " frames came out of the palette mapping");
     int err = 0;
     int rc = EGifCloseFile(gif_, &err);
     gif_ = nullptr;
@@ -630,10 +676,51 @@ class GifWriter : public VideoWriter {
 
  private:
   void check(int rc) { SEGMUX_CHECK(rc == GIF_OK, "cannot write GIF '", path_, "': ", gif_error(gif_->Error)); }
+  // The first frame's palette becomes the global colour map; a frame with another gets a local one.
+  void put_frame(const PalettedFrame& p) {
+    GifColorType colors[256] = {};
+    for (size_t i = 0; i < 256; ++i) colors[i] = {p.palette[i][0], p.palette[i][1], p.palette[i][2]};
+    ColorMapObject* map = GifMakeMapObject(256, colors);
+    SEGMUX_CHECK(map != nullptr, "cannot write GIF '", path_, "': out of memory");
+    bool local = false;
+    if (written_ == 0) {
+      global_ = p.palette;
+      EGifSetGifVersion(gif_, true);
+      const int rc = EGifPutScreenDesc(gif_, width_, height_, 8, 0, map);
+      if (rc == GIF_OK) write_loop_extension();
+      if (rc != GIF_OK) GifFreeMapObject(map);
+      check(rc);
+    } else {
+      local = p.palette != global_;
+    }
+    GraphicsControlBlock gcb{};
+    gcb.DisposalMode = DISPOSE_DO_NOT;
+    gcb.DelayTime = delay_cs_;
+    gcb.TransparentColor = NO_TRANSPARENT_COLOR;
+    GifByteType ext[4];
+    size_t len = EGifGCBToExtension(&gcb, ext);
+    int rc = EGifPutExtension(gif_, GRAPHICS_EXT_FUNC_CODE, int(len), ext);
+    if (rc == GIF_OK) rc = EGifPutImageDesc(gif_, 0, 0, width_, height_, false, local ? map : nullptr);
+    for (int y = 0; y < height_ && rc == GIF_OK; ++y)
+      rc = EGifPutLine(gif_, const_cast<GifPixelType*>(&p.indices[size_t(y) * size_t(width_)]), width_);
+    GifFreeMapObject(map);
+    check(rc);
+    ++written_;
+  }
+  void write_loop_extension() {  // loop forever (NETSCAPE2.0 application extension)
+    check(EGifPutExtensionLeader(gif_, APPLICATION_EXT_FUNC_CODE));
+    check(EGifPutExtensionBlock(gif_, 11, "NETSCAPE2.0"));
+    const unsigned char loop[3] = {1, 0, 0};
+    check(EGifPutExtensionBlock(gif_, 3, loop));
+    check(EGifPutExtensionTrailer(gif_));
+  }
   std::string path_, tmp_;
   int width_, height_, delay_cs_;
+  GifPalette palette_;
+  FILE* spool_ = nullptr;
+  int frames_ = 0, written_ = 0;
   GifFileType* gif_ = nullptr;
-  ColorMapObject* cmap_ = nullptr;
+  std::vector<std::array<uint8_t, 3>> global_;
 };
 
 class AvWriter : public VideoWriter {

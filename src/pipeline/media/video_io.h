@@ -3,8 +3,10 @@
 // Frames are RGB u8, row-major HxWx3. Readers decode lazily and keep at most a small window of
 // decoded frames, so memory stays bounded on long videos.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,21 +33,30 @@ inline const uint8_t* pixel_at(const RgbImage& img, int x, int y) {
 // sequential access is fastest, random access seeks).
 class VideoReader : public FrameSource {
  public:
-  virtual double fps() const = 0;            // frames per second (folders: 25 by convention)
+  virtual double fps() const = 0;            // frames per second (folders: 25 unless given)
   virtual std::string describe() const = 0;  // "video.mp4: 120 frames 640x480 @ 30 fps (h264)"
+  // Frame i's presentation time in seconds: the container's pts x time base (as ffprobe's pts_time),
+  // a GIF's summed frame delays, a folder's i / fps when a frame rate was given; nullopt when unknown.
+  virtual std::optional<double> time_s(int index) const { return std::nullopt; }
 };
 
 // Picks the reader by what the path is: a directory -> frame folder (files sorted by name, image
 // extensions only), *.gif -> GIF reader, anything else -> libav. Errors name the path and problem.
-std::unique_ptr<VideoReader> open_video(const std::string& path);
+// folder_fps: the frame rate of a frame folder (> 0; 0 = unknown: no timestamps, 25 fps for overlays);
+// ignored for files, which carry their own.
+std::unique_ptr<VideoReader> open_video(const std::string& path, double folder_fps = 0);
 
 // Single images.
 RgbImage read_image(const std::string& path);                      // PNG/JPEG/BMP/... through libavcodec
 void write_png_rgb(const std::string& path, const RgbImage& img);  // atomic
 void write_png_gray(const std::string& path, int width, int height, const std::vector<uint16_t>& values,
                     bool sixteen_bit);  // atomic
+// Indexed-colour PNG (8-bit indices into a palette of at most 256 RGB entries). Atomic.
+void write_png_palette(const std::string& path, int width, int height, const std::vector<uint8_t>& indices,
+                       const std::vector<std::array<uint8_t, 3>>& palette);
 
-// Writes an animated GIF (frames quantised to a fixed 6x7x6 palette) or a video file (libav; MP4
+// Writes an animated GIF (one palette of up to 256 colours made for its frames by libavfilter's
+// palettegen, mapped with paletteuse: gif_palette.h) or a video file (libav; MP4
 // with H.264 when the encoder exists, else MPEG-4 Part 2). Chosen by extension. Atomic: frames go
 // to a temporary file renamed at finish().
 class VideoWriter {

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "pipeline/masks/mask_ops.h"
+#include "pipeline/outputs/label_font.h"
 
 namespace segmux::pipeline {
 
@@ -47,33 +49,50 @@ std::array<uint8_t, 3> id_color(int64_t id) {
 
 namespace {
 
-// 3x5 pixel digits, one row per 3-bit pattern (bit 2 = left column).
-constexpr uint8_t kDigits[10][5] = {{7, 5, 5, 5, 7}, {2, 6, 2, 2, 7}, {7, 1, 7, 4, 7}, {7, 1, 7, 1, 7},
-                                    {5, 5, 7, 1, 1}, {7, 4, 7, 1, 7}, {7, 4, 7, 5, 7}, {7, 1, 1, 1, 1},
-                                    {7, 5, 7, 5, 7}, {7, 5, 7, 1, 7}};
-
-void fill_rect(RgbImage& img, int x0, int y0, int w, int h, std::array<uint8_t, 3> c) {
+void fill_rect(RgbImage& img, int x0, int y0, int w, int h, Rgb c) {
   for (int y = std::max(0, y0); y < std::min(img.height, y0 + h); ++y)
     for (int x = std::max(0, x0); x < std::min(img.width, x0 + w); ++x) std::memcpy(pixel_at(img, x, y), c.data(), 3);
 }
 
-void draw_label(RgbImage& img, int x, int y, int64_t id, std::array<uint8_t, 3> bg, int scale) {
-  std::string text = std::to_string(id);
-  int w = int(text.size()) * 4 * scale + scale, h = 7 * scale;
-  x = std::clamp(x, 0, std::max(0, img.width - w));
-  y = std::clamp(y, 0, std::max(0, img.height - h));
-  fill_rect(img, x, y, w, h, bg);
-  for (size_t k = 0; k < text.size(); ++k) {
-    const uint8_t* glyph = kDigits[text[k] - '0'];
-    for (int r = 0; r < 5; ++r)
-      for (int c = 0; c < 3; ++c)
-        if (glyph[r] & (4 >> c))
-          fill_rect(img, x + scale + int(k) * 4 * scale + c * scale, y + scale + r * scale, scale, scale,
-                    {255, 255, 255});
-  }
+// Black or white, whichever reads better on `bg` (Rec. 601 luma).
+Rgb text_color(Rgb bg) {
+  const int luma = (299 * bg[0] + 587 * bg[1] + 114 * bg[2]) / 1000;
+  return luma > 150 ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
 }
 
 }  // namespace
+
+void write_color_mask(const std::string& path, int width, int height, const std::vector<uint16_t>& ids,
+                      const std::vector<int64_t>& obj_ids) {
+  // Palette entry 0 = background; entry k = the k-th object of the frame (by ascending id).
+  std::vector<int64_t> sorted = obj_ids;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<Rgb> palette{{0, 0, 0}};
+  for (int64_t id : sorted) palette.push_back(id_color(id));
+  auto entry = [&](uint16_t v) {
+    return size_t(std::lower_bound(sorted.begin(), sorted.end(), int64_t(v) - 1) - sorted.begin()) + 1;
+  };
+  if (palette.size() <= 256) {
+    std::vector<uint8_t> indices(ids.size(), 0);
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i]) indices[i] = uint8_t(entry(ids[i]));
+    return write_png_palette(path, width, height, indices, palette);
+  }
+  // More than 255 objects on one frame do not fit a palette: the same colours as RGB.
+  RgbImage img;
+  img.width = width;
+  img.height = height;
+  img.pixels.assign(ids.size() * 3, 0);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i]) std::memcpy(&img.pixels[i * 3], palette[entry(ids[i])].data(), 3);
+  write_png_rgb(path, img);
+}
+
+std::array<int, 4> visible_box(const BinaryMask& mask) {
+  if (mask.area() == 0) return {0, 0, -1, -1};
+  const auto b = mask_to_box_xyxy(mask);
+  return {int(b[0]), int(b[1]), int(b[2]), int(b[3])};
+}
 
 RgbImage draw_overlay(const RgbImage& frame, const FrameOutput& out) {
   RgbImage img = frame;
@@ -86,18 +105,23 @@ RgbImage draw_overlay(const RgbImage& frame, const FrameOutput& out) {
       if (m.pixels[i])
         for (size_t ch = 0; ch < 3; ++ch) img.pixels[i * 3 + ch] = uint8_t((img.pixels[i * 3 + ch] + c[ch] + 1) / 2);
   }
-  const int scale = std::max(1, std::min(w, h) / 160);
+  // Boxes around what is visible (after the non-overlap rule); tracks.json keeps the official box of
+  // the mask before it, which can be much larger than what the frame shows of the object.
+  const int line = std::max(1, std::min(w, h) / 160);
+  const int text_px = std::max(12, std::min(w, h) / 30);
+  const LabelFont& font = LabelFont::shared();
   for (size_t k = 0; k < out.obj_ids.size(); ++k) {
-    const auto& b = out.boxes_xywh[k];
-    if (out.masks[k].area() == 0 || b[2] <= 0 || b[3] <= 0) continue;
+    const BinaryMask& m = out.masks[k];
+    if (m.width != w || m.height != h) continue;
+    const auto [x0, y0, x1, y1] = visible_box(m);
+    if (x1 < x0) continue;  // not visible on this frame
     auto c = id_color(out.obj_ids[k]);
-    int x0 = int(std::lround(b[0] * float(w))), y0 = int(std::lround(b[1] * float(h)));
-    int bw = int(std::lround(b[2] * float(w))) + 1, bh = int(std::lround(b[3] * float(h))) + 1;
-    fill_rect(img, x0, y0, bw, scale, c);
-    fill_rect(img, x0, y0 + bh - scale, bw, scale, c);
-    fill_rect(img, x0, y0, scale, bh, c);
-    fill_rect(img, x0 + bw - scale, y0, scale, bh, c);
-    draw_label(img, x0, y0 - 7 * scale, out.obj_ids[k], c, scale);
+    const int bw = x1 - x0 + 1, bh = y1 - y0 + 1;
+    fill_rect(img, x0, y0, bw, line, c);
+    fill_rect(img, x0, y1 - line + 1, bw, line, c);
+    fill_rect(img, x0, y0, line, bh, c);
+    fill_rect(img, x1 - line + 1, y0, line, bh, c);
+    font.draw_label(img, x0, y0, std::to_string(out.obj_ids[k]), text_px, text_color(c), c);
   }
   return img;
 }
@@ -107,19 +131,21 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
   std::error_code ec;
   fs::create_directories(dir_, ec);
   SEGMUX_CHECK(!ec && fs::is_directory(dir_), "cannot create output folder '", dir_, "': ", ec.message());
-  if (opt_.write_masks) {
-    fs::create_directories(dir_ + "/masks", ec);
-    SEGMUX_CHECK(!ec, "cannot create '", dir_, "/masks': ", ec.message());
+  for (const char* sub : {"masks", "masks_color"}) {
+    if (sub == std::string("masks") ? !opt_.write_masks : !opt_.color_masks) continue;
+    fs::create_directories(dir_ + "/" + sub, ec);
+    SEGMUX_CHECK(!ec, "cannot create '", dir_, "/", sub, "': ", ec.message());
   }
   if (opt_.write_json) {
     json_ = std::make_unique<AtomicFile>(dir_ + "/tracks.json");
-    nlohmann::json head = {{"format", "segmux-tracks-1"},
+    nlohmann::json head = {{"format", "segmux-tracks-2"},
                            {"source", opt_.source},
                            {"prompt", opt_.prompt},
                            {"width", width},
                            {"height", height},
-                           {"rle", "COCO uncompressed RLE: column-major, counts start with a run of 0s"},
-                           {"box_format", "xywh normalised to [0,1]"}};
+                           {"rle", rle_form_description(opt_.rle)},
+                           {"box_format", "xywh normalised to [0,1], 5 decimals"},
+                           {"time", "time_s: presentation time in seconds (null when the input has none)"}};
     std::string h = head.dump();
     h.pop_back();  // reopen the object to append "frames"
     json_->write(h + ",\"frames\":[\n");
@@ -129,14 +155,14 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
 
 TrackWriter::~TrackWriter() = default;
 
-void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
+void TrackWriter::add(const RgbImage& frame, const FrameOutput& out, std::optional<double> time_s) {
   SEGMUX_CHECK(out.masks.size() == out.obj_ids.size() && out.probs.size() == out.obj_ids.size() &&
                    out.boxes_xywh.size() == out.obj_ids.size(),
                "frame ", out.frame_index, " output has inconsistent object lists");
   for (const auto& m : out.masks)
     SEGMUX_CHECK(m.width == width_ && m.height == height_, "frame ", out.frame_index, " mask is ", m.width, "x",
                  m.height, ", the video is ", width_, "x", height_);
-  if (opt_.write_masks) {
+  if (opt_.write_masks || opt_.color_masks) {
     std::vector<uint16_t> ids(size_t(width_) * size_t(height_), 0);
     for (size_t k = 0; k < out.obj_ids.size(); ++k) {
       int64_t id = out.obj_ids[k];
@@ -145,25 +171,11 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
         if (out.masks[k].pixels[i]) ids[i] = uint16_t(id + 1);
     }
     char name[64];
-    std::snprintf(name, sizeof name, "/masks/%05d.png", out.frame_index);
-    write_png_gray(dir_ + name, width_, height_, ids, true);
+    std::snprintf(name, sizeof name, "%05d.png", out.frame_index);
+    if (opt_.write_masks) write_png_gray(dir_ + "/masks/" + name, width_, height_, ids, true);
+    if (opt_.color_masks) write_color_mask(dir_ + "/masks_color/" + name, width_, height_, ids, out.obj_ids);
   }
-  if (json_) {
-    nlohmann::json objs = nlohmann::json::array();
-    for (size_t k = 0; k < out.obj_ids.size(); ++k) {
-      RleMask rle = rle_encode(out.masks[k]);
-      objs.push_back({{"id", out.obj_ids[k]},
-                      {"score", out.probs[k]},
-                      {"box_xywh", out.boxes_xywh[k]},
-                      {"area", rle_area(rle)},
-                      {"mask_rle", {{"size", {rle.height, rle.width}}, {"counts", rle.counts}}}});
-    }
-    nlohmann::json f = {{"frame_index", out.frame_index},
-                        {"objects", objs},
-                        {"num_obj_tracked", out.stats.num_obj_tracked},
-                        {"num_obj_dropped", out.stats.num_obj_dropped}};
-    json_->write((frames_ ? ",\n" : "") + f.dump());
-  }
+  if (json_) json_->write((frames_ ? ",\n" : "") + frame_json(out, opt_.rle, time_s).dump());
   if (overlay_) overlay_->add(draw_overlay(frame, out));
   ++frames_;
 }
