@@ -18,6 +18,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/staged_output.h"
 #include "core/error.h"
 #include "io/files.h"
 #include "pipeline/masks/rle.h"
@@ -70,61 +71,6 @@ class Progress {
   int total_;
   bool quiet_, tty_, open_line_ = false;
   clock::time_point start_;
-};
-
-// The staging folder: removed (with the output folder, if this run created it and it stays empty)
-// unless commit() moved its contents into place.
-class StagedOutput {
- public:
-  explicit StagedOutput(const std::string& out_dir) : out_(out_dir) {
-    std::error_code ec;
-    created_out_ = !fs::exists(out_, ec);
-    fs::create_directories(out_, ec);
-    SEGMUX_CHECK(!ec && fs::is_directory(out_), "cannot create output folder '", out_, "'",
-                 ec ? ": " + ec.message() : std::string());
-    remove_abandoned_partials(out_.string(), ".partial-");  // left by runs that were killed
-    stage_ = out_ / (".partial-" + std::to_string(::getpid()));
-    fs::remove_all(stage_, ec);
-    fs::create_directories(stage_, ec);
-    SEGMUX_CHECK(!ec, "cannot create '", stage_.string(), "': ", ec.message());
-  }
-  ~StagedOutput() {
-    if (committed_) return;
-    std::error_code ec;
-    fs::remove_all(stage_, ec);
-    if (created_out_ && fs::is_empty(out_, ec)) fs::remove(out_, ec);
-  }
-  std::string stage() const { return stage_.string(); }
-  // Moves every entry of the staging folder into the output folder, replacing older outputs of the
-  // same names (a previous run's masks/ folder goes as a whole: stale frames must not remain), and
-  // removes the previous run's outputs named in `ours` that this run did not write, so DIR never
-  // mixes two runs.
-  void commit(const std::vector<std::string>& ours) {
-    for (const auto& name : ours) {
-      std::error_code ec;
-      if (!fs::exists(stage_ / name, ec) && fs::exists(fs::symlink_status(out_ / name, ec))) {
-        fs::remove_all(out_ / name, ec);
-        SEGMUX_CHECK(!ec, "cannot remove the previous run's '", (out_ / name).string(), "': ", ec.message());
-      }
-    }
-    for (const auto& entry : fs::directory_iterator(stage_)) {
-      fs::path dst = out_ / entry.path().filename();
-      std::error_code ec;
-      if (fs::is_directory(fs::symlink_status(dst, ec))) {
-        fs::remove_all(dst, ec);
-        SEGMUX_CHECK(!ec, "cannot replace '", dst.string(), "': ", ec.message());
-      }
-      fs::rename(entry.path(), dst, ec);
-      SEGMUX_CHECK(!ec, "cannot move '", entry.path().string(), "' to '", dst.string(), "': ", ec.message());
-    }
-    std::error_code ec;
-    fs::remove(stage_, ec);
-    committed_ = true;
-  }
-
- private:
-  fs::path out_, stage_;
-  bool created_out_ = false, committed_ = false;
 };
 
 // Frame outputs kept on disk (one JSON line each, masks as RLE) until they can be written in order.

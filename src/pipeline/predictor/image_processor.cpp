@@ -1,0 +1,83 @@
+#include "pipeline/predictor/image_processor.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "pipeline/masks/mask_ops.h"
+#include "pipeline/media/preprocess.h"
+
+namespace segmux::pipeline {
+
+namespace {
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+}  // namespace
+
+Tensor preprocess_image(const RgbImage& image, int image_size) {
+  RgbImage r = resize_bilinear_pil(image, image_size, image_size);
+  Tensor t(DType::f32, {1, 3, r.height, r.width});
+  float* d = t.data<float>();
+  const size_t plane = size_t(r.width) * size_t(r.height);
+  for (size_t i = 0; i < plane; ++i)
+    for (size_t c = 0; c < 3; ++c) d[c * plane + i] = (float(r.pixels[i * 3 + c]) / 255.0f - 0.5f) / 0.5f;
+  return t;
+}
+
+ImageObjects select_image_objects(const DetectorOutput& det, int width, int height, float threshold) {
+  SEGMUX_CHECK(det.presence_logit.defined() && det.presence_logit.numel() == 1,
+               "image segmentation needs the detector's presence logit");
+  const Tensor& logits = det.pred_logits;
+  const int64_t q = logits.numel();
+  SEGMUX_CHECK(det.boxes_xyxy.numel() == q * 4 && det.mask_logits.rank() == 3 && det.mask_logits.dim(0) == q,
+               "detector output has inconsistent query counts");
+  const float presence = sigmoid(det.presence_logit.data<float>()[0]);
+  const int mh = int(det.mask_logits.dim(1)), mw = int(det.mask_logits.dim(2));
+  ImageObjects out;
+  out.width = width;
+  out.height = height;
+  std::vector<float> plane(size_t(width) * size_t(height));
+  for (int64_t k = 0; k < q; ++k) {
+    const float score = sigmoid(logits.data<float>()[k]) * presence;
+    if (!(score > threshold)) continue;
+    const float* b = det.boxes_xyxy.data<float>() + k * 4;
+    out.queries.push_back(int(k));
+    out.scores.push_back(score);
+    out.boxes_xyxy_px.push_back(
+        {b[0] * float(width), b[1] * float(height), b[2] * float(width), b[3] * float(height)});
+    resize_bilinear(det.mask_logits.data<float>() + k * mh * mw, mh, mw, plane.data(), height, width);
+    BinaryMask m;
+    m.width = width;
+    m.height = height;
+    m.pixels.resize(plane.size());
+    for (size_t i = 0; i < plane.size(); ++i) m.pixels[i] = sigmoid(plane[i]) > 0.5f;
+    out.masks.push_back(std::move(m));
+  }
+  return out;
+}
+
+ImageProcessor::ImageProcessor(ModelBackend& backend, float threshold) : backend_(backend), threshold_(threshold) {
+  SEGMUX_CHECK(threshold >= 0.f && threshold < 1.f, "the score threshold must be in [0, 1), not ", threshold);
+}
+
+namespace {
+constexpr int kImageFrame = 0;  // the backend caches the image's features under this frame index
+}  // namespace
+
+ImageProcessor::~ImageProcessor() { backend_.release_frame(kImageFrame); }
+
+void ImageProcessor::set_image(const RgbImage& image) {
+  backend_.release_frame(kImageFrame);
+  backend_.run_backbone_input(kImageFrame, preprocess_image(image, backend_.geometry().image_size), image.width,
+                              image.height);
+  width_ = image.width;
+  height_ = image.height;
+}
+
+ImageObjects ImageProcessor::segment(const std::string& text) {
+  SEGMUX_CHECK(!text.empty(), "the prompt is empty");
+  SEGMUX_CHECK(width_ > 0, "segment: no image (set_image first)");
+  // The detector grounds entry 0 of the official text batch; the other two are its placeholders.
+  backend_.encode_text({text, "visual", "geometric"});
+  return select_image_objects(backend_.detect(kImageFrame), width_, height_, threshold_);
+}
+
+}  // namespace segmux::pipeline
