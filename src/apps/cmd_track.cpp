@@ -14,18 +14,20 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <set>
 
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/staged_output.h"
+#include "apps/track_options.h"
 #include "core/error.h"
 #include "io/files.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
-#include "pipeline/predictor/control_plane.h"
+#include "pipeline/predictor/concepts.h"
 #include "verify/demo_model.h"
 
 namespace segmux::apps {
@@ -88,6 +90,7 @@ class Spool {
                         {"probs", out.probs},
                         {"boxes", out.boxes_xywh},
                         {"rles", rles},
+                        {"prompts", out.prompts},
                         {"tracked", out.stats.num_obj_tracked},
                         {"dropped", out.stats.num_obj_dropped}};
     std::string line = json_text(j);
@@ -119,6 +122,7 @@ class Spool {
     }
     out.stats.num_obj_tracked = j["tracked"];
     out.stats.num_obj_dropped = j["dropped"];
+    out.prompts = j["prompts"].get<std::vector<std::string>>();
     return out;
   }
 
@@ -147,13 +151,16 @@ int run_track(int argc, char** argv) {
       "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
       "segmux track"};
   app.footer(kFooter);
-  std::string input, prompt, out_dir, direction = "forward", overlay = "auto";
+  std::string input, out_dir, direction = "forward", overlay = "auto";
+  std::vector<std::string> prompts;
+  TrackPromptOptions popt;
   ModelSource src;
   bool demo = false;
   int start = 0, max_frames = -1;
   bool quiet = false, json = false, no_masks = false;
   app.add_option("input", input, "video file, GIF or frame folder")->required();
-  app.add_option("--prompt,-p", prompt, "text prompt, e.g. \"dog\"")->required();
+  app.add_option("--prompt,-p", prompts, "text prompt, e.g. \"dog\" (repeatable: every concept is tracked at once)");
+  add_track_prompt_options(app, popt);
   app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
   auto* w = app.add_option("--weights", src.weights,
                            "SAM 3.1 checkpoint (sam3.1_multiplex.pt or .safetensors); compiled on first use");
@@ -177,7 +184,7 @@ int run_track(int argc, char** argv) {
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
-  SEGMUX_USAGE_CHECK(!prompt.empty(), "--prompt is empty");
+  check_track_prompt_options(popt, prompts);
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
@@ -189,6 +196,7 @@ int run_track(int argc, char** argv) {
   const int n = reader->num_frames();
   SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
                      ")");
+  const std::vector<TrackRequest> requests = prepare_track_prompts(popt, n, reader->width(), reader->height());
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, n, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
@@ -197,7 +205,8 @@ int run_track(int argc, char** argv) {
   StagedOutput staged(out_dir);
   OutputOptions opt;
   opt.write_masks = !no_masks;
-  opt.prompt = prompt;
+  opt.prompt = popt.requests.empty() ? prompts.front() : "";
+  opt.prompts = prompts;
   opt.source = input;
   opt.fps = reader->fps();
   std::string overlay_final;
@@ -222,7 +231,11 @@ int run_track(int argc, char** argv) {
   ccfg.max_num_objects = model.config.max_num_objects;
   ccfg.num_maskmem = model.config.num_maskmem;
   ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-  VideoControlPlane predictor(*model.backend, *reader, ccfg);
+  if (is_image_file(input)) {  // official is_image_only: lower new-object threshold, no object cap
+    ccfg.new_det_thresh = ccfg.image_only_det_thresh;
+    ccfg.max_num_objects = std::numeric_limits<int>::max();
+  }
+  ConceptSet predictor(*model.backend, *reader, ccfg);
 
   // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
   const bool forward = direction != "backward", backward = direction != "forward";
@@ -236,33 +249,48 @@ int run_track(int argc, char** argv) {
   std::set<int> seen;
   std::map<int64_t, int> frames_per_object;
   std::unique_ptr<Spool> spool;
-  if (backward) spool = std::make_unique<Spool>();  // outputs arrive out of frame order
+  if (backward || !requests.empty()) spool = std::make_unique<Spool>();  // outputs arrive out of frame order
   auto t0 = std::chrono::steady_clock::now();
-  auto take = [&](const FrameOutput& out) {
-    SEGMUX_CHECK(seen.insert(out.frame_index).second, "frame ", out.frame_index,
-                 " was delivered twice by the predictor");
+  auto write = [&](const FrameOutput& out) {
     for (size_t k = 0; k < out.obj_ids.size(); ++k)
       if (out.masks[k].area() > 0) ++frames_per_object[out.obj_ids[k]];
+    writer.add(reader->frame(out.frame_index), out);
+  };
+  // Requests may deliver a frame again (a later propagation's output replaces the earlier one).
+  auto take = [&](const FrameOutput& out) {
+    SEGMUX_CHECK(!requests.empty() || seen.insert(out.frame_index).second, "frame ", out.frame_index,
+                 " was delivered twice by the predictor");
     if (spool)
       spool->put(out);
     else
-      writer.add(reader->frame(out.frame_index), out);
+      write(out);
     progress.update(++done, out.frame_index);
   };
   auto sink = [&](FrameOutput out) {
     take(out);
     return true;
   };
-  FrameOutput prompted = predictor.add_text_prompt(start, prompt);
-  // Forward propagation re-delivers the prompted frame; backward starts below it.
-  if (!forward) take(prompted);
-  if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
-  if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+  if (!requests.empty()) {
+    run_track_requests(predictor, requests, take);
+  } else {
+    std::vector<FrameOutput> parts;
+    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p));
+    const FrameOutput prompted = ConceptSet::merge(std::move(parts));
+    // Forward propagation re-delivers the prompted frame; backward starts below it. A one-frame input
+    // gives the add_prompt outputs: propagation there hides every object (see docs/track.md).
+    if (n == 1) {
+      take(prompted);
+    } else {
+      if (!forward) take(prompted);
+      if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
+      if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+    }
+  }
   progress.end_line();
   const double track_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (spool) {
     log("writing outputs in frame order");
-    for (int f : spool->frames()) writer.add(reader->frame(f), spool->get(f, reader->width(), reader->height()));
+    for (int f : spool->frames()) write(spool->get(f, reader->width(), reader->height()));
   }
   writer.finish();
   staged.commit({"masks", "tracks.json", "overlay.mp4", "overlay.gif"});
@@ -275,7 +303,8 @@ int run_track(int argc, char** argv) {
     if (!no_masks) outputs["masks"] = (fs::path(out_dir) / "masks").string();
     if (!overlay_final.empty()) outputs["overlay"] = overlay_final;
     nlohmann::json summary = {{"input", input},
-                              {"prompt", prompt},
+                              {"prompt", prompts.empty() ? std::string() : prompts.front()},
+                              {"prompts", prompts},
                               {"model", model.description},
                               {"direction", direction},
                               {"start", start},

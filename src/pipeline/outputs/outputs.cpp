@@ -122,6 +122,7 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
                            {"height", height},
                            {"rle", "COCO uncompressed RLE: column-major, counts start with a run of 0s"},
                            {"box_format", "xywh normalised to [0,1]"}};
+    if (opt_.prompts.size() > 1) head["prompts"] = opt_.prompts;
     std::string h = head.dump();
     h.pop_back();  // reopen the object to append "frames"
     std::fprintf(json_, "%s,\"frames\":[\n", h.c_str());
@@ -159,7 +160,9 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out) {
     nlohmann::json objs = nlohmann::json::array();
     for (size_t k = 0; k < out.obj_ids.size(); ++k) {
       RleMask rle = rle_encode(out.masks[k]);
+      nlohmann::json prompt = k < out.prompts.size() ? out.prompts[k] : opt_.prompt;
       objs.push_back({{"id", out.obj_ids[k]},
+                      {"prompt", std::move(prompt)},
                       {"score", out.probs[k]},
                       {"box_xywh", out.boxes_xywh[k]},
                       {"area", rle_area(rle)},
