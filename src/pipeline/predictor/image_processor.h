@@ -23,8 +23,11 @@ struct ImageObjects {
   std::vector<BinaryMask> masks;                    // image resolution; objects may overlap
 };
 
-// float32 [1, 3, S, S] model input as the image processor makes it: Pillow-style bilinear resize,
-// x / 255, then (x - 0.5) / 0.5 in float32 (no float16 rounding, unlike the video loader).
+// torchvision v2.Resize of a uint8 image tensor as the official default device does it: antialiased
+// bilinear in float32 (torch's _upsample_bilinear2d_aa), rounded back to uint8.
+RgbImage resize_antialias_f32(const RgbImage& image, int out_width, int out_height);
+// float32 [1, 3, S, S] model input as the image processor makes it: that resize, x / 255, then
+// (x - 0.5) / 0.5 in float32 (the video loader instead resizes with Pillow and rounds to float16).
 Tensor preprocess_image(const RgbImage& image, int image_size);
 
 // The image-processor selection on a detector output for an image of width x height.
