@@ -150,7 +150,8 @@ int run_segment(int argc, char** argv) {
     for (const auto& b : boxes) check_box(parse_box_arg(b), decoded.back().width, decoded.back().height, "--box");
   }
   for (const auto& b : boxes) parse_box_arg(b);
-  SEGMUX_CHECK(boxes.empty(), "--box: box (exemplar) prompts are not supported yet: the detector has no geometry "
+  SEGMUX_CHECK(boxes.empty(),
+               "--box: box (exemplar) prompts are not supported yet: the detector has no geometry "
                "encoder path; use --prompt TEXT");
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, 1, log);

@@ -12,9 +12,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <limits>
 #include <set>
 
 #include "apps/cli.h"

@@ -17,7 +17,8 @@ std::vector<float> parse_numbers(const std::string& text, size_t count, bool& po
   positive = true;
   if (auto colon = text.find(':'); colon != std::string::npos) {
     const std::string label = text.substr(colon + 1);
-    SEGMUX_USAGE_CHECK(label == "neg" || label == "pos", option, " '", text, "': the label after ':' must be 'neg' or 'pos'");
+    SEGMUX_USAGE_CHECK(label == "neg" || label == "pos", option, " '", text,
+                       "': the label after ':' must be 'neg' or 'pos'");
     positive = label == "pos";
     body = text.substr(0, colon);
   }
@@ -28,8 +29,8 @@ std::vector<float> parse_numbers(const std::string& text, size_t count, bool& po
     std::string part = body.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     char* end = nullptr;
     const float x = std::strtof(part.c_str(), &end);
-    SEGMUX_USAGE_CHECK(!part.empty() && end && *end == '\0' && std::isfinite(x), option, " '", text,
-                       "': expected ", form, " (pixels)");
+    SEGMUX_USAGE_CHECK(!part.empty() && end && *end == '\0' && std::isfinite(x), option, " '", text, "': expected ",
+                       form, " (pixels)");
     v.push_back(x);
     if (comma == std::string::npos) break;
     at = comma + 1;
@@ -59,8 +60,8 @@ BoxArg parse_box_arg(const std::string& text) {
 }
 
 void check_point(const PointArg& p, int width, int height, const std::string& what) {
-  SEGMUX_CHECK(p.x >= 0 && p.y >= 0 && p.x <= float(width) && p.y <= float(height), what, ": point (", p.x, ", ",
-               p.y, ") is outside the ", width, "x", height, " frame");
+  SEGMUX_CHECK(p.x >= 0 && p.y >= 0 && p.x <= float(width) && p.y <= float(height), what, ": point (", p.x, ", ", p.y,
+               ") is outside the ", width, "x", height, " frame");
 }
 
 void check_box(const BoxArg& b, int width, int height, const std::string& what) {

@@ -49,9 +49,8 @@ std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, int
 bool is_image_file(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
   for (char& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return std::filesystem::is_regular_file(path) &&
-         (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".webp" || ext == ".tif" ||
-          ext == ".tiff");
+  return std::filesystem::is_regular_file(path) && (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" ||
+                                                    ext == ".webp" || ext == ".tif" || ext == ".tiff");
 }
 
 }  // namespace segmux::apps

@@ -55,7 +55,8 @@ struct Checker {
           if (!x.is_number() || x.get<double>() < 0 || x.get<double>() > 1)
             bad("'", key, "' coordinates must be numbers in [0, 1] (normalised), got ", describe_json(x));
         if (n == 4 && !(item[2].get<double>() > 0 && item[3].get<double>() > 0)) bad("an empty box in '", key, "'");
-        if (n == 4 && (item[0].get<double>() + item[2].get<double>() > 1 || item[1].get<double>() + item[3].get<double>() > 1))
+        if (n == 4 &&
+            (item[0].get<double>() + item[2].get<double>() > 1 || item[1].get<double>() + item[3].get<double>() > 1))
           bad("a box in '", key, "' reaches outside the frame");
       }
       const char* labels = n == 2 ? "point_labels" : "bounding_box_labels";
@@ -108,10 +109,14 @@ TrackRequest parse_one(const json& r, size_t index, int num_frames, bool& have_p
     if (c.has("propagation_direction")) {
       const json& d = r.at("propagation_direction");
       const std::string s = d.is_string() ? d.get<std::string>() : "";
-      if (s == "forward") q.direction = PropagationDirection::Forward;
-      else if (s == "backward") q.direction = PropagationDirection::Backward;
-      else if (s == "both") q.direction = PropagationDirection::Both;
-      else c.bad("'propagation_direction' must be \"forward\", \"backward\" or \"both\", got ", describe_json(d));
+      if (s == "forward")
+        q.direction = PropagationDirection::Forward;
+      else if (s == "backward")
+        q.direction = PropagationDirection::Backward;
+      else if (s == "both")
+        q.direction = PropagationDirection::Both;
+      else
+        c.bad("'propagation_direction' must be \"forward\", \"backward\" or \"both\", got ", describe_json(d));
     }
     if (c.has("start_frame_index")) q.start_frame_index = c.frame("start_frame_index");
     if (c.has("max_frame_num_to_track")) {
@@ -136,7 +141,8 @@ std::vector<TrackRequest> read_track_requests(const std::string& path, int num_f
   const std::string what = "--requests " + path;
   json doc = parse_untrusted_json(read_untrusted_text_file(path, kMaxRequestsFileBytes), what);
   if (doc.is_object() && doc.contains("requests")) doc = doc.at("requests");
-  if (!doc.is_array()) fail(what, ": expected an array of requests (or {\"requests\": [...]}), got ", describe_json(doc));
+  if (!doc.is_array())
+    fail(what, ": expected an array of requests (or {\"requests\": [...]}), got ", describe_json(doc));
   if (doc.empty()) fail(what, ": no requests");
   if (doc.size() > kMaxRequests) fail(what, ": ", doc.size(), " requests (at most ", kMaxRequests, ")");
   std::vector<TrackRequest> out;

@@ -35,8 +35,8 @@ class CountingBackend : public ModelBackend {
     DetectorOutput o;
     const int at = offset(current.at(0));
     o.pred_logits = Tensor::from_vector<float>({1}, {4.f});
-    o.boxes_xyxy = Tensor::from_vector<float>({1, 4}, {float(at) / kLow, float(at) / kLow, float(at + 5) / kLow,
-                                                       float(at + 5) / kLow});
+    o.boxes_xyxy = Tensor::from_vector<float>(
+        {1, 4}, {float(at) / kLow, float(at) / kLow, float(at + 5) / kLow, float(at + 5) / kLow});
     o.mask_logits = square(1, at);
     return o;
   }

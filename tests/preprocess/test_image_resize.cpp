@@ -33,7 +33,8 @@ TEST(ImagePreprocess, ResizeAndInputEqualTheOfficialImageProcessor) {
       diff += got.pixels[i] != ref.pixels[i];
       worst = std::max(worst, std::abs(int(got.pixels[i]) - int(ref.pixels[i])));
     }
-    EXPECT_LE(diff, ref.pixels.size() / 2000) << name << ": " << diff << " of " << ref.pixels.size() << " values differ";
+    EXPECT_LE(diff, ref.pixels.size() / 2000)
+        << name << ": " << diff << " of " << ref.pixels.size() << " values differ";
     EXPECT_LE(worst, 1) << name;
   }
   // The exact model input of frame00 (modules/backbone.safetensors in.image).

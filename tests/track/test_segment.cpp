@@ -80,8 +80,8 @@ TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
     const std::string name = c["name"], text = c["text_used"];
     const fs::path out = tmp_ / name;
     CliResult r = run_segmux("segment " + kSet + "/" + c["image"].get<std::string>() + " --prompt " + text + " --out " +
-                       out.string() + " " + model(),
-                   tmp_);
+                                 out.string() + " " + model(),
+                             tmp_);
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
     const std::string stem = fs::path(c["image"].get<std::string>()).stem().string();
     nlohmann::json got = nlohmann::json::parse(slurp(out / (stem + ".json")));
@@ -110,21 +110,21 @@ TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
 
 TEST_F(Segment, BadInputLeavesNothing) {
   const fs::path out = tmp_ / "bad";
-  CliResult r = run_segmux("segment " + kSet + "/images/frame00.png --prompt shape --box 10,10,0,5 --out " + out.string() +
-                     " " + model(),
-                 tmp_);
+  CliResult r = run_segmux(
+      "segment " + kSet + "/images/frame00.png --prompt shape --box 10,10,0,5 --out " + out.string() + " " + model(),
+      tmp_);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("empty"), std::string::npos) << r.err;
-  r = run_segmux("segment " + kSet + "/images/frame00.png --prompt shape --box 10,10,20,20 --out " + out.string() + " " +
-                 model(),
-             tmp_);
+  r = run_segmux(
+      "segment " + kSet + "/images/frame00.png --prompt shape --box 10,10,20,20 --out " + out.string() + " " + model(),
+      tmp_);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("not supported yet"), std::string::npos) << r.err;
   r = run_segmux("segment " + kSet + "/images/missing.png --prompt shape --out " + out.string() + " " + model(), tmp_);
   EXPECT_EQ(r.code, 1);
-  r = run_segmux("segment " + kSet + "/images/frame00.png --prompt shape --threshold 1.5 --out " + out.string() + " " +
-                 model(),
-             tmp_);
+  r = run_segmux(
+      "segment " + kSet + "/images/frame00.png --prompt shape --threshold 1.5 --out " + out.string() + " " + model(),
+      tmp_);
   EXPECT_EQ(r.code, 2);
   EXPECT_FALSE(fs::exists(out));
 }

@@ -307,8 +307,8 @@ TEST_F(Track, SampleVideo) {
 }  // namespace
 
 TEST_F(Track, SeveralConceptsEachObjectCarriesItsPrompt) {
-  Result r = segmux("track " + kTiny + "/video/frames --prompt shape --prompt circle " + tiny_model_args() +
-                    " --out " + tmp("multi") + " --quiet --max-frames 4 --overlay none");
+  Result r = segmux("track " + kTiny + "/video/frames --prompt shape --prompt circle " + tiny_model_args() + " --out " +
+                    tmp("multi") + " --quiet --max-frames 4 --overlay none");
   ASSERT_EQ(r.code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(slurp(fs::path(tmp("multi")) / "tracks.json"));
   EXPECT_EQ(j["prompts"], (nlohmann::json{"shape", "circle"}));
@@ -352,11 +352,14 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
   };
   bad("unknown", R"([{"type": "add_prompt", "frame_index": 0, "text": "a"}, {"type": "jump"}])",
       "request 1 (jump): unknown request type");
-  bad("range", R"([{"type": "add_prompt", "frame_index": 99, "text": "a"}])", "request 0 (add_prompt): 'frame_index' 99");
-  bad("objid", R"([{"type": "add_prompt", "frame_index": 0, "text": "shape"}, {"type": "remove_object", "obj_id": 77}])",
+  bad("range", R"([{"type": "add_prompt", "frame_index": 99, "text": "a"}])",
+      "request 0 (add_prompt): 'frame_index' 99");
+  bad("objid",
+      R"([{"type": "add_prompt", "frame_index": 0, "text": "shape"}, {"type": "remove_object", "obj_id": 77}])",
       "request 1 (remove_object): no object 77");
   bad("json", R"([{"type": )", "--requests");
-  bad("points", R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
+  bad("points",
+      R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
       "not supported yet");
   Result r = track(tmp("pt"), "--point 500,10 --obj-id 1");
   expect_failure(r, tmp("pt"), "outside the 320x240 frame");

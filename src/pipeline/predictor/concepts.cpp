@@ -241,7 +241,8 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
   // Frames every concept has delivered go to the sink merged (all concepts run the same frames with
   // the same output delay, so they deliver the same frames in the same order).
   auto deliver = [&] {
-    while (!stopped && std::all_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return !c->ready.empty(); })) {
+    while (!stopped &&
+           std::all_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return !c->ready.empty(); })) {
       FrameOutput merged;
       merged.frame_index = concepts_.front()->ready.front().frame_index;
       std::vector<FrameOutput> parts;
@@ -255,8 +256,7 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
       if (!sink(std::move(merged))) stopped = true;
     }
   };
-  while (!stopped && !cancel_ &&
-         std::any_of(runs.begin(), runs.end(), [](const auto& r) { return !r->done(); })) {
+  while (!stopped && !cancel_ && std::any_of(runs.begin(), runs.end(), [](const auto& r) { return !r->done(); })) {
     for (auto& r : runs) r->step();
     deliver();
   }

@@ -355,8 +355,8 @@ std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_propaga
   SEGMUX_CHECK(start_frame < num_frames, "propagate_in_video: start frame ", start_frame, " is out of range for ",
                num_frames, " frames");
   if (max_frames < 0) max_frames = num_frames;
-  return std::make_unique<PropagationRun>(*this, propagation_order(start_frame, max_frames, reverse, num_frames), reverse,
-                                       std::move(sink));
+  return std::make_unique<PropagationRun>(*this, propagation_order(start_frame, max_frames, reverse, num_frames),
+                                          reverse, std::move(sink));
 }
 
 void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,

@@ -107,8 +107,7 @@ ImageObjects select_image_objects(const DetectorOutput& det, int width, int heig
     const float* b = det.boxes_xyxy.data<float>() + k * 4;
     out.queries.push_back(int(k));
     out.scores.push_back(score);
-    out.boxes_xyxy_px.push_back(
-        {b[0] * float(width), b[1] * float(height), b[2] * float(width), b[3] * float(height)});
+    out.boxes_xyxy_px.push_back({b[0] * float(width), b[1] * float(height), b[2] * float(width), b[3] * float(height)});
     resize_bilinear(det.mask_logits.data<float>() + k * mh * mw, mh, mw, plane.data(), height, width);
     BinaryMask m;
     m.width = width;

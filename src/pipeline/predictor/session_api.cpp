@@ -49,8 +49,7 @@ void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRe
     if (!on_frame(out)) stopped = true;
     return !stopped;
   };
-  if (req.direction != PropagationDirection::Backward && !s.concepts->propagate(start, max_frames, false, sink))
-    return;
+  if (req.direction != PropagationDirection::Backward && !s.concepts->propagate(start, max_frames, false, sink)) return;
   if (!stopped && req.direction != PropagationDirection::Forward) s.concepts->propagate(start, max_frames, true, sink);
 }
 

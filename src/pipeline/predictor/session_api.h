@@ -27,8 +27,8 @@
 
 #include "pipeline/backends/backend.h"
 #include "pipeline/media/frame_source.h"
-#include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/concepts.h"
+#include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
 
 namespace segmux::pipeline {
