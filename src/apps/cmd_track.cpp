@@ -12,19 +12,22 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/staged_output.h"
+#include "apps/track_options.h"
 #include "core/error.h"
 #include "io/files.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
-#include "pipeline/predictor/control_plane.h"
+#include "pipeline/predictor/concepts.h"
 #include "verify/demo_model.h"
 
 namespace segmux::apps {
@@ -72,61 +75,6 @@ class Progress {
   clock::time_point start_;
 };
 
-// The staging folder: removed (with the output folder, if this run created it and it stays empty)
-// unless commit() moved its contents into place.
-class StagedOutput {
- public:
-  explicit StagedOutput(const std::string& out_dir) : out_(out_dir) {
-    std::error_code ec;
-    created_out_ = !fs::exists(out_, ec);
-    fs::create_directories(out_, ec);
-    SEGMUX_CHECK(!ec && fs::is_directory(out_), "cannot create output folder '", out_, "'",
-                 ec ? ": " + ec.message() : std::string());
-    remove_abandoned_partials(out_.string(), ".partial-");  // left by runs that were killed
-    stage_ = out_ / (".partial-" + std::to_string(::getpid()));
-    fs::remove_all(stage_, ec);
-    fs::create_directories(stage_, ec);
-    SEGMUX_CHECK(!ec, "cannot create '", stage_.string(), "': ", ec.message());
-  }
-  ~StagedOutput() {
-    if (committed_) return;
-    std::error_code ec;
-    fs::remove_all(stage_, ec);
-    if (created_out_ && fs::is_empty(out_, ec)) fs::remove(out_, ec);
-  }
-  std::string stage() const { return stage_.string(); }
-  // Moves every entry of the staging folder into the output folder, replacing older outputs of the
-  // same names (a previous run's masks/ folder goes as a whole: stale frames must not remain), and
-  // removes the previous run's outputs named in `ours` that this run did not write, so DIR never
-  // mixes two runs.
-  void commit(const std::vector<std::string>& ours) {
-    for (const auto& name : ours) {
-      std::error_code ec;
-      if (!fs::exists(stage_ / name, ec) && fs::exists(fs::symlink_status(out_ / name, ec))) {
-        fs::remove_all(out_ / name, ec);
-        SEGMUX_CHECK(!ec, "cannot remove the previous run's '", (out_ / name).string(), "': ", ec.message());
-      }
-    }
-    for (const auto& entry : fs::directory_iterator(stage_)) {
-      fs::path dst = out_ / entry.path().filename();
-      std::error_code ec;
-      if (fs::is_directory(fs::symlink_status(dst, ec))) {
-        fs::remove_all(dst, ec);
-        SEGMUX_CHECK(!ec, "cannot replace '", dst.string(), "': ", ec.message());
-      }
-      fs::rename(entry.path(), dst, ec);
-      SEGMUX_CHECK(!ec, "cannot move '", entry.path().string(), "' to '", dst.string(), "': ", ec.message());
-    }
-    std::error_code ec;
-    fs::remove(stage_, ec);
-    committed_ = true;
-  }
-
- private:
-  fs::path out_, stage_;
-  bool created_out_ = false, committed_ = false;
-};
-
 // Frame outputs kept on disk (one JSON line each, masks as RLE) until they can be written in order.
 class Spool {
  public:
@@ -142,6 +90,7 @@ class Spool {
                         {"probs", out.probs},
                         {"boxes", out.boxes_xywh},
                         {"rles", rles},
+                        {"prompts", out.prompts},
                         {"tracked", out.stats.num_obj_tracked},
                         {"dropped", out.stats.num_obj_dropped}};
     std::string line = json_text(j);
@@ -173,6 +122,7 @@ class Spool {
     }
     out.stats.num_obj_tracked = j["tracked"];
     out.stats.num_obj_dropped = j["dropped"];
+    out.prompts = j["prompts"].get<std::vector<std::string>>();
     return out;
   }
 
@@ -203,7 +153,9 @@ int run_track(int argc, char** argv) {
       "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
       "segmux track"};
   app.footer(kFooter);
-  std::string input, prompt, out_dir, direction = "forward", overlay = "auto";
+  std::string input, out_dir, direction = "forward", overlay = "auto";
+  std::vector<std::string> prompts;
+  TrackPromptOptions popt;
   ModelSource src;
   bool demo = false;
   int start = 0, max_frames = -1;
@@ -211,7 +163,8 @@ int run_track(int argc, char** argv) {
   std::string rle = "compressed", masks = "ids";
   double folder_fps = 0;
   app.add_option("input", input, "video file, GIF or frame folder")->required();
-  app.add_option("--prompt,-p", prompt, "text prompt, e.g. \"dog\"")->required();
+  app.add_option("--prompt,-p", prompts, "text prompt, e.g. \"dog\" (repeatable: every concept is tracked at once)");
+  add_track_prompt_options(app, popt);
   app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
   auto* w = app.add_option("--weights", src.weights,
                            "SAM 3.1 checkpoint (sam3.1_multiplex.pt or .safetensors); compiled on first use");
@@ -243,7 +196,7 @@ int run_track(int argc, char** argv) {
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
-  SEGMUX_USAGE_CHECK(!prompt.empty(), "--prompt is empty");
+  check_track_prompt_options(popt, prompts);
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
@@ -255,6 +208,7 @@ int run_track(int argc, char** argv) {
   const int n = reader->num_frames();
   SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
                      ")");
+  const std::vector<TrackRequest> requests = prepare_track_prompts(popt, n, reader->width(), reader->height());
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, n, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
@@ -266,7 +220,8 @@ int run_track(int argc, char** argv) {
   opt.write_masks = masks != "none";
   opt.color_masks = masks == "color";
   opt.rle = parse_rle_form(rle);
-  opt.prompt = prompt;
+  opt.prompt = popt.requests.empty() ? prompts.front() : "";
+  opt.prompts = prompts;
   opt.source = input;
   opt.fps = reader->fps();
   std::string overlay_final;
@@ -291,7 +246,11 @@ int run_track(int argc, char** argv) {
   ccfg.max_num_objects = model.config.max_num_objects;
   ccfg.num_maskmem = model.config.num_maskmem;
   ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-  VideoControlPlane predictor(*model.backend, *reader, ccfg);
+  if (is_image_file(input)) {  // official is_image_only: lower new-object threshold, no object cap
+    ccfg.new_det_thresh = ccfg.image_only_det_thresh;
+    ccfg.max_num_objects = std::numeric_limits<int>::max();
+  }
+  ConceptSet predictor(*model.backend, *reader, ccfg);
 
   // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
   const bool forward = direction != "backward", backward = direction != "forward";
@@ -305,34 +264,48 @@ int run_track(int argc, char** argv) {
   std::set<int> seen;
   std::map<int64_t, int> frames_per_object;
   std::unique_ptr<Spool> spool;
-  if (backward) spool = std::make_unique<Spool>();  // outputs arrive out of frame order
+  if (backward || !requests.empty()) spool = std::make_unique<Spool>();  // outputs arrive out of frame order
   auto t0 = std::chrono::steady_clock::now();
-  auto take = [&](const FrameOutput& out) {
-    SEGMUX_CHECK(seen.insert(out.frame_index).second, "frame ", out.frame_index,
-                 " was delivered twice by the predictor");
+  auto write = [&](const FrameOutput& out) {
     for (size_t k = 0; k < out.obj_ids.size(); ++k)
       if (out.masks[k].area() > 0) ++frames_per_object[out.obj_ids[k]];
+    writer.add(reader->frame(out.frame_index), out, reader->time_s(out.frame_index));
+  };
+  // Requests may deliver a frame again (a later propagation's output replaces the earlier one).
+  auto take = [&](const FrameOutput& out) {
+    SEGMUX_CHECK(!requests.empty() || seen.insert(out.frame_index).second, "frame ", out.frame_index,
+                 " was delivered twice by the predictor");
     if (spool)
       spool->put(out);
     else
-      writer.add(reader->frame(out.frame_index), out, reader->time_s(out.frame_index));
+      write(out);
     progress.update(++done, out.frame_index);
   };
   auto sink = [&](FrameOutput out) {
     take(out);
     return true;
   };
-  FrameOutput prompted = predictor.add_text_prompt(start, prompt);
-  // Forward propagation re-delivers the prompted frame; backward starts below it.
-  if (!forward) take(prompted);
-  if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
-  if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+  if (!requests.empty()) {
+    run_track_requests(predictor, requests, take);
+  } else {
+    std::vector<FrameOutput> parts;
+    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p));
+    const FrameOutput prompted = ConceptSet::merge(std::move(parts));
+    // Forward propagation re-delivers the prompted frame; backward starts below it. A one-frame input
+    // gives the add_prompt outputs: propagation there hides every object (see docs/track.md).
+    if (n == 1) {
+      take(prompted);
+    } else {
+      if (!forward) take(prompted);
+      if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
+      if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+    }
+  }
   progress.end_line();
   const double track_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (spool) {
     log("writing outputs in frame order");
-    for (int f : spool->frames())
-      writer.add(reader->frame(f), spool->get(f, reader->width(), reader->height()), reader->time_s(f));
+    for (int f : spool->frames()) write(spool->get(f, reader->width(), reader->height()));
   }
   writer.finish();
   staged.commit({"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"});
@@ -346,7 +319,8 @@ int run_track(int argc, char** argv) {
     if (opt.color_masks) outputs["masks_color"] = (fs::path(out_dir) / "masks_color").string();
     if (!overlay_final.empty()) outputs["overlay"] = overlay_final;
     nlohmann::json summary = {{"input", input},
-                              {"prompt", prompt},
+                              {"prompt", prompts.empty() ? std::string() : prompts.front()},
+                              {"prompts", prompts},
                               {"model", model.description},
                               {"direction", direction},
                               {"start", start},

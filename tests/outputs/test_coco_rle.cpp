@@ -203,12 +203,12 @@ TEST(TracksJson, RoundsScoresBoxesAndTimesWithoutFloatNoise) {
   out.probs = {0.912345678f};
   out.boxes_xywh = {{0.1f, 0.333333343f, 0.25f, 1.0f / 3.0f}};
   out.masks = {BinaryMask(2, 2)};
-  const std::string text = frame_json(out, RleForm::compressed, 0.1 + 0.2).dump();
+  const std::string text = frame_json(out, RleForm::compressed, 0.1 + 0.2, "dog").dump();
   EXPECT_NE(text.find("\"score\":0.9123}"), std::string::npos) << text;
   EXPECT_NE(text.find("\"box_xywh\":[0.1,0.33333,0.25,0.33333]"), std::string::npos) << text;
   EXPECT_NE(text.find("\"time_s\":0.3}"), std::string::npos) << text;
   EXPECT_NE(text.find("\"counts\":\"4\""), std::string::npos) << text;
-  EXPECT_NE(frame_json(out, RleForm::uncompressed, std::nullopt).dump().find("\"time_s\":null"), std::string::npos);
+  EXPECT_NE(frame_json(out, RleForm::uncompressed, std::nullopt, "dog").dump().find("\"time_s\":null"), std::string::npos);
   EXPECT_EQ(round_decimals(-0.00001, 4), 0.0);
   EXPECT_FALSE(std::signbit(round_decimals(-0.00001, 4)));
   EXPECT_THROW(parse_rle_form("zip"), Error);

@@ -401,3 +401,68 @@ TEST_F(Track, SampleVideo) {
 }
 
 }  // namespace
+
+TEST_F(Track, SeveralConceptsEachObjectCarriesItsPrompt) {
+  Result r = segmux("track " + kTiny + "/video/frames --prompt shape --prompt circle " + tiny_model_args() + " --out " +
+                    tmp("multi") + " --quiet --max-frames 4 --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(slurp(fs::path(tmp("multi")) / "tracks.json"));
+  EXPECT_EQ(j["prompts"], (nlohmann::json{"shape", "circle"}));
+  std::set<std::string> prompts;
+  for (const auto& f : j["frames"])
+    for (const auto& o : f["objects"]) prompts.insert(o["prompt"].get<std::string>());
+  EXPECT_EQ(prompts, (std::set<std::string>{"shape", "circle"}));
+}
+
+TEST_F(Track, OneFrameInputShowsItsObjects) {
+  Result r = segmux("track " + kTiny + "/video/frames/00000.png --prompt shape " + tiny_model_args() + " --out " +
+                    tmp("one") + " --quiet --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(slurp(fs::path(tmp("one")) / "tracks.json"));
+  ASSERT_EQ(j["frames"].size(), 1u);
+  EXPECT_GT(j["frames"][0]["objects"].size(), 0u) << "no object hidden by the confirmation look-ahead";
+}
+
+TEST_F(Track, RequestsFile) {
+  const std::string req = tmp("requests.json");
+  std::ofstream(req) << R"([{"type": "add_prompt", "frame_index": 0, "text": "shape"},
+    {"type": "propagate_in_video", "propagation_direction": "forward", "max_frame_num_to_track": 3},
+    {"type": "remove_object", "obj_id": 0, "frame_index": 3},
+    {"type": "propagate_in_video", "start_frame_index": 4, "propagation_direction": "forward",
+     "max_frame_num_to_track": 1}])";
+  Result r = segmux("track " + kTiny + "/video/frames --requests " + req + " " + tiny_model_args() + " --out " +
+                    tmp("req") + " --quiet --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(slurp(fs::path(tmp("req")) / "tracks.json"));
+  ASSERT_EQ(j["frames"].size(), 6u);  // 0..3, then 4..5
+  for (const auto& o : j["frames"][5]["objects"]) EXPECT_NE(o["id"], 0) << "object 0 was removed";
+}
+
+TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
+  auto bad = [&](const std::string& name, const std::string& body, const std::string& words) {
+    const std::string req = tmp(name + ".json");
+    std::ofstream(req) << body;
+    Result r = segmux("track " + kTiny + "/video/frames --requests " + req + " " + tiny_model_args() + " --out " +
+                      tmp(name) + " --quiet");
+    expect_failure(r, tmp(name), words);
+  };
+  bad("unknown", R"([{"type": "add_prompt", "frame_index": 0, "text": "a"}, {"type": "jump"}])",
+      "request 1 (jump): unknown request type");
+  bad("range", R"([{"type": "add_prompt", "frame_index": 99, "text": "a"}])",
+      "request 0 (add_prompt): 'frame_index' 99");
+  bad("objid",
+      R"([{"type": "add_prompt", "frame_index": 0, "text": "shape"}, {"type": "remove_object", "obj_id": 77}])",
+      "request 1 (remove_object): no object 77");
+  bad("json", R"([{"type": )", "--requests");
+  bad("points",
+      R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
+      "not supported yet");
+  Result r = track(tmp("pt"), "--point 500,10 --obj-id 1");
+  expect_failure(r, tmp("pt"), "outside the 320x240 frame");
+  r = track(tmp("bx"), "--box 10,10,0,4");
+  expect_failure(r, tmp("bx"), "is empty");
+  r = track(tmp("bx2"), "--box 10,10,20,20");
+  expect_failure(r, tmp("bx2"), "not supported yet");
+  r = track(tmp("pt2"), "--point 1,2:maybe --obj-id 1");
+  expect_failure(r, tmp("pt2"), "'neg' or 'pos'");
+}

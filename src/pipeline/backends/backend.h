@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace segmux::pipeline {
@@ -36,6 +37,7 @@ struct DetectorOutput {
   Tensor pred_logits;  // f32 [Q]: class logit with the presence logit already folded in
   Tensor boxes_xyxy;   // f32 [Q, 4]: normalised to [0, 1]
   Tensor mask_logits;  // f32 [Q, Hm, Wm], Hm = Wm = low_res_mask_size
+  Tensor presence_logit;  // f32 [1]: the presence logit alone (image processor); undefined if not known
 };
 
 // Tracker propagation result of one state on one frame (data space, the state's object order).
@@ -80,6 +82,11 @@ class ModelBackend {
   // release_frame(frame_index).
   virtual void run_backbone(int frame_index, const RgbFrame& frame) = 0;
   virtual void release_frame(int frame_index) = 0;
+  // Backbone on an input the caller pre-processed (f32 [1, 3, S, S]; the image processor normalises
+  // without the video loader's float16 rounding). Backends that cannot do this say so.
+  virtual void run_backbone_input(int /*frame_index*/, const Tensor& /*image*/, int /*width*/, int /*height*/) {
+    fail("this model backend cannot run the backbone on a pre-processed input");
+  }
 
   // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text.
   virtual DetectorOutput detect(int frame_index) = 0;

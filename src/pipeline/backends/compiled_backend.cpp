@@ -143,17 +143,27 @@ class CompiledBackend : public ModelBackend {
   }
 
   void encode_text(const std::vector<std::string>& batch) override {
-    Tensor ids = tok_.tokenize(batch);
-    namespace te = sam31::names::text_encoder;
-    auto out = text_.run({{te::kTokenIds, ids}});
-    lang_features_ = out.at(te::kLanguageFeatures);
-    lang_mask_ = out.at(te::kLanguageMask);
+    // Encodings are kept per text batch: several concepts take turns on every frame.
+    auto it = text_cache_.find(batch);
+    if (it == text_cache_.end()) {
+      if (text_cache_.size() >= kMaxCachedTexts) text_cache_.clear();
+      Tensor ids = tok_.tokenize(batch);
+      namespace te = sam31::names::text_encoder;
+      auto out = text_.run({{te::kTokenIds, ids}});
+      it = text_cache_.emplace(batch, std::make_pair(out.at(te::kLanguageFeatures), out.at(te::kLanguageMask))).first;
+    }
+    lang_features_ = it->second.first;
+    lang_mask_ = it->second.second;
   }
 
   void run_backbone(int frame_index, const RgbFrame& frame) override {
     if (frames_.count(frame_index)) return;
+    run_backbone_input(frame_index, preprocess_frame(frame, cfg_.image_size), frame.width, frame.height);
+  }
+
+  void run_backbone_input(int frame_index, const Tensor& image, int width, int height) override {
     namespace bb = sam31::names::backbone;
-    auto out = backbone_.run({{bb::kImage, preprocess_frame(frame, cfg_.image_size)}});
+    auto out = backbone_.run({{bb::kImage, image}});
     FrameFeatures f;
     for (int l = 0; l < 3; ++l) f.det_fpn[l] = out.at(bb::fpn(bb::kDetHead, l));
     f.pos2 = out.at(bb::pos(2));
@@ -161,8 +171,8 @@ class CompiledBackend : public ModelBackend {
     f.propagation2 = out.at(bb::fpn(bb::kPropagationHead, 2));
     f.high_res_s0 = out.at(bb::kHighResS0);
     f.high_res_s1 = out.at(bb::kHighResS1);
-    f.video_width = frame.width;
-    f.video_height = frame.height;
+    f.video_width = width;
+    f.video_height = height;
     frames_[frame_index] = std::move(f);
   }
 
@@ -186,6 +196,7 @@ class CompiledBackend : public ModelBackend {
     d.boxes_xyxy = boxes.reshaped({boxes.dim(1), 4});
     const Tensor& masks = out.at(det::kPredMasks);
     d.mask_logits = masks.reshaped({masks.dim(1), masks.dim(2), masks.dim(3)});
+    d.presence_logit = out.at(det::kPresenceLogit).reshaped({1});
     return d;
   }
 
@@ -356,6 +367,7 @@ class CompiledBackend : public ModelBackend {
     frames_.clear();
     lang_features_ = Tensor();
     lang_mask_ = Tensor();
+    text_cache_.clear();
   }
 
  private:
@@ -454,6 +466,8 @@ class CompiledBackend : public ModelBackend {
   int num_frames_;
   Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
   Tensor lang_features_, lang_mask_;
+  static constexpr size_t kMaxCachedTexts = 64;
+  std::map<std::vector<std::string>, std::pair<Tensor, Tensor>> text_cache_;
   std::map<int, FrameFeatures> frames_;
   std::map<int, StateMemory> states_;
   AntialiasResizer resizer_;

@@ -146,6 +146,7 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
                            {"rle", rle_form_description(opt_.rle)},
                            {"box_format", "xywh normalised to [0,1], 5 decimals"},
                            {"time", "time_s: presentation time in seconds (null when the input has none)"}};
+    if (opt_.prompts.size() > 1) head["prompts"] = opt_.prompts;
     std::string h = head.dump();
     h.pop_back();  // reopen the object to append "frames"
     json_->write(h + ",\"frames\":[\n");
@@ -175,7 +176,7 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out, std::option
     if (opt_.write_masks) write_png_gray(dir_ + "/masks/" + name, width_, height_, ids, true);
     if (opt_.color_masks) write_color_mask(dir_ + "/masks_color/" + name, width_, height_, ids, out.obj_ids);
   }
-  if (json_) json_->write((frames_ ? ",\n" : "") + frame_json(out, opt_.rle, time_s).dump());
+  if (json_) json_->write((frames_ ? ",\n" : "") + frame_json(out, opt_.rle, time_s, opt_.prompt).dump());
   if (overlay_) overlay_->add(draw_overlay(frame, out));
   ++frames_;
 }

@@ -42,6 +42,7 @@ struct OutputOptions {
   std::string overlay_path;  // "" = none; ".gif" or a video extension
   double fps = 25;
   std::string prompt;  // recorded in the JSON
+  std::vector<std::string> prompts;  // every concept's prompt (recorded as "prompts" when > 1)
   std::string source;  // recorded in the JSON
 };
 

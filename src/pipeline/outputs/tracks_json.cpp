@@ -36,12 +36,14 @@ nlohmann::json mask_rle_json(const BinaryMask& mask, RleForm form) {
   return {{"size", {rle.height, rle.width}}, {"counts", std::move(counts)}};
 }
 
-nlohmann::json frame_json(const FrameOutput& out, RleForm form, std::optional<double> time_s) {
+nlohmann::json frame_json(const FrameOutput& out, RleForm form, std::optional<double> time_s,
+                          const std::string& default_prompt) {
   nlohmann::json objs = nlohmann::json::array();
   for (size_t k = 0; k < out.obj_ids.size(); ++k) {
     nlohmann::json box = nlohmann::json::array();
     for (float v : out.boxes_xywh[k]) box.push_back(round_decimals(v, kBoxDecimals));
     objs.push_back({{"id", out.obj_ids[k]},
+                    {"prompt", k < out.prompts.size() ? out.prompts[k] : default_prompt},
                     {"score", round_decimals(out.probs[k], kScoreDecimals)},
                     {"box_xywh", std::move(box)},
                     {"area", out.masks[k].area()},

@@ -21,7 +21,9 @@ constexpr int kScoreDecimals = 4, kBoxDecimals = 5, kTimeDecimals = 6;
 double round_decimals(double value, int decimals);
 
 nlohmann::json mask_rle_json(const BinaryMask& mask, RleForm form);
-// One frame's entry: frame_index, time_s (null when unknown), objects, frame stats.
-nlohmann::json frame_json(const FrameOutput& out, RleForm form, std::optional<double> time_s);
+// One frame's entry: frame_index, time_s (null when unknown), objects (each with the prompt that found
+// it: out.prompts, else `default_prompt`), frame stats.
+nlohmann::json frame_json(const FrameOutput& out, RleForm form, std::optional<double> time_s,
+                          const std::string& default_prompt);
 
 }  // namespace segmux::pipeline

@@ -322,25 +322,48 @@ std::vector<int64_t> VideoControlPlane::unconfirmed_objects() const {
   return ids;
 }
 
-void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
-                                  const std::function<bool(FrameOutput)>& sink) {
+class VideoControlPlane::PropagationRun : public Propagation {
+ public:
+  PropagationRun(VideoControlPlane& cp, std::vector<int> order, bool reverse, std::function<bool(FrameOutput)> sink)
+      : cp_(cp), order_(std::move(order)), reverse_(reverse), sink_(std::move(sink)), queue_(cp, reverse, sink_) {}
+  bool done() const override { return next_ >= order_.size() || queue_.stopped(); }
+  void step() override {
+    if (done()) return;
+    const int frame = order_[next_++];
+    PendingFrame pending = cp_.process_frame(frame, reverse_, FramePhase::Propagate);
+    cp_.prompted_frames_.insert(frame);  // this frame now has outputs (official previous_stages_out)
+    if (cp_.cfg_.masklet_confirmation_enable) queue_.set_unconfirmed(frame, cp_.unconfirmed_objects());
+    queue_.add_removed(cp_.decisions_.back().obj_ids_newly_removed);
+    queue_.add(std::move(pending), frame == order_.back());
+  }
+  void finish() override { queue_.finish(); }
+
+ private:
+  VideoControlPlane& cp_;
+  const std::vector<int> order_;
+  const bool reverse_;
+  const std::function<bool(FrameOutput)> sink_;
+  OutputQueue queue_;
+  size_t next_ = 0;
+};
+
+std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_propagation(
+    int start_frame, int max_frames, bool reverse, std::function<bool(FrameOutput)> sink) {
   SEGMUX_CHECK(prompt_.has_value(), "propagate_in_video: no prompt was added");
   const int num_frames = frames_.num_frames();
   if (start_frame < 0) start_frame = *prompted_frames_.begin();
   SEGMUX_CHECK(start_frame < num_frames, "propagate_in_video: start frame ", start_frame, " is out of range for ",
                num_frames, " frames");
   if (max_frames < 0) max_frames = num_frames;
-  const std::vector<int> order = propagation_order(start_frame, max_frames, reverse, num_frames);
-  OutputQueue queue(*this, reverse, sink);
-  for (int frame : order) {
-    if (queue.stopped()) break;
-    PendingFrame pending = process_frame(frame, reverse, FramePhase::Propagate);
-    prompted_frames_.insert(frame);  // this frame now has outputs (official previous_stages_out)
-    if (cfg_.masklet_confirmation_enable) queue.set_unconfirmed(frame, unconfirmed_objects());
-    queue.add_removed(decisions_.back().obj_ids_newly_removed);
-    queue.add(std::move(pending), frame == order.back());
-  }
-  queue.finish();
+  return std::make_unique<PropagationRun>(*this, propagation_order(start_frame, max_frames, reverse, num_frames),
+                                          reverse, std::move(sink));
+}
+
+void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,
+                                  const std::function<bool(FrameOutput)>& sink) {
+  auto run = start_propagation(start_frame, max_frames, reverse, sink);
+  while (!run->done()) run->step();
+  run->finish();
 }
 
 }  // namespace segmux::pipeline

@@ -37,6 +37,7 @@ struct FrameOutput {
   std::vector<std::array<float, 4>> boxes_xywh;  // from the mask before non-overlap, normalised
   std::vector<BinaryMask> masks;                 // video resolution, after the object-wise non-overlap
   FrameStats stats;
+  std::vector<std::string> prompts;  // per object: the text prompt that found it (ConceptSet fills it)
 };
 
 struct TrackerStateSnapshot {
@@ -104,6 +105,20 @@ class VideoControlPlane {
   // of postprocess_batch_size, flushed at the end. start_frame < 0 = first prompted frame;
   // max_frames < 0 = all. `sink` returning false stops after the current batch.
   void propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+  // propagate() one frame at a time, so that several concepts can take turns on each frame (one
+  // backbone run per frame): step() processes the next frame, finish() flushes the delayed outputs.
+  class Propagation {
+   public:
+    virtual ~Propagation() = default;
+    virtual bool done() const = 0;  // every frame processed, or the sink asked to stop
+    virtual void step() = 0;
+    virtual void finish() = 0;
+  };
+  std::unique_ptr<Propagation> start_propagation(int start_frame, int max_frames, bool reverse,
+                                                 std::function<bool(FrameOutput)> sink);
+  // New object ids start above *max_id, which this control plane raises as it adds objects: control
+  // planes sharing one counter give ids that are unique across them (several concepts in one run).
+  void share_object_ids(std::shared_ptr<int64_t> max_id) { shared_max_id_ = std::move(max_id); }
 
   // User removal of an object from every state (official remove_object).
   bool remove_object(int64_t obj_id);
@@ -159,7 +174,8 @@ class VideoControlPlane {
   PendingFrame build_outputs(const FrameWork& w) const;
   void record_frame(FrameWork& w, const PendingFrame& pending);
 
-  class OutputQueue;  // propagate()'s delayed, batched outputs
+  class OutputQueue;     // propagate()'s delayed, batched outputs
+  class PropagationRun;  // start_propagation()'s Propagation
   std::vector<int64_t> unconfirmed_objects() const;
   FrameOutput postprocess(const PendingFrame& frame, const std::set<int64_t>& hidden) const;
   TrackerStateView view(const TrackerState& s) const;
@@ -178,6 +194,7 @@ class VideoControlPlane {
   // Object metadata (global order = ascending id).
   std::vector<int64_t> obj_ids_;
   int64_t max_obj_id_ = -1;
+  std::shared_ptr<int64_t> shared_max_id_;  // share_object_ids()
   std::map<int64_t, float> obj_id_to_score_;
   HotstartMetadata meta_;
   std::set<int> cached_frames_;

@@ -184,7 +184,8 @@ void VideoControlPlane::apply_memory_encoding(FrameWork& w) {
 }
 
 void VideoControlPlane::plan_object_changes(FrameWork& w) const {
-  w.changes = decide_object_changes(w.det, w.trk, w.assoc, w.hot, obj_ids_, max_obj_id_, cfg_);
+  const int64_t max_id = shared_max_id_ ? std::max(max_obj_id_, *shared_max_id_) : max_obj_id_;
+  w.changes = decide_object_changes(w.det, w.trk, w.assoc, w.hot, obj_ids_, max_id, cfg_);
   w.record.new_det_fa_inds = w.changes.new_dets;
   w.record.new_det_obj_ids = w.changes.new_ids;
   w.record.num_obj_dropped_due_to_limit = w.changes.dropped;
@@ -200,6 +201,7 @@ void VideoControlPlane::update_object_metadata(FrameWork& w) {
     w.sam2_scores[c.new_ids[k]] = score;
   }
   if (!c.new_ids.empty()) max_obj_id_ = std::max(max_obj_id_, c.new_ids.back());
+  if (shared_max_id_) *shared_max_id_ = std::max(*shared_max_id_, max_obj_id_);
   for (int64_t id : c.removed) {
     obj_id_to_score_[id] = kRemovedScore;
     w.sam2_scores[id] = kRemovedScore;

@@ -24,7 +24,7 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
   std::string id = "session_" + std::to_string(next_id_++);
   Session s;
   s.frames = std::move(frames);
-  s.control = std::make_unique<VideoControlPlane>(backend_, *s.frames, config_);
+  s.concepts = std::make_unique<ConceptSet>(backend_, *s.frames, config_);
   sessions_.emplace(id, std::move(s));
   return id;
 }
@@ -34,7 +34,7 @@ FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, c
   SEGMUX_CHECK(prompt.boxes_xywh.empty() && prompt.points_xy.empty() && !prompt.obj_id,
                "add_prompt: box and point prompts are not supported yet (text only)");
   SEGMUX_CHECK(prompt.text.has_value() && !prompt.text->empty(), "add_prompt: the prompt has no text");
-  return s.control->add_text_prompt(frame_index, *prompt.text);
+  return s.concepts->add_text_prompt(frame_index, *prompt.text, prompt.output_prob_thresh);
 }
 
 void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRequest& req,
@@ -49,25 +49,30 @@ void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRe
     if (!on_frame(out)) stopped = true;
     return !stopped;
   };
-  if (req.direction != PropagationDirection::Backward) s.control->propagate(start, max_frames, false, sink);
-  if (!stopped && req.direction != PropagationDirection::Forward) s.control->propagate(start, max_frames, true, sink);
+  if (req.direction != PropagationDirection::Backward && !s.concepts->propagate(start, max_frames, false, sink)) return;
+  if (!stopped && req.direction != PropagationDirection::Forward) s.concepts->propagate(start, max_frames, true, sink);
 }
 
-bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id) {
-  return get(id).control->remove_object(obj_id);
+bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id, std::optional<int> frame_index) {
+  Session& s = get(id);
+  SEGMUX_CHECK(!frame_index || (*frame_index >= 0 && *frame_index < s.frames->num_frames()), "remove_object: frame ",
+               frame_index.value_or(0), " is out of range for a video of ", s.frames->num_frames(), " frames");
+  return s.concepts->remove_object(obj_id);
 }
 
-void VideoPredictor::reset_session(const std::string& id) { get(id).control->reset(); }
+void VideoPredictor::cancel_propagation(const std::string& id) { get(id).concepts->cancel(); }
+
+void VideoPredictor::reset_session(const std::string& id) { get(id).concepts->reset(); }
 
 void VideoPredictor::close_session(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
-  it->second.control->reset();
+  it->second.concepts->reset();
   sessions_.erase(it);
 }
 
 const std::vector<FrameDecisions>& VideoPredictor::decisions(const std::string& id) const {
-  return get(id).control->decisions();
+  return get(id).concepts->decisions();
 }
 
 }  // namespace segmux::pipeline

@@ -27,6 +27,7 @@
 
 #include "pipeline/backends/backend.h"
 #include "pipeline/media/frame_source.h"
+#include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
 
@@ -41,6 +42,9 @@ struct Prompt {
   std::vector<std::array<float, 2>> points_xy;   // normalised [0, 1]
   std::vector<int> point_labels;
   std::optional<int64_t> obj_id;  // the object points refine
+  // Objects of this prompt whose score is not above it are left out of the outputs (unset: none; the
+  // official 3.1 predictor accepts it and shows every object).
+  std::optional<float> output_prob_thresh;
 
   static Prompt from_text(std::string t) {
     Prompt p;
@@ -65,13 +69,18 @@ class VideoPredictor {
   // Opens a session on a frame source; returns its id ("session_0", ...). One session runs at a time
   // per backend; starting another closes nothing but shares the backend, so run them one after another.
   std::string start_session(std::unique_ptr<FrameSource> frames);
-  // A text prompt resets the session's objects and runs the prompted frame; returns its outputs.
+  // A text prompt adds a concept (every concept of the session is tracked at once; a prompt repeating a
+  // concept's text restarts that concept) and runs the prompted frame; returns that concept's outputs
+  // there. Each output object carries its prompt (FrameOutput::prompts).
   FrameOutput add_prompt(const std::string& session_id, int frame_index, const Prompt& prompt);
   // Runs the frames and calls `on_frame` for each output (in processing order; hot-start delayed).
   // "Both" = forward from the start frame, then backward from it. on_frame returning false stops.
   void propagate_in_video(const std::string& session_id, const PropagateRequest& request,
                           const std::function<bool(const FrameOutput&)>& on_frame);
-  bool remove_object(const std::string& session_id, int64_t obj_id);
+  // Removes an object (official remove_object; frame_index, when given, must be a frame of the video).
+  bool remove_object(const std::string& session_id, int64_t obj_id, std::optional<int> frame_index = std::nullopt);
+  // Stops a running propagate_in_video after the frame in progress (callable from another thread).
+  void cancel_propagation(const std::string& session_id);
   void reset_session(const std::string& session_id);
   void close_session(const std::string& session_id);  // idempotent
 
@@ -81,7 +90,7 @@ class VideoPredictor {
  private:
   struct Session {
     std::unique_ptr<FrameSource> frames;
-    std::unique_ptr<VideoControlPlane> control;
+    std::unique_ptr<ConceptSet> concepts;
   };
   Session& get(const std::string& id);
   const Session& get(const std::string& id) const;

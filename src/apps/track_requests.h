@@ -1,0 +1,43 @@
+// `segmux track --requests FILE.json`: a list of official-style requests (the SAM 3.1 predictor's
+// handle_request / handle_stream_request), run in order on the input video:
+//   {"type": "add_prompt", "frame_index": 0, "text": "dog", "output_prob_thresh"?: 0.5}
+//   {"type": "remove_object", "obj_id": 2, "frame_index"?: 5}
+//   {"type": "propagate_in_video", "propagation_direction"?: "both", "start_frame_index"?: 0,
+//    "max_frame_num_to_track"?: 10}
+//   {"type": "reset_session"}
+// The file is a JSON array of requests or {"requests": [...]}; "session_id" keys are ignored. The whole
+// file is checked before anything runs; an error names the request (index and type). Points and boxes
+// ("points"/"point_labels", "bounding_boxes"/"bounding_box_labels", pixel-free normalised [0, 1] as
+// officially) are checked and then refused as not supported yet.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/predictor/concepts.h"
+#include "pipeline/predictor/session_api.h"
+
+namespace segmux::apps {
+
+struct TrackRequest {
+  enum class Type { AddPrompt, RemoveObject, Propagate, ResetSession } type = Type::AddPrompt;
+  std::string name;  // "request 3 (remove_object)" for messages
+  int frame_index = 0;
+  std::string text;
+  std::optional<float> output_prob_thresh;
+  int64_t obj_id = -1;
+  pipeline::PropagationDirection direction = pipeline::PropagationDirection::Both;
+  std::optional<int> start_frame_index;
+  std::optional<int> max_frame_num_to_track;
+};
+
+// Reads and checks every request against a video of num_frames frames.
+std::vector<TrackRequest> read_track_requests(const std::string& path, int num_frames);
+
+// Runs the requests on `concepts`; every add_prompt and propagation output goes to `emit` (a frame
+// output later in the run replaces an earlier one of the same frame). Errors name the request.
+void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackRequest>& requests,
+                        const std::function<void(const pipeline::FrameOutput&)>& emit);
+
+}  // namespace segmux::apps

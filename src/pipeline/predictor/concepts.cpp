@@ -1,0 +1,304 @@
+#include "pipeline/predictor/concepts.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace segmux::pipeline {
+
+namespace {
+
+// The last decoded frame, kept for the next concept that asks for the same frame.
+class LastFrameCache : public FrameSource {
+ public:
+  explicit LastFrameCache(FrameSource& src) : src_(src) {}
+  int num_frames() const override { return src_.num_frames(); }
+  int width() const override { return src_.width(); }
+  int height() const override { return src_.height(); }
+  RgbFrame frame(int index) override {
+    if (index != index_) {
+      last_ = src_.frame(index);
+      index_ = index;
+    }
+    return last_;
+  }
+
+ private:
+  FrameSource& src_;
+  int index_ = -1;
+  RgbFrame last_;
+};
+
+}  // namespace
+
+// Per concept, the one real backend: backbone features are reference-counted across concepts (run
+// once per frame, released when no concept holds them), tracker state ids are renumbered so that
+// concepts never collide, and the concept's text batch is selected again before each detection.
+class ConceptSet::SharedBackend {
+ public:
+  explicit SharedBackend(ModelBackend& real) : real_(real) {}
+  ModelBackend& real() { return real_; }
+  void acquire(int concept_id, int frame, const RgbFrame& rgb) {
+    auto& holders = holders_[frame];
+    if (holders.empty()) real_.run_backbone(frame, rgb);
+    holders.insert(concept_id);
+  }
+  void release(int concept_id, int frame) {
+    auto it = holders_.find(frame);
+    if (it == holders_.end()) return;
+    it->second.erase(concept_id);
+    if (it->second.empty()) {
+      real_.release_frame(frame);
+      holders_.erase(it);
+    }
+  }
+  void release_all(int concept_id) {
+    std::vector<int> frames;
+    for (const auto& [f, h] : holders_)
+      if (h.count(concept_id)) frames.push_back(f);
+    for (int f : frames) release(concept_id, f);
+  }
+  void select_text(const std::vector<std::string>& batch) {
+    if (batch != current_text_) real_.encode_text(batch);
+    current_text_ = batch;
+  }
+  int state_id(int concept_id, int local) {
+    auto [it, added] = state_ids_.try_emplace({concept_id, local}, next_state_);
+    if (added) ++next_state_;
+    return it->second;
+  }
+  void forget_state(int concept_id, int local) { state_ids_.erase({concept_id, local}); }
+  std::vector<int> states_of(int concept_id) const {
+    std::vector<int> out;
+    for (const auto& [k, v] : state_ids_)
+      if (k.first == concept_id) out.push_back(k.second);
+    return out;
+  }
+
+ private:
+  ModelBackend& real_;
+  std::map<int, std::set<int>> holders_;
+  std::vector<std::string> current_text_;
+  std::map<std::pair<int, int>, int> state_ids_;
+  int next_state_ = 0;
+};
+
+namespace {
+
+class ConceptBackend : public ModelBackend {
+ public:
+  ConceptBackend(ConceptSet::SharedBackend& shared, int id) : shared_(shared), id_(id) {}
+  BackendGeometry geometry() const override { return shared_.real().geometry(); }
+  void encode_text(const std::vector<std::string>& batch) override {
+    text_ = batch;
+    shared_.select_text(batch);
+  }
+  void run_backbone(int frame, const RgbFrame& rgb) override { shared_.acquire(id_, frame, rgb); }
+  void release_frame(int frame) override { shared_.release(id_, frame); }
+  DetectorOutput detect(int frame) override {
+    shared_.select_text(text_);
+    return shared_.real().detect(frame);
+  }
+  TrackerOutput propagate(const TrackerStateView& state, int frame, bool reverse) override {
+    return shared_.real().propagate(global(state), frame, reverse);
+  }
+  void encode_memory(const TrackerStateView& state, int frame, const Tensor& masks, const Tensor& scores) override {
+    shared_.real().encode_memory(global(state), frame, masks, scores);
+  }
+  void add_masks(const TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids, const Tensor& masks,
+                 MaskInputKind kind, bool conditioning) override {
+    shared_.real().add_masks(global(state), frame, obj_ids, masks, kind, conditioning);
+  }
+  void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) override {
+    shared_.real().remove_objects(global(state), removed);
+  }
+  void drop_state(int state_id) override {
+    shared_.real().drop_state(shared_.state_id(id_, state_id));
+    shared_.forget_state(id_, state_id);
+  }
+  // A concept's reset leaves the other concepts' text, frames and states alone.
+  void reset() override {
+    for (int s : shared_.states_of(id_)) drop_state(s);
+    shared_.release_all(id_);
+  }
+
+ private:
+  TrackerStateView global(const TrackerStateView& state) {
+    TrackerStateView v = state;
+    v.state_id = shared_.state_id(id_, state.state_id);
+    return v;
+  }
+  ConceptSet::SharedBackend& shared_;
+  const int id_;
+  std::vector<std::string> text_;
+};
+
+}  // namespace
+
+struct ConceptSet::Concept {
+  std::string text;
+  int prompt_frame = 0;
+  std::optional<float> output_prob_thresh;
+  std::unique_ptr<ConceptBackend> backend;
+  std::unique_ptr<VideoControlPlane> control;
+  std::deque<FrameOutput> ready;  // propagate(): this concept's outputs not yet merged
+};
+
+ConceptSet::ConceptSet(ModelBackend& backend, FrameSource& frames, ControlConfig config)
+    : backend_(backend),
+      frames_(frames),
+      cfg_(config),
+      shared_(std::make_unique<SharedBackend>(backend)),
+      cached_frames_(std::make_unique<LastFrameCache>(frames)),
+      max_id_(std::make_shared<int64_t>(-1)) {}
+
+ConceptSet::~ConceptSet() = default;
+
+std::vector<std::string> ConceptSet::prompts() const {
+  std::vector<std::string> out;
+  for (const auto& c : concepts_) out.push_back(c->text);
+  return out;
+}
+
+std::vector<int64_t> ConceptSet::object_ids() const {
+  std::vector<int64_t> ids;
+  for (const auto& c : concepts_) {
+    auto v = c->control->object_ids();
+    ids.insert(ids.end(), v.begin(), v.end());
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::optional<std::string> ConceptSet::prompt_of(int64_t obj_id) const {
+  for (const auto& c : concepts_) {
+    auto v = c->control->object_ids();
+    if (std::find(v.begin(), v.end(), obj_id) != v.end()) return c->text;
+  }
+  return std::nullopt;
+}
+
+const std::vector<FrameDecisions>& ConceptSet::decisions() const {
+  SEGMUX_CHECK(!concepts_.empty(), "no prompt was added");
+  return concepts_.front()->control->decisions();
+}
+
+FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
+  FrameOutput r;
+  r.frame_index = out.frame_index;
+  r.stats = out.stats;
+  for (size_t k = 0; k < out.obj_ids.size(); ++k) {
+    if (c.output_prob_thresh && !(out.probs[k] > *c.output_prob_thresh)) continue;
+    r.obj_ids.push_back(out.obj_ids[k]);
+    r.probs.push_back(out.probs[k]);
+    r.boxes_xywh.push_back(out.boxes_xywh[k]);
+    r.masks.push_back(std::move(out.masks[k]));
+    r.prompts.push_back(c.text);
+  }
+  return r;
+}
+
+FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text,
+                                        std::optional<float> output_prob_thresh) {
+  SEGMUX_CHECK(!text.empty(), "add_prompt: the prompt has no text");
+  SEGMUX_CHECK(!output_prob_thresh || (*output_prob_thresh >= 0.f && *output_prob_thresh < 1.f),
+               "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
+  auto it = std::find_if(concepts_.begin(), concepts_.end(), [&](const auto& c) { return c->text == text; });
+  if (it == concepts_.end()) {
+    auto c = std::make_unique<Concept>();
+    c->text = text;
+    c->backend = std::make_unique<ConceptBackend>(*shared_, int(concepts_.size()));
+    c->control = std::make_unique<VideoControlPlane>(*c->backend, *cached_frames_, cfg_);
+    c->control->share_object_ids(max_id_);
+    concepts_.push_back(std::move(c));
+    it = std::prev(concepts_.end());
+  }
+  Concept& c = **it;
+  c.output_prob_thresh = output_prob_thresh;
+  c.prompt_frame = frame_index;
+  return labelled(c, c.control->add_text_prompt(frame_index, text));
+}
+
+bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
+                           const std::function<bool(FrameOutput)>& sink) {
+  SEGMUX_CHECK(!concepts_.empty(), "propagate_in_video: no prompt was added");
+  cancel_ = false;
+  bool stopped = false;
+  // Every concept runs the same frames: by default from the earliest prompted frame.
+  if (start_frame < 0)
+    for (const auto& c : concepts_)
+      start_frame = start_frame < 0 ? c->prompt_frame : std::min(start_frame, c->prompt_frame);
+  std::vector<std::unique_ptr<VideoControlPlane::Propagation>> runs;
+  for (auto& c : concepts_) {
+    c->ready.clear();
+    Concept* cp = c.get();
+    runs.push_back(c->control->start_propagation(start_frame, max_frames, reverse, [cp, &stopped](FrameOutput out) {
+      cp->ready.push_back(std::move(out));
+      return !stopped;
+    }));
+  }
+  // Frames every concept has delivered go to the sink merged (all concepts run the same frames with
+  // the same output delay, so they deliver the same frames in the same order).
+  auto deliver = [&] {
+    while (!stopped &&
+           std::all_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return !c->ready.empty(); })) {
+      FrameOutput merged;
+      merged.frame_index = concepts_.front()->ready.front().frame_index;
+      std::vector<FrameOutput> parts;
+      for (auto& c : concepts_) {
+        SEGMUX_CHECK(c->ready.front().frame_index == merged.frame_index, "concepts delivered frames ",
+                     merged.frame_index, " and ", c->ready.front().frame_index, " together");
+        parts.push_back(labelled(*c, std::move(c->ready.front())));
+        c->ready.pop_front();
+      }
+      merged = merge(std::move(parts));
+      if (!sink(std::move(merged))) stopped = true;
+    }
+  };
+  while (!stopped && !cancel_ && std::any_of(runs.begin(), runs.end(), [](const auto& r) { return !r->done(); })) {
+    for (auto& r : runs) r->step();
+    deliver();
+  }
+  if (!stopped && !cancel_) {
+    for (auto& r : runs) r->finish();
+    deliver();
+  }
+  for (auto& c : concepts_) c->ready.clear();
+  return !stopped && !cancel_;
+}
+
+FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
+  FrameOutput merged;
+  if (!parts.empty()) merged.frame_index = parts.front().frame_index;
+  std::vector<std::pair<int64_t, std::pair<size_t, size_t>>> order;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    merged.stats.num_obj_tracked += parts[p].stats.num_obj_tracked;
+    merged.stats.num_obj_dropped += parts[p].stats.num_obj_dropped;
+    for (size_t k = 0; k < parts[p].obj_ids.size(); ++k) order.push_back({parts[p].obj_ids[k], {p, k}});
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& [id, at] : order) {
+    FrameOutput& f = parts[at.first];
+    merged.obj_ids.push_back(id);
+    merged.probs.push_back(f.probs[at.second]);
+    merged.boxes_xywh.push_back(f.boxes_xywh[at.second]);
+    merged.masks.push_back(std::move(f.masks[at.second]));
+    merged.prompts.push_back(at.second < f.prompts.size() ? f.prompts[at.second] : std::string());
+  }
+  return merged;
+}
+
+bool ConceptSet::remove_object(int64_t obj_id) {
+  for (auto& c : concepts_)
+    if (c->control->remove_object(obj_id)) return true;
+  return false;
+}
+
+void ConceptSet::reset() {
+  for (auto& c : concepts_) c->control->reset();
+  concepts_.clear();
+  *max_id_ = -1;
+}
+
+}  // namespace segmux::pipeline

@@ -1,0 +1,75 @@
+// Several text concepts tracked at once in one video ("--prompt dog --prompt cat"): one
+// VideoControlPlane per concept, all on one model backend. The backbone runs once per frame for all
+// of them (the concepts take turns on each frame and share the frame's features), each concept keeps
+// its own text encoding, tracker states and hot-start / confirmation bookkeeping, and object ids are
+// unique across concepts (one shared counter). Every output object carries the prompt that found it.
+//
+// The official SAM 3.1 predictor resets the session on a new text prompt; Hugging Face keeps a
+// prompt -> ids map; here every concept is kept until reset() (a text prompt for a concept already
+// present restarts that concept only). A single concept runs exactly as a VideoControlPlane alone.
+#pragma once
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/backends/backend.h"
+#include "pipeline/media/frame_source.h"
+#include "pipeline/predictor/control_config.h"
+#include "pipeline/predictor/control_plane.h"
+
+namespace segmux::pipeline {
+
+class ConceptSet {
+ public:
+  ConceptSet(ModelBackend& backend, FrameSource& frames, ControlConfig config);
+  ~ConceptSet();
+
+  // Adds the concept `text` prompted on `frame_index` (or restarts it if present) and returns its
+  // outputs on that frame (nothing hidden, as the official add_prompt). output_prob_thresh: objects
+  // of this concept whose score is not above it are left out of every output (unset: none).
+  FrameOutput add_text_prompt(int frame_index, const std::string& text,
+                              std::optional<float> output_prob_thresh = std::nullopt);
+
+  // Every concept over the same frames (VideoControlPlane::propagate), frame by frame; `sink` gets one
+  // merged output per frame (objects by ascending id). Returns false if stopped by the sink or cancel().
+  bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+  // Stops a running propagate() after the frame in progress (callable from another thread).
+  void cancel() { cancel_ = true; }
+
+  bool remove_object(int64_t obj_id);  // from whichever concept holds it
+  void reset();                        // forgets every concept; ids start at 0 again
+
+  bool empty() const { return concepts_.empty(); }
+  std::vector<std::string> prompts() const;
+  std::vector<int64_t> object_ids() const;  // every concept's, ascending
+  // The concept holding `obj_id`, if any.
+  std::optional<std::string> prompt_of(int64_t obj_id) const;
+  // The first concept's decisions (tools and tests of single-concept runs).
+  const std::vector<FrameDecisions>& decisions() const;
+
+  // One frame's outputs of several concepts as one (objects by ascending id, stats summed).
+  static FrameOutput merge(std::vector<FrameOutput> parts);
+
+  class SharedBackend;  // concepts.cpp: the backend as each concept sees it
+
+ private:
+  struct Concept;
+  FrameOutput labelled(const Concept& c, FrameOutput out) const;
+
+  ModelBackend& backend_;
+  FrameSource& frames_;
+  ControlConfig cfg_;
+  std::unique_ptr<SharedBackend> shared_;
+  std::unique_ptr<FrameSource> cached_frames_;
+  std::shared_ptr<int64_t> max_id_;
+  std::vector<std::unique_ptr<Concept>> concepts_;
+  std::atomic<bool> cancel_{false};
+};
+
+}  // namespace segmux::pipeline
