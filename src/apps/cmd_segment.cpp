@@ -22,6 +22,7 @@
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
+#include "pipeline/outputs/tracks_json.h"
 #include "pipeline/predictor/image_processor.h"
 #include "verify/demo_model.h"
 
@@ -73,22 +74,24 @@ void write_image_outputs(const std::string& dir, const std::string& stem, const 
   write_png_gray(dir + "/" + stem + ".png", img.width, img.height, ids, true);
   nlohmann::json objs = nlohmann::json::array();
   for (size_t k = 0; k < out.obj_ids.size(); ++k) {
-    RleMask rle = rle_encode(out.masks[k]);
+    nlohmann::json box = nlohmann::json::array(), box_px = nlohmann::json::array();
+    for (float v : out.boxes_xywh[k]) box.push_back(round_decimals(v, kBoxDecimals));
+    for (float v : r.boxes_px[k]) box_px.push_back(round_decimals(v, 2));
     objs.push_back({{"id", out.obj_ids[k]},
                     {"prompt", valid_utf8(r.prompts[k])},
-                    {"score", out.probs[k]},
-                    {"box_xywh", out.boxes_xywh[k]},
-                    {"box_xyxy_px", r.boxes_px[k]},
-                    {"area", rle_area(rle)},
-                    {"mask_rle", {{"size", {rle.height, rle.width}}, {"counts", rle.counts}}}});
+                    {"score", round_decimals(out.probs[k], kScoreDecimals)},
+                    {"box_xywh", std::move(box)},
+                    {"box_xyxy_px", std::move(box_px)},
+                    {"area", out.masks[k].area()},
+                    {"mask_rle", mask_rle_json(out.masks[k], RleForm::compressed)}});
   }
   nlohmann::json j = {{"format", "segmux-image-1"},
                       {"source", valid_utf8(source)},
                       {"width", img.width},
                       {"height", img.height},
                       {"threshold", threshold},
-                      {"rle", "COCO uncompressed RLE: column-major, counts start with a run of 0s"},
-                      {"box_format", "xywh normalised to [0,1]; box_xyxy_px in pixels"},
+                      {"rle", rle_form_description(RleForm::compressed)},
+                      {"box_format", "xywh normalised to [0,1], 5 decimals; box_xyxy_px in pixels, 2 decimals"},
                       {"objects", objs}};
   const std::string text = json_text(j) + "\n";
   write_file_atomic(dir + "/" + stem + ".json", text.data(), text.size());

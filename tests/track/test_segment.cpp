@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
 
 namespace fs = std::filesystem;
@@ -41,8 +42,9 @@ CliResult run_segmux(const std::string& args, const fs::path& tmp) {
 }
 
 BinaryMask decode(const nlohmann::json& rle) {
-  RleMask r{rle["size"][0], rle["size"][1], rle["counts"].get<std::vector<int64_t>>()};
-  return segmux::pipeline::rle_decode(r);
+  // segment writes pycocotools' compressed string counts, as tracks.json does.
+  return segmux::pipeline::rle_decode(
+      segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), rle["size"][0], rle["size"][1]));
 }
 
 double iou(const BinaryMask& a, const BinaryMask& b) {
