@@ -5,7 +5,7 @@
 #include <mutex>
 #include <vector>
 
-#if __has_include(<onnxruntime_c_api.h>)
+#if !defined(SEGMUX_NO_ORT) && __has_include(<onnxruntime_c_api.h>)
 #define SEGMUX_HAVE_ORT_HEADER 1
 #include <dlfcn.h>
 #include <onnxruntime_c_api.h>
@@ -301,11 +301,16 @@ std::map<std::string, Tensor> OrtModel::run(const std::map<std::string, Tensor>&
 
 #else  // no ONNX Runtime header at build time: a stub that explains itself
 
+#ifdef SEGMUX_NO_ORT
+#define SEGMUX_ORT_OFF_REASON "segmux was built without ONNX Runtime (cmake -DSEGMUX_ORT=OFF)"
+#else
+#define SEGMUX_ORT_OFF_REASON                                                                               \
+  "segmux was built without the ONNX Runtime C API header (third_party/ort/include); run scripts/setup.sh " \
+  "and re-run cmake"
+#endif
+
 bool ort_available(std::string* why) {
-  if (why)
-    *why =
-        "segmux was built without the ONNX Runtime C API header (third_party/ort/include); run scripts/setup.sh and "
-        "re-run cmake";
+  if (why) *why = SEGMUX_ORT_OFF_REASON;
   return false;
 }
 
