@@ -40,6 +40,12 @@ int slim_main(int argc, char** argv) {
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(output != model, "-o: the output would overwrite the input model '", model, "'");
   const ir::Graph before = import_model_graph(model, parse_input_shapes(shapes));
+  for (int v : before.inputs) {
+    bool fixed = before.value(v).has_shape;
+    for (int64_t d : before.value(v).shape) fixed = fixed && d >= 0;
+    SEGMUX_USAGE_CHECK(fixed || no_verify, "input '", before.value(v).name,
+                       "' has no fixed shape: the check needs one (--input-shape NAME:d0,d1,...) or --no-verify");
+  }
   ir::Graph after = before;
   compiler::SlimReport r = compiler::slim_graph(after);
   onnx_io::export_onnx_file(after, output);

@@ -94,3 +94,15 @@ TEST_F(RouteCli, EngineOrtWithoutOnnxRuntimeSaysSo) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_HAS(r.out, "--engine");
 }
+
+TEST_F(RouteCli, EngineOrtOnAFolderWithoutOnnxFilesNamesTheMissingFile) {
+  Result probe = segmux_cmd("slim " + path("small.onnx") + " -o " + path("probe.onnx"));
+  if (probe.out.find("onnxruntime: not run") != std::string::npos) GTEST_SKIP() << "ONNX Runtime is not available";
+  const std::string frames = std::string(SEGMUX_FIXTURES) + "/sam31-tiny/video/frames";
+  // The demo model is a folder of compiled files only: no onnx/ (a package brings them).
+  Result r = segmux_cmd("track " + frames + " --prompt shape --demo --engine ort -q --cache-dir " + path("cache") +
+                        " --out " + path("out2"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_HAS(r.out, "lacks onnx/text_encoder.onnx");
+  EXPECT_FALSE(fs::exists(path("out2")));
+}
