@@ -335,6 +335,7 @@ int run_track(int argc, char** argv) {
     nlohmann::json summary = {{"input", input},
                               {"prompt", prompt},
                               {"model", model.description},
+                              {"engine", src.engine},
                               {"direction", direction},
                               {"start", start},
                               {"frames", writer.frames_written()},
