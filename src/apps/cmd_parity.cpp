@@ -35,6 +35,9 @@ int parity_main(int argc, char** argv) {
                "end to end instead: the compiled candidates and the C++ predictor on the folder's video and "
                "prompt against video/trace.json (ids, probs, masks IoU >= 0.99 or <= 16 px for small masks)");
   app.add_option("--cache-dir", cache_dir, "with --video: where the compiled candidates are cached");
+  std::string engine = "smx";
+  app.add_option("--engine", engine, "with --video: smx (default, our runtime) or ort (ONNX Runtime on the ONNX files)")
+      ->check(CLI::IsMember({"smx", "ort"}));
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   if (video) {
     pipeline::VideoParityOptions v;
@@ -42,6 +45,7 @@ int parity_main(int argc, char** argv) {
     if (!opt.weights_files.empty()) v.weights = opt.weights_files.front();
     v.cache_dir = cache_dir;
     v.num_threads = opt.num_threads;
+    v.engine = engine;
     return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;

@@ -175,6 +175,10 @@ int run_track(int argc, char** argv) {
       ->excludes(w)
       ->excludes(m);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
+  app.add_option("--engine", src.engine,
+                 "smx (default: our runtime on the .smx files) or ort (ONNX Runtime on the package's onnx/ files; "
+                 "with --weights they are exported into the cache on first use)")
+      ->check(CLI::IsMember({"smx", "ort"}));
   app.add_option("--start", start, "frame to prompt and start from (default 0)");
   app.add_option("--max-frames", max_frames, "frames per direction, the prompted one included (default: all)");
   app.add_option("--direction", direction, "forward (default), backward or both")
@@ -212,7 +216,7 @@ int run_track(int argc, char** argv) {
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, n, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
-  log("model: " + model.description);
+  log("model: " + model.description + (src.engine == "ort" ? " on ONNX Runtime" : ""));
 
   StagedOutput staged(out_dir);
   OutputOptions opt;
@@ -322,6 +326,7 @@ int run_track(int argc, char** argv) {
                               {"prompt", prompts.empty() ? std::string() : prompts.front()},
                               {"prompts", prompts},
                               {"model", model.description},
+                              {"engine", src.engine},
                               {"direction", direction},
                               {"start", start},
                               {"frames", writer.frames_written()},

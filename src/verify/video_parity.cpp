@@ -117,6 +117,7 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
   src.num_threads = opt.num_threads;
+  src.engine = opt.engine;
   auto frames = open_video(dir + "/video/frames");
   const int num_frames = frames->num_frames();
   OpenedModel model = open_model(src, num_frames, [&](const std::string& s) { log << s << "\n"; });
@@ -156,7 +157,8 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
     log << "frame " << f << ": the official predictor emitted it, we did not  MISS\n";
   }
   predictor.close_session(session);
-  log << "video parity: " << rep.frames_compared << " frames, " << rep.objects_compared << " object-frames; id "
+  log << "video parity (engine " << opt.engine << "): " << rep.frames_compared << " frames, " << rep.objects_compared
+      << " object-frames; id "
       << "mismatches " << rep.id_mismatches << ", prob " << rep.prob_mismatches << ", mask " << rep.mask_misses
       << "; worst IoU " << std::setprecision(4) << rep.worst_iou << " (frame " << rep.worst_frame << ", object "
       << rep.worst_obj << ", " << rep.worst_diff_pixels << " px differ); worst box deviation " << rep.worst_box_px

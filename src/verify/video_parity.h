@@ -19,6 +19,7 @@ struct VideoParityOptions {
   std::string weights;    // default: FIXTURE_DIR/weights.safetensors
   std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
   int num_threads = 2;
+  std::string engine = "smx";  // or "ort": ONNX Runtime on the exported ONNX candidates
 };
 
 struct VideoParityReport {

@@ -84,13 +84,25 @@ class AntialiasResizer {
   std::map<std::tuple<Shape, int64_t, int64_t>, std::unique_ptr<Session>> sessions_;
 };
 
-// One compiled candidate.
+// One compiled file through our runtime.
+class SmxRunner : public CandidateRunner {
+ public:
+  explicit SmxRunner(LoadedModel loaded) : loaded_(std::move(loaded)) {}
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) override {
+    return loaded_.executor->run(in);
+  }
+
+ private:
+  LoadedModel loaded_;
+};
+
+// One candidate of the backend: its file name prefixes run errors.
 struct Runner {
   std::string name;
-  segmux::LoadedModel loaded;
+  std::unique_ptr<CandidateRunner> impl;
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) {
     try {
-      return loaded.executor->run(in);
+      return impl->run(in);
     } catch (const Error& e) {
       fail(name, ": ", e.what());
     }
@@ -119,14 +131,12 @@ struct StateMemory {
 
 class CompiledBackend : public ModelBackend {
  public:
-  CompiledBackend(ModelConfig cfg, const std::string& dir, sam31::Tokenizer tok, int num_frames, int threads)
+  CompiledBackend(ModelConfig cfg, const CandidateRunnerFactory& open, sam31::Tokenizer tok, int num_frames)
       : cfg_(std::move(cfg)), tok_(std::move(tok)), num_frames_(num_frames) {
-    ExecutorOptions ex{threads, true};
     using sam31::CandidateId;
     auto load = [&](CandidateId id, const std::string& variant = "") {
       for (const sam31::CompiledFile& f : sam31::compiled_files())
-        if (f.candidate == id && f.variant == variant)
-          return Runner{f.file, load_compiled(dir + "/" + f.file + ".smx", ex)};
+        if (f.candidate == id && f.variant == variant) return Runner{f.file, open(f)};
       fail("no compiled file for candidate ", sam31::candidate(id).name, " variant '", variant, "'");
     };
     text_ = load(CandidateId::text_encoder);
@@ -475,9 +485,18 @@ class CompiledBackend : public ModelBackend {
 
 }  // namespace
 
+std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const CandidateRunnerFactory& open,
+                                           sam31::Tokenizer tokenizer, int num_frames) {
+  return std::make_unique<CompiledBackend>(cfg, open, std::move(tokenizer), num_frames);
+}
+
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
                                                     sam31::Tokenizer tokenizer, int num_frames, int num_threads) {
-  return std::make_unique<CompiledBackend>(cfg, model_dir, std::move(tokenizer), num_frames, num_threads);
+  ExecutorOptions ex{num_threads, true};
+  auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
+    return std::make_unique<SmxRunner>(load_compiled(model_dir + "/" + f.file + ".smx", ex));
+  };
+  return open_backend(cfg, open, std::move(tokenizer), num_frames);
 }
 
 }  // namespace segmux::pipeline

@@ -8,6 +8,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/backend.h"
+#include "pipeline/backends/candidate_runner.h"
 
 namespace segmux::pipeline {
 
@@ -15,5 +16,9 @@ namespace segmux::pipeline {
 // num_frames: frames of the video the backend will serve (object-pointer temporal encodings use it).
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
                                                     sam31::Tokenizer tokenizer, int num_frames, int num_threads);
+
+// The same glue on any engine: `open` gives the runner of each compiled file.
+std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const CandidateRunnerFactory& open,
+                                           sam31::Tokenizer tokenizer, int num_frames);
 
 }  // namespace segmux::pipeline

@@ -19,6 +19,7 @@
 #include "models/sam31/state_dict.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/compiled_backend.h"
+#include "pipeline/model_store/engine_backend.h"
 #include "runtime/offline_model.h"
 
 namespace segmux::pipeline {
@@ -132,6 +133,7 @@ void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights
 
 OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log) {
   OpenedModel m;
+  require_engine(src.engine);  // before anything is compiled (and never taken for a damaged cache entry)
   std::string dir = src.model_dir, vocab = src.vocab;
   if (!src.weights.empty()) {
     m.config = src.config.empty() ? sam31::default_config() : sam31::load_config(src.config);
@@ -146,18 +148,18 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log)
   }
   if (vocab.empty()) vocab = sam31::Tokenizer::find_vocabulary(dir);
   for (const sam31::CompiledFile& f : sam31::compiled_files())
-    if (src.weights.empty())
+    if (src.weights.empty() && src.engine == "smx")
       SEGMUX_CHECK(fs::exists(dir + "/" + f.file + ".smx"), "model folder '", dir, "' lacks ", f.file, ".smx");
   sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, m.config.text_context_length);
   try {
-    m.backend = open_compiled_backend(m.config, dir, tok, num_frames, src.num_threads);
+    m.backend = open_engine_backend(src, m.config, dir, tok, num_frames, log);
   } catch (const Error& e) {
     if (src.weights.empty()) throw;  // a model folder the user gave: report, never delete
     // A cache entry of ours that no longer loads (a corrupted or truncated file): build it again.
     log(std::string("the cached model is damaged (") + e.what() + "): compiling it again");
     fs::remove_all(dir);
     dir = cached_model_dir(src, m.config, vocab, log);
-    m.backend = open_compiled_backend(m.config, dir, tok, num_frames, src.num_threads);
+    m.backend = open_engine_backend(src, m.config, dir, tok, num_frames, log);
   }
   m.model_dir = dir;
   return m;

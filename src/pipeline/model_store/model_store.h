@@ -19,6 +19,7 @@ struct ModelSource {
   std::string vocab;      // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
   std::string model_dir;  // a model folder (compiled candidates + model.json)
   std::string cache_dir;  // where compiled candidates are cached; default: default_cache_dir()
+  std::string engine = "smx";  // "smx": our runtime on DIR/*.smx; "ort": ONNX Runtime on DIR/onnx/*.onnx
   int num_threads = 2;
 };
 

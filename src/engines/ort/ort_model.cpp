@@ -1,10 +1,11 @@
-#include "verify/ort_peer.h"
+#include "engines/ort/ort_model.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
-#if __has_include(<onnxruntime_c_api.h>)
+#if !defined(SEGMUX_NO_ORT) && __has_include(<onnxruntime_c_api.h>)
 #define SEGMUX_HAVE_ORT_HEADER 1
 #include <dlfcn.h>
 #include <onnxruntime_c_api.h>
@@ -30,26 +31,33 @@ struct OrtRuntime {
   std::string error;  // non-empty when loading failed
 };
 
-std::string library_path() {
+// The libraries to try, in order (see ort_model.h).
+std::vector<std::string> library_paths() {
   const char* env = std::getenv("SEGMUX_ORT_LIB");
-  if (env && *env) return env;
-  return SEGMUX_ORT_DEFAULT_LIB;
+  if (env && *env) return {env};  // an explicit choice: no fallback hides a wrong path
+  std::vector<std::string> paths;
+  if (*SEGMUX_ORT_DEFAULT_LIB) paths.push_back(SEGMUX_ORT_DEFAULT_LIB);
+  paths.push_back("libonnxruntime.so");
+  return paths;
 }
 
 OrtRuntime& runtime() {
   static OrtRuntime rt;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string path = library_path();
-    if (path.empty()) {
-      rt.error = "no ONNX Runtime library path (set SEGMUX_ORT_LIB)";
-      return;
-    }
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
+    void* handle = nullptr;
+    std::string path, tried;
+    for (const std::string& p : library_paths()) {
+      handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) {
+        path = p;
+        break;
+      }
       const char* e = dlerror();
-      rt.error = "cannot load ONNX Runtime from '" + path + "': " + (e ? e : "unknown dlopen error") +
-                 " (run scripts/setup.sh or set SEGMUX_ORT_LIB)";
+      tried += std::string(tried.empty() ? "" : "; ") + "'" + p + "': " + (e ? e : "unknown dlopen error");
+    }
+    if (!handle) {
+      rt.error = "cannot load ONNX Runtime (" + tried + "); install it with scripts/setup.sh or set SEGMUX_ORT_LIB";
       return;
     }
     using GetApiBaseFn = const OrtApiBase* (*)();
@@ -66,7 +74,7 @@ OrtRuntime& runtime() {
       return;
     }
     OrtEnv* env = nullptr;
-    if (OrtStatus* st = api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "segmux-ort-peer", &env)) {
+    if (OrtStatus* st = api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "segmux-ort", &env)) {
       rt.error = std::string("ONNX Runtime CreateEnv failed: ") + api->GetErrorMessage(st);
       api->ReleaseStatus(st);
       return;
@@ -184,7 +192,7 @@ bool ort_available(std::string* why) {
   return rt.api != nullptr;
 }
 
-void OrtPeer::open(const std::string* path, const std::string* bytes, const OrtPeerOptions& options) {
+void OrtModel::open(const std::string* path, const std::string* bytes, const OrtModelOptions& options) {
   const OrtApi& api = api_or_throw();
   OrtSessionOptions* so = nullptr;
   check(api, api.CreateSessionOptions(&so), "CreateSessionOptions");
@@ -214,22 +222,22 @@ void OrtPeer::open(const std::string* path, const std::string* bytes, const OrtP
   }
 }
 
-OrtPeer::OrtPeer(const std::string& onnx_path, int num_threads)
-    : OrtPeer(onnx_path, OrtPeerOptions{num_threads, true}) {}
+OrtModel::OrtModel(const std::string& onnx_path, int num_threads)
+    : OrtModel(onnx_path, OrtModelOptions{num_threads, true}) {}
 
-OrtPeer::OrtPeer(const std::string& onnx_path, const OrtPeerOptions& options) { open(&onnx_path, nullptr, options); }
+OrtModel::OrtModel(const std::string& onnx_path, const OrtModelOptions& options) { open(&onnx_path, nullptr, options); }
 
-std::unique_ptr<OrtPeer> OrtPeer::from_bytes(const std::string& model_bytes, const OrtPeerOptions& options) {
-  std::unique_ptr<OrtPeer> p(new OrtPeer());
+std::unique_ptr<OrtModel> OrtModel::from_bytes(const std::string& model_bytes, const OrtModelOptions& options) {
+  std::unique_ptr<OrtModel> p(new OrtModel());
   p->open(nullptr, &model_bytes, options);
   return p;
 }
 
-OrtPeer::~OrtPeer() {
+OrtModel::~OrtModel() {
   if (session_) runtime().api->ReleaseSession(static_cast<OrtSession*>(session_));
 }
 
-std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& inputs) {
+std::map<std::string, Tensor> OrtModel::run(const std::map<std::string, Tensor>& inputs) {
   const OrtApi& api = api_or_throw();
   OrtAllocator* alloc = nullptr;
   check(api, api.GetAllocatorWithDefaultOptions(&alloc), "GetAllocatorWithDefaultOptions");
@@ -238,7 +246,7 @@ std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& 
   std::vector<const char*> in_names;
   size_t k = 0;
   for (auto& [name, t] : inputs) {
-    SEGMUX_CHECK(t.defined(), "ORT peer: input '", name, "' is an empty tensor handle");
+    SEGMUX_CHECK(t.defined(), "ONNX Runtime: input '", name, "' is an empty tensor handle");
     const Shape& shape = t.shape();
     int64_t dummy = 0;
     check(api,
@@ -266,7 +274,7 @@ std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& 
     OrtValue* v = out_values.values[i];
     int is_tensor = 0;
     check(api, api.IsTensor(v, &is_tensor), "IsTensor");
-    SEGMUX_CHECK(is_tensor, "ORT peer: output '", output_names_[i], "' is not a tensor");
+    SEGMUX_CHECK(is_tensor, "ONNX Runtime: output '", output_names_[i], "' is not a tensor");
     OrtTensorTypeAndShapeInfo* info = nullptr;
     check(api, api.GetTensorTypeAndShape(v, &info), "GetTensorTypeAndShape");
     ONNXTensorElementDataType et = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
@@ -278,7 +286,7 @@ std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& 
     api.ReleaseTensorTypeAndShapeInfo(info);
     check(api, st, "reading output type");
     DType dt;
-    SEGMUX_CHECK(from_ort(et, &dt), "ORT peer: output '", output_names_[i], "' has element type ", int(et),
+    SEGMUX_CHECK(from_ort(et, &dt), "ONNX Runtime: output '", output_names_[i], "' has element type ", int(et),
                  ", which segmux tensors cannot hold");
     Tensor out(dt, shape);
     if (out.nbytes() > 0) {
@@ -293,29 +301,34 @@ std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>& 
 
 #else  // no ONNX Runtime header at build time: a stub that explains itself
 
+#ifdef SEGMUX_NO_ORT
+#define SEGMUX_ORT_OFF_REASON "segmux was built without ONNX Runtime (cmake -DSEGMUX_ORT=OFF)"
+#else
+#define SEGMUX_ORT_OFF_REASON                                                                               \
+  "segmux was built without the ONNX Runtime C API header (third_party/ort/include); run scripts/setup.sh " \
+  "and re-run cmake"
+#endif
+
 bool ort_available(std::string* why) {
-  if (why)
-    *why =
-        "segmux was built without the ONNX Runtime C API header (third_party/ort/include); run scripts/setup.sh and "
-        "re-run cmake";
+  if (why) *why = SEGMUX_ORT_OFF_REASON;
   return false;
 }
 
-OrtPeer::OrtPeer(const std::string& onnx_path, int num_threads)
-    : OrtPeer(onnx_path, OrtPeerOptions{num_threads, true}) {}
-OrtPeer::OrtPeer(const std::string&, const OrtPeerOptions&) {
+OrtModel::OrtModel(const std::string& onnx_path, int num_threads)
+    : OrtModel(onnx_path, OrtModelOptions{num_threads, true}) {}
+OrtModel::OrtModel(const std::string&, const OrtModelOptions&) {
   std::string why;
   ort_available(&why);
   fail("ONNX Runtime unavailable: ", why);
 }
-std::unique_ptr<OrtPeer> OrtPeer::from_bytes(const std::string&, const OrtPeerOptions&) {
+std::unique_ptr<OrtModel> OrtModel::from_bytes(const std::string&, const OrtModelOptions&) {
   std::string why;
   ort_available(&why);
   fail("ONNX Runtime unavailable: ", why);
 }
-OrtPeer::~OrtPeer() = default;
-void OrtPeer::open(const std::string*, const std::string*, const OrtPeerOptions&) {}
-std::map<std::string, Tensor> OrtPeer::run(const std::map<std::string, Tensor>&) { fail("ONNX Runtime unavailable"); }
+OrtModel::~OrtModel() = default;
+void OrtModel::open(const std::string*, const std::string*, const OrtModelOptions&) {}
+std::map<std::string, Tensor> OrtModel::run(const std::map<std::string, Tensor>&) { fail("ONNX Runtime unavailable"); }
 
 #endif
 

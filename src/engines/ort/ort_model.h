@@ -1,0 +1,52 @@
+// OrtModel: runs an ONNX model through ONNX Runtime (CPU). Two users: the second engine
+// (`--engine ort`, pipeline/backends/ort_backend.h) and the verification peer our tests and benchmarks
+// compare against (verify/ort_peer.h). ONNX Runtime is optional: libonnxruntime.so is loaded with
+// dlopen at run time, so nothing links against it. Library: env SEGMUX_ORT_LIB, else the copy that
+// scripts/setup.sh puts under <source dir>/third_party/ort/lib, else libonnxruntime.so on the loader's
+// search path. When the C API header was absent at build time, or no library loads, ort_available()
+// says why and OrtModel throws.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace segmux {
+
+// True when ONNX Runtime can be used; otherwise *why (if given) says what is missing.
+bool ort_available(std::string* why = nullptr);
+
+struct OrtModelOptions {
+  int num_threads = 1;
+  // false: ORT_DISABLE_ALL (no graph rewrites; closest to the model as written).
+  bool optimize = true;
+};
+
+class OrtModel {
+ public:
+  // From a model file.
+  OrtModel(const std::string& onnx_path, int num_threads = 1);
+  OrtModel(const std::string& onnx_path, const OrtModelOptions& options);
+  // From serialized ModelProto bytes (external data, if any, is not resolvable this way).
+  static std::unique_ptr<OrtModel> from_bytes(const std::string& model_bytes, const OrtModelOptions& options = {});
+  ~OrtModel();
+  OrtModel(const OrtModel&) = delete;
+  OrtModel& operator=(const OrtModel&) = delete;
+
+  // Inputs by name (f32 f16 bf16 f64 i64 i32 i8 u8 bool); returns every model output by name.
+  // Errors from ONNX Runtime become segmux::Error carrying its message.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+
+ private:
+  OrtModel() = default;
+  void open(const std::string* path, const std::string* bytes, const OrtModelOptions& options);
+  void* session_ = nullptr;  // OrtSession*
+  std::vector<std::string> input_names_, output_names_;
+};
+
+}  // namespace segmux

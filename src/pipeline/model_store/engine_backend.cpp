@@ -1,0 +1,66 @@
+#include "pipeline/model_store/engine_backend.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/files.h"
+#include "models/sam31/candidates.h"
+#include "models/sam31/state_dict.h"
+#include "models/sam31/weights.h"
+#include "onnx/onnx_io.h"
+#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/ort_backend.h"
+
+namespace segmux::pipeline {
+
+namespace fs = std::filesystem;
+
+void require_engine(const std::string& engine) {
+  SEGMUX_CHECK(is_known_engine(engine), "unknown engine '", engine, "' (known: smx, ort)");
+  std::string why;
+  SEGMUX_CHECK(engine_available(engine, &why), why);
+}
+
+void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& dir,
+                            const LogFn& log) {
+  bool complete = true;
+  for (const sam31::CompiledFile& f : sam31::compiled_files())
+    complete = complete && fs::exists(onnx_candidate_path(dir, f.file));
+  if (complete) return;
+  remove_abandoned_partials(dir, ".partial-");
+  const std::string final_dir = dir + "/onnx", tmp = dir + "/onnx.partial-" + std::to_string(::getpid());
+  log("first use of the ONNX Runtime engine with this checkpoint: exporting the ONNX candidates into " + final_dir);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  try {
+    fs::create_directories(tmp);
+    sam31::Weights w = sam31::Weights::load(weights_path);
+    sam31::check_weights(w, cfg);
+    for (const sam31::CompiledFile& f : sam31::compiled_files()) {
+      log("exporting " + f.file + ".onnx");
+      onnx_io::export_onnx_file(sam31::candidate(f.candidate).build(cfg, w, f.variant), tmp + "/" + f.file + ".onnx");
+    }
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  fs::remove_all(final_dir, ec);  // an incomplete onnx/ folder (files removed by hand): replaced
+  fs::rename(tmp, final_dir, ec);
+  if (ec) {  // another process finished first: use its files
+    fs::remove_all(tmp, ec);
+    SEGMUX_CHECK(fs::exists(final_dir), "cannot move the exported ONNX candidates into '", final_dir, "'");
+  }
+}
+
+std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
+                                                  const std::string& dir, sam31::Tokenizer tok, int num_frames,
+                                                  const LogFn& log) {
+  require_engine(src.engine);
+  if (src.engine == "smx") return open_compiled_backend(cfg, dir, std::move(tok), num_frames, src.num_threads);
+  if (!src.weights.empty()) ensure_onnx_candidates(cfg, src.weights, dir, log);
+  return open_ort_backend(cfg, dir, std::move(tok), num_frames, src.num_threads);
+}
+
+}  // namespace segmux::pipeline
