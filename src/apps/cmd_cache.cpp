@@ -26,6 +26,7 @@ int cache_main(int argc, char** argv) {
   std::string cache_dir, max_size;
   app.add_option("--cache-dir", cache_dir, "cache folder (default: $XDG_CACHE_HOME/segmux or ~/.cache/segmux)");
   app.require_subcommand(1);
+  app.fallthrough();  // --cache-dir before or after the subcommand
   CLI::App* list = app.add_subcommand("list", "the entries, most recently used first, with sizes");
   CLI::App* clear = app.add_subcommand("clear", "remove every entry");
   CLI::App* prune = app.add_subcommand("prune", "remove least recently used entries down to a total size");

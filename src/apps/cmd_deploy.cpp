@@ -91,7 +91,15 @@ int deploy_main(int argc, char** argv) {
   SEGMUX_CHECK(fs::is_regular_file(ckpt), "cannot read checkpoint '", ckpt, "'");
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
   opt.vocab = sam31::Tokenizer::find_vocabulary(vocab.empty() ? ckpt : vocab);
-  for (int i = 0; i < argc; ++i) opt.command_line += (i ? " " : "segmux ") + std::string(argv[i]);
+  // Recorded inside the package (model.json, manifest, every .smx) with file names only, so nothing in
+  // it names the folders it was made from; report.md records the command exactly as typed.
+  std::string typed;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    typed += (i ? " " : "segmux ") + a;
+    opt.command_line +=
+        (i ? " " : "segmux ") + (a.find('/') == std::string::npos ? a : fs::path(a).filename().string());
+  }
 
   auto log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
   const auto t0 = std::chrono::steady_clock::now();
@@ -115,7 +123,7 @@ int deploy_main(int argc, char** argv) {
     write_text(stage + "/verification.md", ver.to_markdown());
 
     package::ReportInputs ri;
-    ri.command_line = opt.command_line;
+    ri.command_line = typed;
     ri.package_dir = out;
     ri.checkpoint = ckpt;
     ri.checkpoint_sha256 = rec.checkpoint_sha256;

@@ -60,11 +60,12 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
   return dir;
 }
 
-// A package (a folder with manifest.json) is checked for missing, extra and truncated files before it
-// loads (sizes only: `segmux verify-package` checks the hashes), so a damaged package is named clearly.
+// A package (a folder with manifest.json) is checked for missing and truncated files among those a run
+// reads before it loads (sizes only: `segmux verify-package` checks hashes and every file), so a
+// damaged package is named clearly.
 void check_package_sizes(const std::string& dir) {
   if (!fs::exists(dir + "/" + package::kManifestFile)) return;  // a model folder made before packages
-  const package::ManifestCheck c = package::check_manifest(dir, false);
+  const package::ManifestCheck c = package::check_manifest(dir, false, package::runtime_file);
   if (c.ok()) return;
   std::string all;
   for (const std::string& p : c.problems) all += (all.empty() ? "" : "; ") + p;

@@ -23,7 +23,7 @@ std::map<std::string, uint64_t> walk(const std::string& dir, std::vector<std::st
   std::map<std::string, uint64_t> files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
     const fs::file_status st = it->symlink_status();
-    const std::string rel = fs::relative(it->path(), dir).generic_string();
+    const std::string rel = it->path().lexically_relative(dir).generic_string();  // links not followed
     if (fs::is_symlink(st)) {
       if (bad) bad->push_back("'" + rel + "' is a symbolic link (a package holds regular files only)");
       it.disable_recursion_pending();
@@ -81,11 +81,13 @@ nlohmann::json read_manifest(const std::string& dir) {
   return m;
 }
 
-ManifestCheck check_manifest(const std::string& dir, bool hashes) {
+ManifestCheck check_manifest(const std::string& dir, bool hashes, const std::function<bool(const std::string&)>& only) {
   ManifestCheck r;
   SEGMUX_CHECK(fs::is_directory(fs::symlink_status(dir)), "'", dir, "' is not a folder");
   const nlohmann::json m = read_manifest(dir);
-  std::map<std::string, uint64_t> present = walk(dir, &r.problems);
+  std::vector<std::string> unsafe;
+  std::map<std::string, uint64_t> present = walk(dir, &unsafe);
+  if (!only) r.problems = unsafe;
   std::set<std::string> listed = {kManifestFile};
   for (const auto& f : m["files"]) {
     const bool well_formed = f.is_object() && f.contains("path") && f["path"].is_string() && f.contains("size") &&
@@ -100,6 +102,7 @@ ManifestCheck check_manifest(const std::string& dir, bool hashes) {
       continue;
     }
     listed.insert(rel);
+    if (only && !only(rel)) continue;
     auto it = present.find(rel);
     if (it == present.end()) {
       if (!fs::exists(fs::symlink_status(dir + "/" + rel))) r.problems.push_back("'" + rel + "' is missing");
@@ -117,7 +120,7 @@ ManifestCheck check_manifest(const std::string& dir, bool hashes) {
       r.problems.push_back("'" + rel + "' does not match its sha256 in the manifest (modified)");
   }
   for (const auto& [rel, size] : present)
-    if (!listed.count(rel)) r.problems.push_back("'" + rel + "' is not listed in the manifest");
+    if (!only && !listed.count(rel)) r.problems.push_back("'" + rel + "' is not listed in the manifest");
   return r;
 }
 

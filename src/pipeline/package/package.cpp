@@ -191,6 +191,12 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   return rec;
 }
 
+bool runtime_file(const std::string& rel) {
+  const bool root = rel.find('/') == std::string::npos;
+  return rel == "model.json" || (root && rel.size() > 4 && rel.compare(rel.size() - 4, 4, ".smx") == 0) ||
+         rel.rfind("tokenizer/", 0) == 0;
+}
+
 void move_into_place(const std::string& staged, const std::string& dest, bool replace) {
   std::error_code ec;
   if (fs::exists(fs::symlink_status(dest))) {

@@ -73,8 +73,12 @@ struct ManifestCheck {
 };
 // Checks `dir` against its manifest: missing, truncated/grown, modified files; files the manifest
 // does not list; symbolic links and anything not a regular file or folder; manifest paths that are
-// absolute or leave the folder. `hashes` false: sizes only (quick).
-ManifestCheck check_manifest(const std::string& dir, bool hashes = true);
+// absolute or leave the folder. `hashes` false: sizes only (quick). `only`: check just the listed files
+// it accepts (missing, size, hash), nothing else (what a run reads: runtime_file).
+ManifestCheck check_manifest(const std::string& dir, bool hashes = true,
+                             const std::function<bool(const std::string&)>& only = nullptr);
+// The files `--model PKG` reads: model.json, the root's .smx files, tokenizer/.
+bool runtime_file(const std::string& rel);
 // The manifest, read as untrusted JSON (error naming the file when absent or malformed).
 nlohmann::json read_manifest(const std::string& dir);
 
