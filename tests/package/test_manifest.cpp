@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "io/sha256.h"
+#include "models/sam31/config.h"
 #include "pipeline/package/package.h"
 
 namespace segmux {
@@ -141,6 +142,37 @@ TEST_F(Manifest, NotAPackageIsNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no manifest.json"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace segmux
+
+namespace segmux {
+namespace {
+
+// model.json: a package's relative vocabulary resolves against the folder wherever it lies; an
+// absolute one (model folders made before packages) is kept, so old folders still load.
+TEST(ModelJson, RelativeVocabularyFollowsTheFolderAbsoluteStillLoads) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("segmux-model-json-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  sam31::ModelConfig cfg = sam31::load_config(std::string(SEGMUX_FIXTURES) + "/sam31-tiny/config.json");
+  package::write_model_json(dir.string(), cfg, "tokenizer/v.txt.gz", {{"checkpoint", "w.pt"}});
+  sam31::ModelConfig got;
+  std::string vocab;
+  package::read_model_json(dir.string(), got, vocab);
+  EXPECT_EQ(vocab, dir.string() + "/tokenizer/v.txt.gz");
+  EXPECT_EQ(sam31::config_to_json(got), sam31::config_to_json(cfg));
+
+  nlohmann::json old = {{"producer", "segmux-0.1.0"},
+                        {"config", nlohmann::json::parse(sam31::config_to_json(cfg))},
+                        {"weights", "/somewhere/w.pt"},
+                        {"vocab", "/somewhere/bpe_simple_vocab_16e6.txt.gz"}};
+  std::ofstream(dir / "model.json") << old.dump();
+  vocab.clear();
+  package::read_model_json(dir.string(), got, vocab);
+  EXPECT_EQ(vocab, "/somewhere/bpe_simple_vocab_16e6.txt.gz");
+  fs::remove_all(dir);
 }
 
 }  // namespace
