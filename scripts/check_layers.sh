@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layering rule, checked on every #include "..." under src/: a folder may include only itself and the
 # layers below it (the same graph as CMakeLists.txt's libraries). Product code never includes verify/;
-# only the model store meets the compiler (and the ONNX exporter); nothing below the apps includes the apps.
+# only the model store and the package builder meet the compiler (and the ONNX exporter); nothing below the apps includes the apps.
 # Usage: scripts/check_layers.sh [SRC_DIR]   (exit 1 and one line per violation when the rule is broken)
 set -euo pipefail
 src=${1:-"$(dirname "$0")/../src"}
@@ -17,10 +17,11 @@ allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may
     compiler) echo "core io ir kernels runtime compiler" ;;
     models) echo "core io ir kernels runtime models" ;;
     engines) echo "core engines" ;;
-    pipeline/model_store) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/model_store" ;;
+    pipeline/package) echo "core io ir kernels runtime onnx compiler models pipeline/package" ;;
+    pipeline/model_store) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store" ;;
     pipeline/*) echo "core io ir kernels runtime models engines pipeline" ;;
-    verify) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/model_store verify" ;;
-    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/model_store verify apps" ;;
+    verify) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify" ;;
+    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify apps" ;;
     *) echo "" ;;
   esac
 }
@@ -45,7 +46,7 @@ while IFS= read -r file; do
   fi
   while IFS= read -r inc; do
     to=$(layer_of "$inc")
-    case "$to" in pipeline/model_store) ;; pipeline/*) to_any="pipeline" ;; esac
+    case "$to" in pipeline/model_store | pipeline/package) ;; pipeline/*) to_any="pipeline" ;; esac
     if [[ "$ok" == *" $to "* ]] || { [ "${to_any:-}" = pipeline ] && [[ "$ok" == *" pipeline "* ]]; }; then
       unset to_any
       continue

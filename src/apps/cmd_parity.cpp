@@ -20,7 +20,7 @@ int parity_main(int argc, char** argv) {
       "segmux parity"};
   sam31::ParityOptions opt;
   bool no_ref = false, no_opt = false, no_comp = false, no_ort = false, no_tok = false, video = false;
-  std::string cache_dir;
+  std::string cache_dir, model_dir;
   app.add_option("fixture_dir", opt.fixture_dir, "fixture folder (config.json, weights.*, modules/)")->required();
   app.add_option("--weights", opt.weights_files, "weights file(s) to use (default: every weights.* in the folder)");
   app.add_option("--candidate", opt.candidates,
@@ -38,12 +38,14 @@ int parity_main(int argc, char** argv) {
   std::string engine = "smx";
   app.add_option("--engine", engine, "with --video: smx (default, our runtime) or ort (ONNX Runtime on the ONNX files)")
       ->check(CLI::IsMember({"smx", "ort"}));
+  app.add_option("--model", model_dir, "with --video: run this model folder or package (segmux deploy) instead");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   if (video) {
     pipeline::VideoParityOptions v;
     v.fixture_dir = opt.fixture_dir;
     if (!opt.weights_files.empty()) v.weights = opt.weights_files.front();
     v.cache_dir = cache_dir;
+    v.model_dir = model_dir;
     v.num_threads = opt.num_threads;
     v.engine = engine;
     return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;

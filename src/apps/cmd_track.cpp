@@ -170,7 +170,9 @@ int run_track(int argc, char** argv) {
                            "SAM 3.1 checkpoint (sam3.1_multiplex.pt or .safetensors); compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
-  auto* m = app.add_option("--model", src.model_dir, "folder of compiled candidates (with model.json)")->excludes(w);
+  auto* m = app.add_option("--model", src.model_dir,
+                           "deployment package (segmux deploy) or folder of compiled candidates with model.json")
+                ->excludes(w);
   app.add_flag("--demo", demo, "built-in tiny random-weight model: shows the machinery, masks are meaningless")
       ->excludes(w)
       ->excludes(m);

@@ -112,9 +112,12 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   const std::string prompt = trace["prompt"].get<std::string>();
 
   ModelSource src;
-  src.weights = opt.weights.empty() ? dir + "/weights.safetensors" : opt.weights;
-  src.config = dir + "/config.json";
-  src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
+  src.model_dir = opt.model_dir;
+  if (opt.model_dir.empty()) {
+    src.weights = opt.weights.empty() ? dir + "/weights.safetensors" : opt.weights;
+    src.config = dir + "/config.json";
+    src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
+  }
   src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
   src.num_threads = opt.num_threads;
   src.engine = opt.engine;
@@ -123,7 +126,7 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   OpenedModel model = open_model(src, num_frames, [&](const std::string& s) { log << s << "\n"; });
 
   // Control-plane settings: the fixture's config over the official defaults.
-  ControlConfig ccfg = load_control_config(src.config);
+  ControlConfig ccfg = load_control_config(dir + "/config.json");
   VideoPredictor predictor(*model.backend, ccfg);
   std::string session = predictor.start_session(std::move(frames));
   VideoParityReport rep;

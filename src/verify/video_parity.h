@@ -17,6 +17,7 @@ namespace segmux::pipeline {
 struct VideoParityOptions {
   std::string fixture_dir;
   std::string weights;    // default: FIXTURE_DIR/weights.safetensors
+  std::string model_dir;  // a model folder or package instead of the weights (e.g. from segmux deploy)
   std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
   int num_threads = 2;
   std::string engine = "smx";  // or "ort": ONNX Runtime on the exported ONNX candidates

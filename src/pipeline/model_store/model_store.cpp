@@ -15,11 +15,14 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "io/json_limits.h"
+#include "io/sha256.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/state_dict.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/compiled_backend.h"
+#include "pipeline/model_store/cache.h"
 #include "pipeline/model_store/engine_backend.h"
+#include "pipeline/package/package.h"
 #include "runtime/offline_model.h"
 
 namespace segmux::pipeline {
@@ -28,30 +31,46 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kVersion = "segmux-0.1.0";
-
-// The config and vocabulary recorded in a model folder's model.json.
-void read_model_json(const std::string& dir, sam31::ModelConfig& cfg, std::string& vocab) {
-  nlohmann::json meta = read_untrusted_json_file(dir + "/model.json");
-  SEGMUX_CHECK(meta.is_object() && meta.contains("config") && meta["config"].is_object(), "'", dir,
-               "/model.json' is not a segmux model description (no \"config\" object)");
-  cfg = sam31::parse_config(meta["config"].dump(), dir + "/model.json");
-  if (vocab.empty() && meta.contains("vocab") && meta["vocab"].is_string()) vocab = meta["vocab"].get<std::string>();
-}
-
-// The cache folder of a checkpoint, compiled into it on first use.
+// The cache folder of a checkpoint, compiled into it on first use. Keyed by the checkpoint's CONTENT
+// (sha256, memoised per file version: cache.h), the config and this build.
 std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& cfg, const std::string& vocab,
                              const LogFn& log) {
-  struct stat st {};
-  SEGMUX_CHECK(::stat(src.weights.c_str(), &st) == 0, "cannot read checkpoint '", src.weights, "'");
   const std::string cache = src.cache_dir.empty() ? default_cache_dir() : src.cache_dir;
-  std::string key = fs::absolute(src.weights).string() + "|" + std::to_string(st.st_size) + "|" +
-                    std::to_string(st.st_mtime) + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
-  std::string dir = cache + "/" + cfg.name + "-" + std::to_string(cache_hash(key));
+  const std::string content = checkpoint_content_hash(src.weights, cache, log);
+  const std::string key = content + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
+  std::string dir = cache + "/" + cfg.name + "-" + sha256_hex(key.data(), key.size()).substr(0, 16);
   ensure_model_dir(
-      dir, [&](const std::string& tmp) { compile_model_dir(cfg, src.weights, vocab, tmp, log); },
+      dir,
+      [&](const std::string& tmp) {
+        package::PackageOptions opt;
+        opt.checkpoint = src.weights;
+        opt.checkpoint_sha256 = content;
+        opt.vocab = vocab;
+        opt.route_files = false;
+        opt.command_line = "segmux deploy " + src.weights + (src.config.empty() ? "" : " --config " + src.config) +
+                           " (compiled on first use into the model cache)";
+        package::build_package(cfg, opt, tmp, log);
+        package::write_manifest(
+            tmp, {{"checkpoint", {{"file", fs::path(src.weights).filename().string()}, {"sha256", content}}},
+                  {"config", nlohmann::json::parse(sam31::config_to_json(cfg))},
+                  {"build", build_identity()},
+                  {"cache_key", key}});
+      },
       "first use of this checkpoint: compiling the candidates into " + dir, log);
+  mark_used(dir);
   return dir;
+}
+
+// A package (a folder with manifest.json) is checked for missing and truncated files among those a run
+// reads before it loads (sizes only: `segmux verify-package` checks hashes and every file), so a
+// damaged package is named clearly.
+void check_package_sizes(const std::string& dir) {
+  if (!fs::exists(dir + "/" + package::kManifestFile)) return;  // a model folder made before packages
+  const package::ManifestCheck c = package::check_manifest(dir, false, package::runtime_file);
+  if (c.ok()) return;
+  std::string all;
+  for (const std::string& p : c.problems) all += (all.empty() ? "" : "; ") + p;
+  fail("package '", dir, "' is damaged: ", all, " (segmux verify-package checks it in full)");
 }
 
 }  // namespace
@@ -94,7 +113,7 @@ std::string default_cache_dir() {
 std::string build_identity() {
   // The ISA the kernels run at (SEGMUX_ISA included): a model compiled for AVX-512 does not load on a
   // lesser level, so each level has its own cache entries.
-  std::string id = std::string(kVersion) + "|" + host_isa();
+  std::string id = std::string(package::kVersion) + "|" + host_isa();
   struct stat st {};
   if (::stat("/proc/self/exe", &st) != 0) return id;
   return id + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtime);
@@ -111,24 +130,16 @@ uint64_t cache_hash(const std::string& key) {  // FNV-1a, folded to 9-10 decimal
 
 void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& vocab_path,
                        const std::string& out_dir, const LogFn& log) {
-  fs::create_directories(out_dir);
-  log("loading weights " + weights_path);
-  sam31::Weights w = sam31::Weights::load(weights_path);
-  sam31::check_weights(w, cfg);
-  for (const sam31::CompiledFile& f : sam31::compiled_files()) {
-    const sam31::Candidate& c = sam31::candidate(f.candidate);
-    log("compiling " + f.file);
-    compiler::CompileOptions opt;
-    opt.command_line = "compiled on first use of " + weights_path + " (" + f.file + ")";
-    compiler::CompileResult r = compiler::compile_graph(c.build(cfg, w, f.variant), opt);
-    compiler::write_compiled(out_dir + "/" + f.file + ".smx", r, opt);
-  }
-  nlohmann::json meta = {{"producer", kVersion},
-                         {"config", nlohmann::json::parse(sam31::config_to_json(cfg))},
-                         {"weights", fs::absolute(weights_path).string()},
-                         {"vocab", vocab_path.empty() ? "" : fs::absolute(vocab_path).string()}};
-  std::string text = meta.dump(2);
-  write_file_atomic(out_dir + "/model.json", text.data(), text.size());
+  package::PackageOptions opt;
+  opt.checkpoint = weights_path;
+  opt.vocab = vocab_path;
+  opt.route_files = false;
+  opt.command_line = "segmux deploy " + weights_path;
+  const package::BuildRecord rec = package::build_package(cfg, opt, out_dir, log);
+  package::write_manifest(
+      out_dir,
+      {{"checkpoint", {{"file", fs::path(weights_path).filename().string()}, {"sha256", rec.checkpoint_sha256}}},
+       {"config", nlohmann::json::parse(sam31::config_to_json(cfg))}});
 }
 
 OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log) {
@@ -143,7 +154,8 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log)
   } else {
     SEGMUX_CHECK(!dir.empty(), "no model given (a checkpoint or a model folder)");
     SEGMUX_CHECK(fs::exists(dir + "/model.json"), "'", dir, "' is not a model folder (no model.json)");
-    read_model_json(dir, m.config, vocab);
+    package::read_model_json(dir, m.config, vocab);
+    check_package_sizes(dir);
     m.description = dir;
   }
   if (vocab.empty()) vocab = sam31::Tokenizer::find_vocabulary(dir);

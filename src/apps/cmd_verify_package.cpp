@@ -1,0 +1,61 @@
+// segmux verify-package PKG: a package's files against its manifest (sizes, sha256; missing, extra,
+// linked and escaping paths refused by name), then the verification of every candidate again.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "apps/cli.h"
+#include "apps/commands.h"
+#include "pipeline/package/package.h"
+#include "verify/package_verify.h"
+
+namespace segmux::apps {
+
+namespace {
+
+int verify_package_main(int argc, char** argv) {
+  CLI::App app{
+      "Check a deployment package made by segmux deploy: every file's size and sha256 against manifest.json "
+      "(a missing, truncated, modified, unlisted or linked file is refused by name), then run every "
+      "candidate again as the package's verification did. Exit 1 when anything fails.",
+      "segmux verify-package"};
+  std::string dir;
+  bool files_only = false, no_ort = false;
+  int threads = 2;
+  uint64_t seed = verify::PackageVerifyOptions{}.seed;
+  app.add_option("package", dir, "package folder")->required();
+  app.add_flag("--files-only", files_only, "check the manifest only (no model runs)");
+  app.add_flag("--no-ort", no_ort, "do not run ONNX Runtime");
+  add_threads_option(app, threads, "CPU threads (default 2)");
+  app.add_option("--seed", seed, "seed of the verification inputs (default: the package's)");
+  if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+
+  const package::ManifestCheck mc = package::check_manifest(dir);
+  if (!mc.ok()) {
+    for (const std::string& p : mc.problems) std::fprintf(stderr, "segmux: verify-package: %s\n", p.c_str());
+    fail("package '", dir, "' failed its manifest check (", mc.problems.size(), " problem",
+         mc.problems.size() == 1 ? "" : "s", "): ", mc.problems.front());
+  }
+  std::printf("manifest: %d files, %.1f MiB, sizes and sha256 match\n", mc.files_checked,
+              double(mc.bytes_checked) / (1024.0 * 1024.0));
+  if (files_only) return 0;
+  const nlohmann::json manifest = package::read_manifest(dir);
+  verify::PackageVerifyOptions vo;
+  vo.num_threads = threads;
+  vo.onnxruntime = !no_ort;
+  vo.seed = seed;
+  const verify::PackageVerification ver = verify::verify_package_models(dir, vo, &std::cerr);
+  std::cout << ver.to_markdown();
+  std::printf("verification: %s (%zu comparisons, %.1f s; at deploy: %s)\n",
+              std::string(verdict_name(ver.verdict())).c_str(), ver.rows.size(), ver.seconds,
+              manifest.value("verification", "?").c_str());
+  return ver.verdict() == Verdict::fail ? 1 : 0;
+}
+
+CommandRegistration reg("verify-package", "check a deployment package's files and re-run its verification",
+                        verify_package_main);
+
+}  // namespace
+
+}  // namespace segmux::apps

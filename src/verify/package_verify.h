@@ -1,0 +1,63 @@
+// A package's verification (verification.md / .json): every compiled file run on seeded inputs of its
+// contract through the package's .smx files (every precision/target this machine can load), ONNX
+// Runtime on onnx/<file>.onnx and onnx/<file>.slim.onnx, each compared with the reference kernels
+// running onnx/<file>.onnx, with the route's tiers (cosine, max abs: pass / review / fail;
+// docs/deployment-route.md). `segmux deploy` writes it, `segmux verify-package` re-runs it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+#include "models/sam31/config.h"
+#include "verify/compare.h"
+
+namespace segmux::verify {
+
+struct PackageVerifyOptions {
+  int num_threads = 2;
+  uint64_t seed = 20260327;  // inputs are a function of the seed and the contract only
+  bool onnxruntime = true;   // skipped with a note when ONNX Runtime is not available
+};
+
+struct PackageVerifyRow {
+  std::string file;    // compiled file (sam31::compiled_files())
+  std::string engine;  // "segmux fp32 generic" (a .smx), "onnxruntime", "onnxruntime slim"
+  std::string path;    // the package file that ran
+  std::string output;
+  Comparison c;                  // c.verdict: the route's tiers as written (worse of cosine and max abs)
+  double max_ref = 0;            // max |reference|: the scale the absolute max-abs tiers are read against
+  Verdict gate = Verdict::pass;  // the package's verdict for this row (see verdict_for_package)
+};
+
+// The package's verdict from the route's tiers: a contract error, a NaN/Inf mismatch or a cosine fail
+// fails; a max-abs fail with cosine pass/review is "review" (the absolute tiers do not scale with the
+// output: fp32 summation order alone exceeds 1e-3 on mask logits in the tens; the route judges such
+// deviations end to end, docs/deploy.md); otherwise the tiers' verdict.
+Verdict verdict_for_package(const Comparison& c);
+
+struct PackageVerification {
+  std::vector<PackageVerifyRow> rows;
+  std::vector<std::string> notes;   // what was not run here and why
+  std::vector<std::string> errors;  // a file that failed to load or run (a fail)
+  double seconds = 0;
+  uint64_t seed = 0;
+  Verdict verdict() const;
+  nlohmann::json to_json() const;
+  std::string to_markdown() const;
+};
+
+// Inputs of a graph's contract with values a real caller could give: floats uniform in [-1, 1];
+// integer inputs named like token ids uniform in [0, vocab), other integers in {0, 1} (small indices
+// or flags); booleans 50/50 but false at the first entry of every row (no all-masked softmax row).
+std::map<std::string, Tensor> seeded_contract_inputs(const ir::Graph& g, const sam31::ModelConfig& cfg, uint64_t seed);
+
+// Verifies the models of the package folder `dir` (its model.json gives the config).
+PackageVerification verify_package_models(const std::string& dir, const PackageVerifyOptions& opt, std::ostream* log);
+
+}  // namespace segmux::verify
