@@ -18,8 +18,9 @@ allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may
     models) echo "core io ir kernels runtime models" ;;
     pipeline/model_store) echo "core io ir kernels runtime compiler models pipeline pipeline/model_store" ;;
     pipeline/*) echo "core io ir kernels runtime models pipeline" ;;
+    capi) echo "core io ir kernels runtime compiler models pipeline pipeline/model_store capi" ;;
     verify) echo "core io ir kernels runtime onnx compiler models pipeline pipeline/model_store verify" ;;
-    apps) echo "core io ir kernels runtime onnx compiler models pipeline pipeline/model_store verify apps" ;;
+    apps) echo "core io ir kernels runtime onnx compiler models pipeline pipeline/model_store capi verify apps" ;;
     *) echo "" ;;
   esac
 }

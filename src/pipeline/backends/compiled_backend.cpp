@@ -119,8 +119,8 @@ struct StateMemory {
 
 class CompiledBackend : public ModelBackend {
  public:
-  CompiledBackend(ModelConfig cfg, const std::string& dir, sam31::Tokenizer tok, int num_frames, int threads)
-      : cfg_(std::move(cfg)), tok_(std::move(tok)), num_frames_(num_frames) {
+  CompiledBackend(ModelConfig cfg, const std::string& dir, sam31::Tokenizer tok, int threads)
+      : cfg_(std::move(cfg)), tok_(std::move(tok)) {
     ExecutorOptions ex{threads, true};
     using sam31::CandidateId;
     auto load = [&](CandidateId id, const std::string& variant = "") {
@@ -192,6 +192,9 @@ class CompiledBackend : public ModelBackend {
   TrackerOutput propagate(const TrackerStateView& state, int t, bool reverse) override {
     StateMemory& sm = states_[state.state_id];
     sync_frame_kinds(sm, state);
+    // The frame count as the caller knows it now: a live stream's grows from call to call.
+    SEGMUX_CHECK(state.num_frames > t, "propagate: frame ", t, " is beyond the ", state.num_frames,
+                 " frames the state view reports");
     MultiplexAssignment a{state.buckets};
     const int M = cfg_.multiplex_count;
     const int64_t n = int64_t(state.obj_ids.size());
@@ -205,7 +208,7 @@ class CompiledBackend : public ModelBackend {
     opt.track_in_reverse = reverse;
     std::vector<std::map<std::string, Tensor>> outs;
     for (int b = 0; b < a.num_buckets(); ++b) {
-      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, num_frames_, cur, opt);
+      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, state.num_frames, cur, opt);
       // Debug aid for parity work: SEGMUX_DEBUG_DUMP=DIR writes every propagation input set.
       if (const char* dump = std::getenv("SEGMUX_DEBUG_DUMP")) {
         std::vector<std::pair<std::string, Tensor>> v(in.tensors.begin(), in.tensors.end());
@@ -451,7 +454,6 @@ class CompiledBackend : public ModelBackend {
 
   ModelConfig cfg_;
   sam31::Tokenizer tok_;
-  int num_frames_;
   Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
   Tensor lang_features_, lang_mask_;
   std::map<int, FrameFeatures> frames_;
@@ -462,8 +464,8 @@ class CompiledBackend : public ModelBackend {
 }  // namespace
 
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_frames, int num_threads) {
-  return std::make_unique<CompiledBackend>(cfg, model_dir, std::move(tokenizer), num_frames, num_threads);
+                                                    sam31::Tokenizer tokenizer, int num_threads) {
+  return std::make_unique<CompiledBackend>(cfg, model_dir, std::move(tokenizer), num_threads);
 }
 
 }  // namespace segmux::pipeline

@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kVersion = "segmux-0.1.0";
+const char* kVersion = "segmux-" SEGMUX_VERSION;  // project(VERSION) in CMakeLists.txt
 
 // The config and vocabulary recorded in a model folder's model.json.
 void read_model_json(const std::string& dir, sam31::ModelConfig& cfg, std::string& vocab) {
@@ -130,7 +130,7 @@ void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights
   write_file_atomic(out_dir + "/model.json", text.data(), text.size());
 }
 
-OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log) {
+OpenedModel open_model(const ModelSource& src, const LogFn& log) {
   OpenedModel m;
   std::string dir = src.model_dir, vocab = src.vocab;
   if (!src.weights.empty()) {
@@ -150,14 +150,14 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log)
       SEGMUX_CHECK(fs::exists(dir + "/" + f.file + ".smx"), "model folder '", dir, "' lacks ", f.file, ".smx");
   sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, m.config.text_context_length);
   try {
-    m.backend = open_compiled_backend(m.config, dir, tok, num_frames, src.num_threads);
+    m.backend = open_compiled_backend(m.config, dir, tok, src.num_threads);
   } catch (const Error& e) {
     if (src.weights.empty()) throw;  // a model folder the user gave: report, never delete
     // A cache entry of ours that no longer loads (a corrupted or truncated file): build it again.
     log(std::string("the cached model is damaged (") + e.what() + "): compiling it again");
     fs::remove_all(dir);
     dir = cached_model_dir(src, m.config, vocab, log);
-    m.backend = open_compiled_backend(m.config, dir, tok, num_frames, src.num_threads);
+    m.backend = open_compiled_backend(m.config, dir, tok, src.num_threads);
   }
   m.model_dir = dir;
   return m;
