@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# python3 + python3-numpy: the Python module's test (tests/python, scripts/check_install.sh).
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
@@ -14,6 +15,7 @@ APT_PACKAGES=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user
+  python3 python3-numpy
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
