@@ -84,7 +84,7 @@ typedef struct segmux_model_options {
 /* Sets defaults (everything NULL, num_threads 2). Thread-safe. */
 SEGMUX_API void segmux_model_options_init(segmux_model_options* options);
 /* Opens a model: loads a model folder, or compiles a checkpoint on first use (minutes for the full-size
- * model; later opens find it in the cache). Thread-safe (different models may be opened at once). */
+ * model; later opens find it in the cache). Thread-safe (concurrent opens are serialised). */
 SEGMUX_API segmux_status segmux_model_open(const segmux_model_options* options, segmux_model** model);
 /* Closes a model. Its session must be closed first (else SEGMUX_ERROR_BUSY and nothing is closed).
  * Not concurrently with any other call on the model or its session. */

@@ -297,6 +297,12 @@ class Session:
             self._model._session = None
         self._frames = None
 
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def _require(self):
         if self._handle is None:
             if self._frames is not None:

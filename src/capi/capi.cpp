@@ -119,7 +119,13 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
       if (o->log) o->log(o->log_user, line.c_str());
     };
     auto m = std::make_unique<segmux_model>();
-    m->opened = pl::open_model(src, log);
+    {
+      // Compiling a checkpoint on first use stages the cache entry in a folder named after the process:
+      // two threads of one process must not build it at once.
+      static std::mutex open_mu;
+      std::lock_guard<std::mutex> lock(open_mu);
+      m->opened = pl::open_model(src, log);
+    }
     // The control plane's settings: the official defaults sized to the model (as `segmux track`
     // does), or a JSON file over the defaults.
     pl::ControlConfig cc;
