@@ -113,6 +113,7 @@ segmux_status segmux_session_open_video(segmux_model* model, const char* path, s
       s.height = reader->height();
       s.source = reader.get();
       s.id = model->predictor->start_session(std::move(reader));
+      model->predictor->keep_decisions(s.id, false);  // the C API never reads them: memory stays bounded
     });
   });
 }
@@ -137,7 +138,10 @@ segmux_status segmux_session_push_frame(segmux_session* s, const uint8_t* rgb, i
     SEGMUX_SESSION_CALL(s, "segmux_session_push_frame");
     if (!s->live) return invalid("segmux_session_push_frame: not a live session (opened on a video)");
     const int index = s->live->push(rgb, width, height, stride);
-    if (s->unstarted) s->id = s->model->predictor->start_session(std::move(s->unstarted));
+    if (s->unstarted) {
+      s->id = s->model->predictor->start_session(std::move(s->unstarted));
+      s->model->predictor->keep_decisions(s->id, false);
+    }
     if (frame_index) *frame_index = index;
     return SEGMUX_OK;
   });
