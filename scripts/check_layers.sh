@@ -20,8 +20,9 @@ allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may
     pipeline/package) echo "core io ir kernels runtime onnx compiler models pipeline/package" ;;
     pipeline/model_store) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store" ;;
     pipeline/*) echo "core io ir kernels runtime models engines pipeline" ;;
+    capi) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi" ;;
     verify) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify" ;;
-    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify apps" ;;
+    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi verify apps" ;;
     *) echo "" ;;
   esac
 }

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# fonts-dejavu-core: the overlay labels' font (found at run time; a bitmap font otherwise). python3: a test
+# fonts-dejavu-core: the overlay labels' font (found at run time; a bitmap font otherwise).
+# python3 + python3-numpy: the Python module's test (tests/python, scripts/check_install.sh); a test
 # decodes tracks.json's COCO RLE with an independent decoder in Python.
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
@@ -14,7 +15,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
-  python3
+  python3 python3-numpy
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user
 )

@@ -17,6 +17,8 @@ cmake --build build/release -j "$JOBS"
 # setup.sh must install everything the build used (a machine with more installed must not hide a gap).
 bash scripts/check_packages.sh build/release
 ctest --test-dir build/release --output-on-failure -j 1
+# The installed package: C/C++ examples built out of tree (find_package and pkg-config), Python module.
+bash scripts/check_install.sh build/release
 
 # The acceptance commands of issues 3 and 4 on the golden fixtures: every candidate (both weight files,
 # our runtime and ONNX Runtime, the tokenizer), then the whole predictor against the official trace.

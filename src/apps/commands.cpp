@@ -1,5 +1,7 @@
 #include "apps/commands.h"
 
+#include <segmux/segmux.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -27,7 +29,7 @@ int dispatch(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version")) {
-    std::printf("segmux 0.1.0\n");
+    std::printf("segmux %s\n", segmux_version());
     return 0;
   }
   for (auto& c : commands())

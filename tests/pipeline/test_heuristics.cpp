@@ -261,6 +261,42 @@ TEST(ControlPlane, AssociationNewObjectsHotStartRemovalAndConfirmation) {
   EXPECT_EQ(cp.decisions().back().new_det_obj_ids, (std::vector<int64_t>{2}));
 }
 
+// The library's sessions keep only the latest frame's decisions: the same outputs, bounded memory.
+TEST(ControlPlane, KeepingOnlyTheLatestDecisionsChangesNoOutput) {
+  auto run = [](bool keep, size_t& kept) {
+    ScriptedBackend be;
+    auto src = make_blank_frame_source(12, kVideo, kVideo);
+    for (int f = 0; f < 12; ++f) {
+      ScriptedFrame s;
+      s.det_logits = {3.f};
+      s.det_boxes_px = {{2, 2, 8, 8}};
+      s.trk[0] = {2, 2, 8, 8};
+      be.frames[f] = s;
+    }
+    be.frames[1].det_logits.push_back(3.f);
+    be.frames[1].det_boxes_px.push_back({10, 10, 14, 14});
+    for (int f = 2; f < 12; ++f) be.frames[f].trk[1] = {10, 10, 14, 14};
+    ControlConfig cfg = small_config();
+    cfg.hotstart_unmatch_thresh = 3;
+    cfg.hotstart_delay = 4;
+    VideoControlPlane cp(be, *src, cfg);
+    cp.keep_decisions(keep);
+    std::vector<std::vector<int64_t>> ids{cp.add_text_prompt(0, "thing").obj_ids};
+    cp.propagate(0, -1, false, [&](FrameOutput o) {
+      ids.push_back(o.obj_ids);
+      return true;
+    });
+    kept = cp.decisions().size();
+    return ids;
+  };
+  size_t all = 0, latest = 0;
+  const auto with_all = run(true, all), with_latest = run(false, latest);
+  EXPECT_EQ(with_all, with_latest);
+  EXPECT_EQ(with_all.size(), 13u);
+  EXPECT_EQ(all, 13u);  // add_prompt + 12 propagated frames
+  EXPECT_EQ(latest, 1u);
+}
+
 TEST(ControlPlane, DuplicateTracksRemovedByOverlapCount) {
   ScriptedBackend be;
   auto src = make_blank_frame_source(8, kVideo, kVideo);

@@ -131,8 +131,8 @@ struct StateMemory {
 
 class CompiledBackend : public ModelBackend {
  public:
-  CompiledBackend(ModelConfig cfg, const CandidateRunnerFactory& open, sam31::Tokenizer tok, int num_frames)
-      : cfg_(std::move(cfg)), tok_(std::move(tok)), num_frames_(num_frames) {
+  CompiledBackend(ModelConfig cfg, const CandidateRunnerFactory& open, sam31::Tokenizer tok)
+      : cfg_(std::move(cfg)), tok_(std::move(tok)) {
     using sam31::CandidateId;
     auto load = [&](CandidateId id, const std::string& variant = "") {
       for (const sam31::CompiledFile& f : sam31::compiled_files())
@@ -213,6 +213,9 @@ class CompiledBackend : public ModelBackend {
   TrackerOutput propagate(const TrackerStateView& state, int t, bool reverse) override {
     StateMemory& sm = states_[state.state_id];
     sync_frame_kinds(sm, state);
+    // The frame count as the caller knows it now: a live stream's grows from call to call.
+    SEGMUX_CHECK(state.num_frames > t, "propagate: frame ", t, " is beyond the ", state.num_frames,
+                 " frames the state view reports");
     MultiplexAssignment a{state.buckets};
     const int M = cfg_.multiplex_count;
     const int64_t n = int64_t(state.obj_ids.size());
@@ -226,7 +229,7 @@ class CompiledBackend : public ModelBackend {
     opt.track_in_reverse = reverse;
     std::vector<std::map<std::string, Tensor>> outs;
     for (int b = 0; b < a.num_buckets(); ++b) {
-      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, num_frames_, cur, opt);
+      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, state.num_frames, cur, opt);
       // Debug aid for parity work: SEGMUX_DEBUG_DUMP=DIR writes every propagation input set.
       if (const char* dump = std::getenv("SEGMUX_DEBUG_DUMP")) {
         std::vector<std::pair<std::string, Tensor>> v(in.tensors.begin(), in.tensors.end());
@@ -473,7 +476,6 @@ class CompiledBackend : public ModelBackend {
 
   ModelConfig cfg_;
   sam31::Tokenizer tok_;
-  int num_frames_;
   Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
   Tensor lang_features_, lang_mask_;
   static constexpr size_t kMaxCachedTexts = 64;
@@ -486,17 +488,17 @@ class CompiledBackend : public ModelBackend {
 }  // namespace
 
 std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const CandidateRunnerFactory& open,
-                                           sam31::Tokenizer tokenizer, int num_frames) {
-  return std::make_unique<CompiledBackend>(cfg, open, std::move(tokenizer), num_frames);
+                                           sam31::Tokenizer tokenizer) {
+  return std::make_unique<CompiledBackend>(cfg, open, std::move(tokenizer));
 }
 
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_frames, int num_threads) {
+                                                    sam31::Tokenizer tokenizer, int num_threads) {
   ExecutorOptions ex{num_threads, true};
   auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
     return std::make_unique<SmxRunner>(load_compiled(model_dir + "/" + f.file + ".smx", ex));
   };
-  return open_backend(cfg, open, std::move(tokenizer), num_frames);
+  return open_backend(cfg, open, std::move(tokenizer));
 }
 
 }  // namespace segmux::pipeline

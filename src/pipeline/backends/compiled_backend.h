@@ -12,13 +12,14 @@
 
 namespace segmux::pipeline {
 
-// Loads every compiled file of `model_dir` (error naming the missing or broken one).
-// num_frames: frames of the video the backend will serve (object-pointer temporal encodings use it).
+// Loads every compiled file of `model_dir` (error naming the missing or broken one). The frame count
+// the object-pointer temporal encodings use comes with each call (TrackerStateView::num_frames), so
+// one backend serves videos of any length and live streams whose count grows.
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_frames, int num_threads);
+                                                    sam31::Tokenizer tokenizer, int num_threads);
 
 // The same glue on any engine: `open` gives the runner of each compiled file.
 std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const CandidateRunnerFactory& open,
-                                           sam31::Tokenizer tokenizer, int num_frames);
+                                           sam31::Tokenizer tokenizer);
 
 }  // namespace segmux::pipeline

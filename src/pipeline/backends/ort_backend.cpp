@@ -36,7 +36,7 @@ std::string onnx_candidate_path(const std::string& model_dir, const std::string&
 }
 
 std::unique_ptr<ModelBackend> open_ort_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                               sam31::Tokenizer tokenizer, int num_frames, int num_threads) {
+                                               sam31::Tokenizer tokenizer, int num_threads) {
   std::string why;
   SEGMUX_CHECK(engine_available("ort", &why), why);
   auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
@@ -49,7 +49,7 @@ std::unique_ptr<ModelBackend> open_ort_backend(const sam31::ModelConfig& cfg, co
       fail("'", path, "': ", e.what());
     }
   };
-  return open_backend(cfg, open, std::move(tokenizer), num_frames);
+  return open_backend(cfg, open, std::move(tokenizer));
 }
 
 }  // namespace segmux::pipeline

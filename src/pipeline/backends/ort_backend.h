@@ -22,6 +22,6 @@ std::string onnx_candidate_path(const std::string& model_dir, const std::string&
 // Opens every DIR/onnx/<file>.onnx in ONNX Runtime (error naming a missing or broken file, or saying
 // why the engine is not available).
 std::unique_ptr<ModelBackend> open_ort_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                               sam31::Tokenizer tokenizer, int num_frames, int num_threads);
+                                               sam31::Tokenizer tokenizer, int num_threads);
 
 }  // namespace segmux::pipeline

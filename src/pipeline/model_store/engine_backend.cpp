@@ -55,12 +55,12 @@ void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& we
 }
 
 std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
-                                                  const std::string& dir, sam31::Tokenizer tok, int num_frames,
+                                                  const std::string& dir, sam31::Tokenizer tok,
                                                   const LogFn& log) {
   require_engine(src.engine);
-  if (src.engine == "smx") return open_compiled_backend(cfg, dir, std::move(tok), num_frames, src.num_threads);
+  if (src.engine == "smx") return open_compiled_backend(cfg, dir, std::move(tok), src.num_threads);
   if (!src.weights.empty()) ensure_onnx_candidates(cfg, src.weights, dir, log);
-  return open_ort_backend(cfg, dir, std::move(tok), num_frames, src.num_threads);
+  return open_ort_backend(cfg, dir, std::move(tok), src.num_threads);
 }
 
 }  // namespace segmux::pipeline

@@ -23,7 +23,7 @@ void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& we
 // The backend of src.engine on the model folder `dir` (the ONNX files exported first when the model
 // comes from a checkpoint).
 std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
-                                                  const std::string& dir, sam31::Tokenizer tok, int num_frames,
+                                                  const std::string& dir, sam31::Tokenizer tok,
                                                   const LogFn& log);
 
 }  // namespace segmux::pipeline

@@ -142,7 +142,7 @@ void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights
        {"config", nlohmann::json::parse(sam31::config_to_json(cfg))}});
 }
 
-OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log) {
+OpenedModel open_model(const ModelSource& src, const LogFn& log) {
   OpenedModel m;
   require_engine(src.engine);  // before anything is compiled (and never taken for a damaged cache entry)
   std::string dir = src.model_dir, vocab = src.vocab;
@@ -164,14 +164,14 @@ OpenedModel open_model(const ModelSource& src, int num_frames, const LogFn& log)
       SEGMUX_CHECK(fs::exists(dir + "/" + f.file + ".smx"), "model folder '", dir, "' lacks ", f.file, ".smx");
   sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, m.config.text_context_length);
   try {
-    m.backend = open_engine_backend(src, m.config, dir, tok, num_frames, log);
+    m.backend = open_engine_backend(src, m.config, dir, tok, log);
   } catch (const Error& e) {
     if (src.weights.empty()) throw;  // a model folder the user gave: report, never delete
     // A cache entry of ours that no longer loads (a corrupted or truncated file): build it again.
     log(std::string("the cached model is damaged (") + e.what() + "): compiling it again");
     fs::remove_all(dir);
     dir = cached_model_dir(src, m.config, vocab, log);
-    m.backend = open_engine_backend(src, m.config, dir, tok, num_frames, log);
+    m.backend = open_engine_backend(src, m.config, dir, tok, log);
   }
   m.model_dir = dir;
   return m;

@@ -20,6 +20,9 @@
 
 namespace segmux::package {
 
+const char* const kVersion = "segmux-" SEGMUX_VERSION;
+
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 

@@ -22,7 +22,7 @@ namespace segmux::package {
 
 using LogFn = std::function<void(const std::string&)>;
 
-inline constexpr const char* kVersion = "segmux-0.1.0";
+extern const char* const kVersion;  // "segmux-" + project(VERSION) in CMakeLists.txt
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kPackageFormat = "segmux-package-1";
 

@@ -257,6 +257,7 @@ void VideoControlPlane::record_frame(FrameWork& w, const PendingFrame& pending) 
   d.build_outputs_obj_ids = pending.obj_ids;
   d.build_outputs_masks = pending.masks;
   d.metadata_after = meta_;
+  if (!keep_decisions_) decisions_.clear();  // the propagation reads only the latest frame's
   decisions_.push_back(std::move(d));
 }
 

@@ -86,6 +86,8 @@ class VideoPredictor {
 
   // The decisions taken so far in a session (for tools and tests).
   const std::vector<FrameDecisions>& decisions(const std::string& session_id) const;
+  // false: a session keeps only its latest frame's decisions (bounded memory on long or live videos).
+  void keep_decisions(const std::string& session_id, bool keep);
 
  private:
   struct Session {

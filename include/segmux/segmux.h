@@ -1,0 +1,201 @@
+/* segmux C API: SAM 3.1 text-prompted video segmentation and tracking (docs/library.md).
+ *
+ *   segmux_model_options mo;  segmux_model_options_init(&mo);  mo.model_dir = "model/";
+ *   segmux_model* model;      segmux_model_open(&mo, &model);
+ *   segmux_session* s;        segmux_session_open_video(model, "video.mp4", &s);
+ *   segmux_prompt p;          segmux_prompt_init(&p);  p.frame_index = 0;  p.text = "person";
+ *   segmux_session_add_prompt(s, &p, NULL);
+ *   segmux_session_propagate(s, NULL, on_frame, user);   (or propagate_begin + next_frame)
+ *   segmux_session_close(s);  segmux_model_close(model);
+ *
+ * Conventions
+ * - Every function that can fail returns a segmux_status; on failure segmux_last_error() gives a
+ *   message naming what is wrong (per thread, valid until the thread's next segmux call). No C++
+ *   exception ever leaves the library.
+ * - Handles are opaque; the close and free functions accept NULL. Strings are UTF-8, NUL-terminated; paths are
+ *   file system paths. Option structs start with struct_size (set by their _init function) so that
+ *   later versions can add fields at the end without breaking callers built against this header.
+ * - Thread safety: each function says which. In short: functions without a handle, and segmux_frame
+ *   accessors on different frames, may run on any thread at once. A model serves one session at a
+ *   time (segmux_session_open_* returns SEGMUX_ERROR_BUSY while another session of the model is open).
+ *   A session's functions must not run concurrently on that session: a second call while one runs
+ *   returns SEGMUX_ERROR_BUSY instead of racing. Handles may move between threads.
+ * - Coordinates: boxes are [x, y, width, height] normalised to [0, 1] of the video frame; masks are
+ *   at the video's original size, row-major, one byte per pixel (0 or 1). */
+#ifndef SEGMUX_SEGMUX_H
+#define SEGMUX_SEGMUX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "segmux/version.h"
+
+#if defined(_WIN32)
+#define SEGMUX_API
+#else
+#define SEGMUX_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum segmux_status {
+  SEGMUX_OK = 0,
+  SEGMUX_END = 1,                     /* segmux_session_next_frame: the propagation has no more frames */
+  SEGMUX_ERROR_INVALID_ARGUMENT = -1, /* NULL handle or pointer, bad option value, wrong struct_size */
+  SEGMUX_ERROR_FAILED = -2,           /* the request failed: bad file, model, frame index, ... (see message) */
+  SEGMUX_ERROR_BUSY = -3,             /* the handle is in use (see thread safety) */
+  SEGMUX_ERROR_OUT_OF_MEMORY = -4,
+  SEGMUX_ERROR_INTERNAL = -5 /* an unexpected failure inside segmux (a bug: please report it) */
+} segmux_status;
+
+typedef struct segmux_model segmux_model;     /* a compiled SAM 3.1 model, ready to run */
+typedef struct segmux_session segmux_session; /* one video (file, frame folder or live frames) */
+typedef struct segmux_frame segmux_frame;     /* the outputs of one frame */
+
+/* ---- Library ------------------------------------------------------------------------------------ */
+
+/* "MAJOR.MINOR.PATCH" of the library actually loaded (compare with SEGMUX_VERSION_STRING, the header's).
+ * Thread-safe. */
+SEGMUX_API const char* segmux_version(void);
+/* The calling thread's message for its last failed call ("" when none). Thread-safe (per thread). */
+SEGMUX_API const char* segmux_last_error(void);
+/* A fixed name for a status ("SEGMUX_ERROR_BUSY"). Thread-safe. */
+SEGMUX_API const char* segmux_status_name(segmux_status status);
+
+/* ---- Models ------------------------------------------------------------------------------------- */
+
+typedef void (*segmux_log_fn)(void* user, const char* line);
+
+typedef struct segmux_model_options {
+  size_t struct_size;         /* sizeof(segmux_model_options) */
+  const char* model_dir;      /* a model folder (model.json + compiled .smx files); or NULL and: */
+  const char* checkpoint;     /* a SAM 3.1 checkpoint (.pt / .safetensors), compiled on first use into the cache */
+  const char* config;         /* model config JSON for the checkpoint (NULL: the full-size SAM 3.1) */
+  const char* vocab;          /* BPE vocabulary .txt.gz (NULL: found beside the checkpoint / in the model) */
+  const char* cache_dir;      /* compiled-model cache (NULL: $XDG_CACHE_HOME/segmux or ~/.cache/segmux) */
+  const char* control_config; /* JSON with control-plane settings over the official defaults, or NULL */
+  int num_threads;            /* CPU threads (default 2) */
+  segmux_log_fn log;          /* progress lines (e.g. while compiling), or NULL */
+  void* log_user;
+} segmux_model_options;
+
+/* Sets defaults (everything NULL, num_threads 2). Thread-safe. */
+SEGMUX_API void segmux_model_options_init(segmux_model_options* options);
+/* Opens a model: loads a model folder, or compiles a checkpoint on first use (minutes for the full-size
+ * model; later opens find it in the cache). Thread-safe (concurrent opens are serialised). */
+SEGMUX_API segmux_status segmux_model_open(const segmux_model_options* options, segmux_model** model);
+/* Closes a model. Its session must be closed first (else SEGMUX_ERROR_BUSY and nothing is closed).
+ * Not concurrently with any other call on the model or its session. */
+SEGMUX_API segmux_status segmux_model_close(segmux_model* model);
+
+/* ---- Sessions ----------------------------------------------------------------------------------- */
+
+/* A session on a video file (MP4/MOV/WebM/..., animated GIF) or a folder of frame images (sorted by
+ * name). Not concurrently with other calls on the same model. */
+SEGMUX_API segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session);
+/* A live session: frames come one at a time from segmux_session_push_frame, the frame count is not
+ * known in advance. The session keeps the last `keep_frames` pushed frames (at least 1; 0: 16) for
+ * prompts and tracking. Not concurrently with other calls on the same model. */
+SEGMUX_API segmux_status segmux_session_open_live(segmux_model* model, int width, int height, int keep_frames,
+                                                  segmux_session** session);
+/* Live sessions: appends a frame, RGB u8 rows of width*3 bytes `stride` apart (0: width*3), of the size
+ * given at open. *frame_index (may be NULL) receives its index (0, 1, ...). Then track it with
+ * segmux_session_propagate(..., {SEGMUX_FORWARD, start_frame_index = that index, max_frame_num_to_track = 0}).
+ * Session thread rule. */
+SEGMUX_API segmux_status segmux_session_push_frame(segmux_session* session, const uint8_t* rgb, int width, int height,
+                                                   size_t stride, int* frame_index);
+/* Frames known to the session (live: pushed so far), and the frame size. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_info(segmux_session* session, int* num_frames, int* width, int* height);
+
+/* A prompt. Text only today; points and boxes have their fields so that they can be used when the
+ * engine accepts them (until then a prompt with them fails with a message saying so). */
+typedef struct segmux_prompt {
+  size_t struct_size;      /* sizeof(segmux_prompt) */
+  int frame_index;         /* the frame the prompt is on */
+  const char* text;        /* noun phrase, e.g. "person"; resets the session's objects */
+  const float* boxes_xywh; /* num_boxes x 4, normalised [0, 1] */
+  const int* box_labels;   /* num_boxes: 1 positive, 0 negative */
+  size_t num_boxes;
+  const float* points_xy;  /* num_points x 2, normalised [0, 1] */
+  const int* point_labels; /* num_points: 1 positive, 0 negative */
+  size_t num_points;
+  int64_t obj_id; /* the object points refine; -1: none */
+} segmux_prompt;
+
+/* Sets defaults (frame 0, no text, no boxes or points, obj_id -1). Thread-safe. */
+SEGMUX_API void segmux_prompt_init(segmux_prompt* prompt);
+/* Adds a prompt and runs its frame. *outputs (may be NULL: not wanted) receives the frame's outputs,
+ * to be freed with segmux_frame_free. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_add_prompt(segmux_session* session, const segmux_prompt* prompt,
+                                                   segmux_frame** outputs);
+
+typedef enum segmux_direction { SEGMUX_BOTH = 0, SEGMUX_FORWARD = 1, SEGMUX_BACKWARD = 2 } segmux_direction;
+
+typedef struct segmux_propagate_options {
+  size_t struct_size;         /* sizeof(segmux_propagate_options) */
+  segmux_direction direction; /* SEGMUX_BOTH (default): forward from the start frame, then backward */
+  int start_frame_index;      /* -1 (default): the first prompted frame */
+  int max_frame_num_to_track; /* frames beyond the start frame per direction; -1 (default): all */
+} segmux_propagate_options;
+
+/* Sets defaults (both directions, from the first prompted frame, all frames). Thread-safe. */
+SEGMUX_API void segmux_propagate_options_init(segmux_propagate_options* options);
+
+/* Called once per output frame, in processing order (outputs are held back a few frames by the
+ * official hot-start rule). `frame` is valid during the call only (segmux_frame_clone keeps it).
+ * Return nonzero to go on, 0 to stop the propagation. It runs on the calling thread and must not call
+ * functions of this session. */
+typedef int (*segmux_frame_fn)(void* user, const segmux_frame* frame);
+
+/* Propagates the prompts through the video (official propagate_in_video). options may be NULL
+ * (defaults). Stopping through the callback is not an error. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_propagate(segmux_session* session, const segmux_propagate_options* options,
+                                                  segmux_frame_fn on_frame, void* user);
+/* The same, pulled one frame at a time: begin, then next_frame until it returns SEGMUX_END (or an
+ * error). Each *frame is the caller's, to be freed with segmux_frame_free. The propagation runs on a
+ * worker thread one frame ahead at most, so memory stays bounded. While it is open, every other call
+ * on the session but next_frame, cancel and close returns SEGMUX_ERROR_BUSY. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_propagate_begin(segmux_session* session,
+                                                        const segmux_propagate_options* options);
+SEGMUX_API segmux_status segmux_session_next_frame(segmux_session* session, segmux_frame** frame);
+/* Ends a pulled propagation early (no-op when none runs). Session thread rule. */
+SEGMUX_API segmux_status segmux_session_cancel(segmux_session* session);
+
+/* Removes an object from the session; *removed (may be NULL) is 1 when it existed. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_remove_object(segmux_session* session, int64_t obj_id, int* removed);
+/* Forgets prompts, objects and cached features; the video stays. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_reset(segmux_session* session);
+/* Closes a session (cancels a pulled propagation first). Not concurrently with other calls on it. */
+SEGMUX_API void segmux_session_close(segmux_session* session);
+
+/* ---- Frame outputs (official per-frame outputs: out_obj_ids, out_probs, out_boxes_xywh, masks) -- */
+/* Accessors are thread-safe on a frame nobody frees meanwhile. Pointers stay valid as long as the frame. */
+
+SEGMUX_API int segmux_frame_index(const segmux_frame* frame);
+SEGMUX_API size_t segmux_frame_num_objects(const segmux_frame* frame);
+SEGMUX_API int segmux_frame_width(const segmux_frame* frame);
+SEGMUX_API int segmux_frame_height(const segmux_frame* frame);
+/* num_objects ids, ascending. */
+SEGMUX_API const int64_t* segmux_frame_obj_ids(const segmux_frame* frame);
+/* num_objects scores: the detection score that created each object (official out_probs). */
+SEGMUX_API const float* segmux_frame_scores(const segmux_frame* frame);
+/* num_objects x 4 boxes [x, y, w, h], normalised (official out_boxes_xywh). */
+SEGMUX_API const float* segmux_frame_boxes_xywh(const segmux_frame* frame);
+/* Object k's mask: height x width bytes, row-major, 0 or 1 (after the official non-overlap step);
+ * NULL when k is out of range. */
+SEGMUX_API const uint8_t* segmux_frame_mask(const segmux_frame* frame, size_t k);
+/* Object k's mask as COCO uncompressed RLE: runs over the column-major mask, alternating 0s and 1s,
+ * starting with 0s; *counts is valid as long as the frame. */
+SEGMUX_API segmux_status segmux_frame_mask_rle(const segmux_frame* frame, size_t k, const int64_t** counts,
+                                               size_t* num_counts);
+/* A copy that outlives a callback; NULL when out of memory. */
+SEGMUX_API segmux_frame* segmux_frame_clone(const segmux_frame* frame);
+SEGMUX_API void segmux_frame_free(segmux_frame* frame);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SEGMUX_SEGMUX_H */

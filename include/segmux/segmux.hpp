@@ -1,0 +1,218 @@
+// segmux C++ API: a header-only wrapper over the C API (segmux/segmux.h), so the library's ABI stays
+// the C one whatever compiler or standard library the application uses. Errors throw segmux::Exception (a distinct name
+// from the engine's internal segmux::Error, which never leaves the library).
+//
+//   segmux::Model model(segmux::Model::Options().model_dir("model/"));
+//   segmux::Session session = model.open_video("video.mp4");
+//   session.add_text_prompt(0, "person");
+//   session.propagate([](const segmux::FrameView& f) { ...; return true; });
+//
+// Thread safety is the C API's (one call at a time per session; one open session per model).
+#ifndef SEGMUX_SEGMUX_HPP
+#define SEGMUX_SEGMUX_HPP
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "segmux/segmux.h"
+
+namespace segmux {
+
+class Exception : public std::runtime_error {
+ public:
+  Exception(segmux_status status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  segmux_status status() const { return status_; }
+
+ private:
+  segmux_status status_;
+};
+
+namespace detail {
+inline segmux_status check(segmux_status s) {
+  if (s < 0) throw Exception(s, std::string(segmux_status_name(s)) + ": " + segmux_last_error());
+  return s;
+}
+}  // namespace detail
+
+// The outputs of one frame, borrowed (valid as long as the frame it views).
+class FrameView {
+ public:
+  explicit FrameView(const segmux_frame* f) : f_(f) {}
+  int index() const { return segmux_frame_index(f_); }
+  size_t size() const { return segmux_frame_num_objects(f_); }
+  int width() const { return segmux_frame_width(f_); }
+  int height() const { return segmux_frame_height(f_); }
+  int64_t obj_id(size_t k) const { return segmux_frame_obj_ids(f_)[k]; }
+  float score(size_t k) const { return segmux_frame_scores(f_)[k]; }
+  const float* box_xywh(size_t k) const { return segmux_frame_boxes_xywh(f_) + 4 * k; }
+  const uint8_t* mask(size_t k) const { return segmux_frame_mask(f_, k); }  // height x width, 0/1
+  std::vector<int64_t> mask_rle(size_t k) const {
+    const int64_t* counts = nullptr;
+    size_t n = 0;
+    detail::check(segmux_frame_mask_rle(f_, k, &counts, &n));
+    return std::vector<int64_t>(counts, counts + n);
+  }
+  const segmux_frame* get() const { return f_; }
+
+ private:
+  const segmux_frame* f_;
+};
+
+// An owned frame.
+class Frame : public FrameView {
+ public:
+  explicit Frame(segmux_frame* f) : FrameView(f), owned_(f) {}
+  Frame(Frame&& o) noexcept : FrameView(o.owned_), owned_(std::exchange(o.owned_, nullptr)) {}
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
+  Frame& operator=(Frame&&) = delete;
+  ~Frame() { segmux_frame_free(owned_); }
+
+ private:
+  segmux_frame* owned_;
+};
+
+struct PropagateOptions {
+  segmux_direction direction = SEGMUX_BOTH;
+  int start_frame_index = -1;       // -1: the first prompted frame
+  int max_frame_num_to_track = -1;  // -1: all
+};
+
+class Session {
+ public:
+  explicit Session(segmux_session* s) : s_(s) {}
+  Session(Session&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  Session& operator=(Session&&) = delete;
+  ~Session() { segmux_session_close(s_); }
+
+  Frame add_text_prompt(int frame_index, const std::string& text) {
+    segmux_prompt p;
+    segmux_prompt_init(&p);
+    p.frame_index = frame_index;
+    p.text = text.c_str();
+    segmux_frame* out = nullptr;
+    detail::check(segmux_session_add_prompt(s_, &p, &out));
+    return Frame(out);
+  }
+  // Pushes an RGB frame into a live session; returns its index.
+  int push_frame(const uint8_t* rgb, int width, int height, size_t stride = 0) {
+    int index = -1;
+    detail::check(segmux_session_push_frame(s_, rgb, width, height, stride, &index));
+    return index;
+  }
+  // Calls on_frame(FrameView) for each output frame; returning false stops. An exception thrown by
+  // on_frame stops the propagation and is rethrown here.
+  void propagate(const std::function<bool(const FrameView&)>& on_frame, const PropagateOptions& o = {}) {
+    struct Ctx {
+      const std::function<bool(const FrameView&)>* fn;
+      std::exception_ptr error;
+    } ctx{&on_frame, nullptr};
+    segmux_propagate_options opt = c_options(o);
+    segmux_status s = segmux_session_propagate(
+        s_, &opt,
+        [](void* user, const segmux_frame* f) -> int {
+          auto* c = static_cast<Ctx*>(user);
+          try {
+            return (*c->fn)(FrameView(f)) ? 1 : 0;
+          } catch (...) {
+            c->error = std::current_exception();
+            return 0;
+          }
+        },
+        &ctx);
+    if (ctx.error) std::rethrow_exception(ctx.error);
+    detail::check(s);
+  }
+  // Pull style: begin(), then next() until it returns false.
+  void begin(const PropagateOptions& o = {}) {
+    segmux_propagate_options opt = c_options(o);
+    detail::check(segmux_session_propagate_begin(s_, &opt));
+  }
+  bool next(segmux_frame** out) { return detail::check(segmux_session_next_frame(s_, out)) == SEGMUX_OK; }
+  void cancel() { detail::check(segmux_session_cancel(s_)); }
+  bool remove_object(int64_t obj_id) {
+    int removed = 0;
+    detail::check(segmux_session_remove_object(s_, obj_id, &removed));
+    return removed != 0;
+  }
+  void reset() { detail::check(segmux_session_reset(s_)); }
+  int num_frames() const {
+    int n = 0;
+    detail::check(segmux_session_info(s_, &n, nullptr, nullptr));
+    return n;
+  }
+  segmux_session* get() const { return s_; }
+
+ private:
+  static segmux_propagate_options c_options(const PropagateOptions& o) {
+    segmux_propagate_options opt;
+    segmux_propagate_options_init(&opt);
+    opt.direction = o.direction;
+    opt.start_frame_index = o.start_frame_index;
+    opt.max_frame_num_to_track = o.max_frame_num_to_track;
+    return opt;
+  }
+  segmux_session* s_;
+};
+
+class Model {
+ public:
+  struct Options {
+    std::string model_dir_, checkpoint_, config_, vocab_, cache_dir_, control_config_;
+    int num_threads_ = 2;
+    Options& model_dir(std::string v) { return model_dir_ = std::move(v), *this; }
+    Options& checkpoint(std::string v) { return checkpoint_ = std::move(v), *this; }
+    Options& config(std::string v) { return config_ = std::move(v), *this; }
+    Options& vocab(std::string v) { return vocab_ = std::move(v), *this; }
+    Options& cache_dir(std::string v) { return cache_dir_ = std::move(v), *this; }
+    Options& control_config(std::string v) { return control_config_ = std::move(v), *this; }
+    Options& num_threads(int v) { return num_threads_ = v, *this; }
+  };
+
+  explicit Model(const Options& o) {
+    segmux_model_options mo;
+    segmux_model_options_init(&mo);
+    auto str = [](const std::string& s) { return s.empty() ? nullptr : s.c_str(); };
+    mo.model_dir = str(o.model_dir_);
+    mo.checkpoint = str(o.checkpoint_);
+    mo.config = str(o.config_);
+    mo.vocab = str(o.vocab_);
+    mo.cache_dir = str(o.cache_dir_);
+    mo.control_config = str(o.control_config_);
+    mo.num_threads = o.num_threads_;
+    detail::check(segmux_model_open(&mo, &m_));
+  }
+  Model(Model&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  Model& operator=(Model&&) = delete;
+  ~Model() { segmux_model_close(m_); }
+
+  Session open_video(const std::string& path) {
+    segmux_session* s = nullptr;
+    detail::check(segmux_session_open_video(m_, path.c_str(), &s));
+    return Session(s);
+  }
+  Session open_live(int width, int height, int keep_frames = 0) {
+    segmux_session* s = nullptr;
+    detail::check(segmux_session_open_live(m_, width, height, keep_frames, &s));
+    return Session(s);
+  }
+  segmux_model* get() const { return m_; }
+
+ private:
+  segmux_model* m_ = nullptr;
+};
+
+inline std::string version() { return segmux_version(); }
+
+}  // namespace segmux
+
+#endif  // SEGMUX_SEGMUX_HPP

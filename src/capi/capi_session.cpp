@@ -1,0 +1,327 @@
+// The C API's sessions: video and live sources, prompts, propagation (callback and pulled).
+#include <cstring>
+#include <optional>
+
+#include "capi/capi_internal.h"
+#include "core/error.h"
+#include "pipeline/media/video_io.h"
+
+using segmux::capi::guard;
+using segmux::capi::invalid;
+namespace pl = segmux::pipeline;
+
+namespace {
+
+// One call at a time per session: a second concurrent call is refused, never raced.
+class SessionUse {
+ public:
+  explicit SessionUse(segmux_session* s) : s_(s), ok_(s && !s->busy.exchange(true)) {}
+  ~SessionUse() {
+    if (ok_) s_->busy.store(false);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  segmux_session* s_;
+  bool ok_;
+};
+
+segmux_status busy(const char* what) {
+  segmux::capi::set_last_error(std::string(what) + ": the session is in use by another call or a pulled propagation");
+  return SEGMUX_ERROR_BUSY;
+}
+
+// Checks a session handle for a call other than the pull functions.
+#define SEGMUX_SESSION_CALL(s, what)                                 \
+  if (!(s)) return invalid(std::string(what) + ": session is NULL"); \
+  SessionUse use_(s);                                                \
+  if (!use_.ok() || (s)->pull) return busy(what)
+
+segmux_status open_session(segmux_model* model, segmux_session** out, const char* what,
+                           const std::function<void(segmux_session&)>& start) {
+  if (!model || !out) return invalid(std::string(what) + ": model and session must not be NULL");
+  *out = nullptr;
+  std::lock_guard<std::mutex> lock(model->mu);
+  if (model->session) {
+    segmux::capi::set_last_error(std::string(what) +
+                                 ": the model already has an open session (a model serves one video at a time)");
+    return SEGMUX_ERROR_BUSY;
+  }
+  auto s = std::make_unique<segmux_session>();
+  s->model = model;
+  start(*s);
+  model->session = s.get();
+  *out = s.release();
+  return SEGMUX_OK;
+}
+
+pl::PropagateRequest request_of(const segmux_propagate_options* o) {
+  segmux_propagate_options d;
+  segmux_propagate_options_init(&d);
+  if (!o) o = &d;
+  SEGMUX_CHECK(o->struct_size >= sizeof(segmux_propagate_options), "propagate options: struct_size is ", o->struct_size,
+               " (call segmux_propagate_options_init)");
+  pl::PropagateRequest r;
+  switch (o->direction) {
+    case SEGMUX_BOTH:
+      r.direction = pl::PropagationDirection::Both;
+      break;
+    case SEGMUX_FORWARD:
+      r.direction = pl::PropagationDirection::Forward;
+      break;
+    case SEGMUX_BACKWARD:
+      r.direction = pl::PropagationDirection::Backward;
+      break;
+    default:
+      segmux::fail("propagate options: direction ", int(o->direction), " is not a segmux_direction");
+  }
+  SEGMUX_CHECK(o->start_frame_index >= -1, "propagate options: start_frame_index ", o->start_frame_index,
+               " (-1 = the first prompted frame)");
+  SEGMUX_CHECK(o->max_frame_num_to_track >= -1, "propagate options: max_frame_num_to_track ", o->max_frame_num_to_track,
+               " (-1 = all)");
+  if (o->start_frame_index >= 0) r.start_frame_index = o->start_frame_index;
+  if (o->max_frame_num_to_track >= 0) r.max_frame_num_to_track = o->max_frame_num_to_track;
+  return r;
+}
+
+void require_started(const segmux_session* s, const char* what) {
+  SEGMUX_CHECK(!s->id.empty(), what, ": the live session has no frame yet (push one first)");
+}
+
+// Stops a pulled propagation and waits for its worker.
+void stop_pull(segmux_session* s) {
+  if (!s->pull) return;
+  {
+    std::lock_guard<std::mutex> lock(s->pull->mu);
+    s->pull->cancel = true;
+  }
+  s->pull->cv.notify_all();
+  if (s->pull->worker.joinable()) s->pull->worker.join();
+  s->pull.reset();
+}
+
+}  // namespace
+
+extern "C" {
+
+segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session) {
+  return guard([&] {
+    if (!path || !*path) return invalid("segmux_session_open_video: no path");
+    return open_session(model, session, "segmux_session_open_video", [&](segmux_session& s) {
+      auto reader = pl::open_video(path);
+      s.width = reader->width();
+      s.height = reader->height();
+      s.source = reader.get();
+      s.id = model->predictor->start_session(std::move(reader));
+      model->predictor->keep_decisions(s.id, false);  // the C API never reads them: memory stays bounded
+    });
+  });
+}
+
+segmux_status segmux_session_open_live(segmux_model* model, int width, int height, int keep_frames,
+                                       segmux_session** session) {
+  return guard([&] {
+    if (keep_frames < 0) return invalid("segmux_session_open_live: keep_frames must be >= 0 (0: the default 16)");
+    return open_session(model, session, "segmux_session_open_live", [&](segmux_session& s) {
+      s.unstarted = std::make_unique<pl::LiveFrameSource>(width, height, keep_frames == 0 ? 16 : keep_frames);
+      s.live = s.unstarted.get();
+      s.source = s.live;
+      s.width = width;
+      s.height = height;
+    });
+  });
+}
+
+segmux_status segmux_session_push_frame(segmux_session* s, const uint8_t* rgb, int width, int height, size_t stride,
+                                        int* frame_index) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_push_frame");
+    if (!s->live) return invalid("segmux_session_push_frame: not a live session (opened on a video)");
+    const int index = s->live->push(rgb, width, height, stride);
+    if (s->unstarted) {
+      s->id = s->model->predictor->start_session(std::move(s->unstarted));
+      s->model->predictor->keep_decisions(s->id, false);
+    }
+    if (frame_index) *frame_index = index;
+    return SEGMUX_OK;
+  });
+}
+
+segmux_status segmux_session_info(segmux_session* s, int* num_frames, int* width, int* height) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_info");
+    if (num_frames) *num_frames = s->source->num_frames();
+    if (width) *width = s->width;
+    if (height) *height = s->height;
+    return SEGMUX_OK;
+  });
+}
+
+void segmux_prompt_init(segmux_prompt* p) {
+  if (!p) return;
+  std::memset(p, 0, sizeof *p);
+  p->struct_size = sizeof *p;
+  p->obj_id = -1;
+}
+
+segmux_status segmux_session_add_prompt(segmux_session* s, const segmux_prompt* p, segmux_frame** outputs) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_add_prompt");
+    if (outputs) *outputs = nullptr;
+    if (!p) return invalid("segmux_session_add_prompt: prompt is NULL");
+    if (p->struct_size < sizeof(segmux_prompt))
+      return invalid("segmux_session_add_prompt: prompt.struct_size is " + std::to_string(p->struct_size) +
+                     " (call segmux_prompt_init)");
+    if ((p->num_boxes && (!p->boxes_xywh || !p->box_labels)) || (p->num_points && (!p->points_xy || !p->point_labels)))
+      return invalid("segmux_session_add_prompt: boxes/points given without their coordinates or labels");
+    require_started(s, "segmux_session_add_prompt");
+    pl::Prompt prompt;
+    if (p->text) prompt.text = std::string(p->text);
+    for (size_t i = 0; i < p->num_boxes; ++i) {
+      prompt.boxes_xywh.push_back(
+          {p->boxes_xywh[4 * i], p->boxes_xywh[4 * i + 1], p->boxes_xywh[4 * i + 2], p->boxes_xywh[4 * i + 3]});
+      prompt.box_labels.push_back(p->box_labels[i]);
+    }
+    for (size_t i = 0; i < p->num_points; ++i) {
+      prompt.points_xy.push_back({p->points_xy[2 * i], p->points_xy[2 * i + 1]});
+      prompt.point_labels.push_back(p->point_labels[i]);
+    }
+    if (p->obj_id >= 0) prompt.obj_id = p->obj_id;
+    pl::FrameOutput out = s->model->predictor->add_prompt(s->id, p->frame_index, prompt);
+    if (outputs) *outputs = segmux::capi::make_frame(out, s->width, s->height).release();
+    return SEGMUX_OK;
+  });
+}
+
+void segmux_propagate_options_init(segmux_propagate_options* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->direction = SEGMUX_BOTH;
+  o->start_frame_index = -1;
+  o->max_frame_num_to_track = -1;
+}
+
+segmux_status segmux_session_propagate(segmux_session* s, const segmux_propagate_options* o, segmux_frame_fn on_frame,
+                                       void* user) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_propagate");
+    if (!on_frame) return invalid("segmux_session_propagate: no callback (use propagate_begin/next_frame to pull)");
+    require_started(s, "segmux_session_propagate");
+    const pl::PropagateRequest req = request_of(o);
+    s->model->predictor->propagate_in_video(s->id, req, [&](const pl::FrameOutput& out) {
+      auto f = segmux::capi::make_frame(out, s->width, s->height);
+      return on_frame(user, f.get()) != 0;
+    });
+    return SEGMUX_OK;
+  });
+}
+
+segmux_status segmux_session_propagate_begin(segmux_session* s, const segmux_propagate_options* o) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_propagate_begin");
+    require_started(s, "segmux_session_propagate_begin");
+    const pl::PropagateRequest req = request_of(o);
+    auto pull = std::make_unique<segmux::capi::Pull>();
+    segmux::capi::Pull* p = pull.get();
+    pl::VideoPredictor* predictor = s->model->predictor.get();
+    const std::string id = s->id;
+    const int w = s->width, h = s->height;
+    pull->worker = std::thread([p, predictor, id, req, w, h] {
+      segmux_status status = SEGMUX_OK;
+      std::string error;
+      try {
+        predictor->propagate_in_video(id, req, [&](const pl::FrameOutput& out) {
+          auto f = segmux::capi::make_frame(out, w, h);
+          std::unique_lock<std::mutex> lock(p->mu);
+          p->cv.wait(lock, [&] { return !p->slot || p->cancel; });
+          if (p->cancel) return false;
+          p->slot = std::move(f);
+          p->cv.notify_all();
+          return true;
+        });
+      } catch (...) {
+        status = segmux::capi::status_of_current_exception(error);
+      }
+      std::lock_guard<std::mutex> lock(p->mu);
+      p->done = true;
+      p->status = status;
+      p->error = std::move(error);
+      p->cv.notify_all();
+    });
+    s->pull = std::move(pull);
+    return SEGMUX_OK;
+  });
+}
+
+segmux_status segmux_session_next_frame(segmux_session* s, segmux_frame** frame) {
+  return guard([&] {
+    if (!s || !frame) return invalid("segmux_session_next_frame: session and frame must not be NULL");
+    *frame = nullptr;
+    SessionUse use(s);
+    if (!use.ok()) return busy("segmux_session_next_frame");
+    if (!s->pull)
+      return invalid("segmux_session_next_frame: no propagation was begun (segmux_session_propagate_begin)");
+    segmux::capi::Pull& p = *s->pull;
+    std::unique_lock<std::mutex> lock(p.mu);
+    p.cv.wait(lock, [&] { return p.slot || p.done; });
+    if (p.slot) {
+      *frame = p.slot.release();
+      p.cv.notify_all();
+      return SEGMUX_OK;
+    }
+    const segmux_status status = p.status;
+    const std::string error = p.error;
+    lock.unlock();
+    stop_pull(s);
+    if (status != SEGMUX_OK) {
+      segmux::capi::set_last_error(error);
+      return status;
+    }
+    return SEGMUX_END;
+  });
+}
+
+segmux_status segmux_session_cancel(segmux_session* s) {
+  return guard([&] {
+    if (!s) return invalid("segmux_session_cancel: session is NULL");
+    SessionUse use(s);
+    if (!use.ok()) return busy("segmux_session_cancel");
+    stop_pull(s);
+    return SEGMUX_OK;
+  });
+}
+
+segmux_status segmux_session_remove_object(segmux_session* s, int64_t obj_id, int* removed) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_remove_object");
+    require_started(s, "segmux_session_remove_object");
+    const bool r = s->model->predictor->remove_object(s->id, obj_id);
+    if (removed) *removed = r ? 1 : 0;
+    return SEGMUX_OK;
+  });
+}
+
+segmux_status segmux_session_reset(segmux_session* s) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_reset");
+    if (!s->id.empty()) s->model->predictor->reset_session(s->id);
+    return SEGMUX_OK;
+  });
+}
+
+void segmux_session_close(segmux_session* s) {
+  if (!s) return;
+  try {
+    stop_pull(s);
+    if (!s->id.empty()) s->model->predictor->close_session(s->id);
+  } catch (...) {  // closing never fails for the caller; the session is gone either way
+  }
+  {
+    std::lock_guard<std::mutex> lock(s->model->mu);
+    s->model->session = nullptr;
+  }
+  delete s;
+}
+
+}  // extern "C"
