@@ -43,6 +43,21 @@ TEST(FixtureSets, ImageSetBackboneAndTextEncoderPassParity) {
   EXPECT_GT(r.rows.size(), 10u);
 }
 
+// The memory encodings of the clicked frames (point requests) through the existing memory-encoder
+// candidate.
+TEST(FixtureSets, PromptsSetMemoryEncoderPassesParity) {
+  ParityOptions o;
+  o.fixture_dir = kSets + "/sam31-tiny-prompts";
+  o.weights_files = {kWeights};
+  o.candidates = {"memory_encoder"};
+  o.onnxruntime = o.compiled = o.tokenizer = false;
+  o.num_threads = 1;
+  std::ostringstream log;
+  ParityReport r = run_parity(o, &log);
+  EXPECT_TRUE(r.passed()) << log.str();
+  EXPECT_GE(r.rows.size(), 12u);  // 6 clicked frames x 2 outputs x 2 backends
+}
+
 TEST(FixtureSets, ImageCasesAreConsistent) {
   const nlohmann::json j = read_json(kSets + "/sam31-tiny-image/image/cases.json");
   ASSERT_GE(j.at("cases").size(), 6u);
