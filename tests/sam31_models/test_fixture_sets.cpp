@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "pipeline/masks/rle.h"
@@ -43,19 +44,23 @@ TEST(FixtureSets, ImageSetBackboneAndTextEncoderPassParity) {
   EXPECT_GT(r.rows.size(), 10u);
 }
 
-// The memory encodings of the clicked frames (point requests) through the existing memory-encoder
-// candidate.
-TEST(FixtureSets, PromptsSetMemoryEncoderPassesParity) {
+// The memory encodings of the clicked frames (point requests) and a propagation step whose memory holds
+// a clicked conditioning frame, through the existing memory-encoder and propagation candidates.
+TEST(FixtureSets, PromptsSetMemoryEncoderAndPropagationPassParity) {
   ParityOptions o;
   o.fixture_dir = kSets + "/sam31-tiny-prompts";
   o.weights_files = {kWeights};
-  o.candidates = {"memory_encoder"};
+  o.candidates = {"memory_encoder", "propagation_decoder"};
   o.onnxruntime = o.compiled = o.tokenizer = false;
   o.num_threads = 1;
   std::ostringstream log;
   ParityReport r = run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
-  EXPECT_GE(r.rows.size(), 12u);  // 6 clicked frames x 2 outputs x 2 backends
+  std::set<std::string> labels;
+  for (auto& row : r.rows) labels.insert(row.case_label);
+  EXPECT_TRUE(labels.count("memory_encoder_refine_obj2_f006_2clicks") &&
+              labels.count("propagation_f007_after_clicks_state0"))
+      << log.str();
 }
 
 TEST(FixtureSets, ImageCasesAreConsistent) {
