@@ -184,6 +184,11 @@ const std::vector<FrameDecisions>& ConceptSet::decisions() const {
   return concepts_.front()->control->decisions();
 }
 
+void ConceptSet::keep_decisions(bool keep) {
+  keep_decisions_ = keep;
+  for (auto& c : concepts_) c->control->keep_decisions(keep);
+}
+
 FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
   FrameOutput r;
   r.frame_index = out.frame_index;
@@ -211,6 +216,7 @@ FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text
     c->backend = std::make_unique<ConceptBackend>(*shared_, int(concepts_.size()));
     c->control = std::make_unique<VideoControlPlane>(*c->backend, *cached_frames_, cfg_);
     c->control->share_object_ids(max_id_);
+    c->control->keep_decisions(keep_decisions_);
     concepts_.push_back(std::move(c));
     it = std::prev(concepts_.end());
   }

@@ -52,6 +52,8 @@ class ConceptSet {
   std::optional<std::string> prompt_of(int64_t obj_id) const;
   // The first concept's decisions (tools and tests of single-concept runs).
   const std::vector<FrameDecisions>& decisions() const;
+  // false: every concept keeps only its latest frame's decisions (bounded memory on long videos).
+  void keep_decisions(bool keep);
 
   // One frame's outputs of several concepts as one (objects by ascending id, stats summed).
   static FrameOutput merge(std::vector<FrameOutput> parts);
@@ -70,6 +72,7 @@ class ConceptSet {
   std::shared_ptr<int64_t> max_id_;
   std::vector<std::unique_ptr<Concept>> concepts_;
   std::atomic<bool> cancel_{false};
+  bool keep_decisions_ = true;
 };
 
 }  // namespace segmux::pipeline

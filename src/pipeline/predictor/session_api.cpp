@@ -71,7 +71,7 @@ void VideoPredictor::close_session(const std::string& id) {
   sessions_.erase(it);
 }
 
-void VideoPredictor::keep_decisions(const std::string& id, bool keep) { get(id).control->keep_decisions(keep); }
+void VideoPredictor::keep_decisions(const std::string& id, bool keep) { get(id).concepts->keep_decisions(keep); }
 
 const std::vector<FrameDecisions>& VideoPredictor::decisions(const std::string& id) const {
   return get(id).concepts->decisions();
