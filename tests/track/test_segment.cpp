@@ -42,9 +42,12 @@ CliResult run_segmux(const std::string& args, const fs::path& tmp) {
 }
 
 BinaryMask decode(const nlohmann::json& rle) {
-  // segment writes pycocotools' compressed string counts, as tracks.json does.
-  return segmux::pipeline::rle_decode(
-      segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), rle["size"][0], rle["size"][1]));
+  // segment writes pycocotools' compressed string counts (as tracks.json does); the official
+  // fixtures hold uncompressed lists.
+  const int h = rle["size"][0], w = rle["size"][1];
+  if (rle["counts"].is_string())
+    return segmux::pipeline::rle_decode(segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), h, w));
+  return segmux::pipeline::rle_decode(RleMask{h, w, rle["counts"].get<std::vector<int64_t>>()});
 }
 
 double iou(const BinaryMask& a, const BinaryMask& b) {
