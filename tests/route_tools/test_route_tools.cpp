@@ -127,6 +127,8 @@ TEST(Extract, BadNamesAndMissingInputsAreClearErrors) {
   EXPECT_NE(e.find("output 'out' needs 'x'"), std::string::npos) << e;  // y1 comes from x, not cut
   e = error_of([&] { onnx_io::extract_subgraph(g, {}, {}); });
   EXPECT_NE(e.find("no outputs"), std::string::npos) << e;
+  e = error_of([&] { onnx_io::extract_subgraph(g, {"x"}, {"W"}); });
+  EXPECT_NE(e.find("output 'W' is an initializer"), std::string::npos) << e;
   e = error_of([&] { onnx_io::extract_subgraph(g, {"y2", "y2"}, {"y3"}); });
   EXPECT_NE(e.find("given twice"), std::string::npos) << e;
 }
