@@ -86,6 +86,7 @@ ir::Graph extract_subgraph(const ir::Graph& g, const std::vector<std::string>& i
   for (const std::string& n : outputs) {
     int id = value_or_fail(g, n, "output");
     SEGMUX_CHECK(seen_out.insert(id).second, "output '", n, "' is given twice");
+    SEGMUX_CHECK(!g.is_initializer(id), "output '", n, "' is an initializer (a constant), not a computed tensor");
     out_ids.push_back(id);
   }
 

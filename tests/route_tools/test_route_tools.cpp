@@ -14,6 +14,8 @@
 #include "models/sam31/weights.h"
 #include "onnx/extract.h"
 #include "onnx/onnx_io.h"
+#include "pipeline/backends/ort_backend.h"
+#include "pipeline/model_store/engine_backend.h"
 #include "runtime/session.h"
 #include "verify/compare.h"
 #include "verify/graph_equivalence.h"
@@ -127,6 +129,8 @@ TEST(Extract, BadNamesAndMissingInputsAreClearErrors) {
   EXPECT_NE(e.find("output 'out' needs 'x'"), std::string::npos) << e;  // y1 comes from x, not cut
   e = error_of([&] { onnx_io::extract_subgraph(g, {}, {}); });
   EXPECT_NE(e.find("no outputs"), std::string::npos) << e;
+  e = error_of([&] { onnx_io::extract_subgraph(g, {"x"}, {"W"}); });
+  EXPECT_NE(e.find("output 'W' is an initializer"), std::string::npos) << e;
   e = error_of([&] { onnx_io::extract_subgraph(g, {"y2", "y2"}, {"y3"}); });
   EXPECT_NE(e.find("given twice"), std::string::npos) << e;
 }
@@ -238,4 +242,21 @@ TEST(Slim, AWrongRewriteFails) {
   EquivalenceReport e = check_equivalent(a, b2, "", "");
   EXPECT_EQ(e.verdict(), Verdict::fail) << e.to_text();
   EXPECT_NE(e.checks.at(1).skipped, "");  // no files: ONNX Runtime not run
+}
+
+TEST(Engines, NamesAndAvailabilityAreSpelledOut) {
+  std::string why;
+  EXPECT_TRUE(pipeline::engine_available("smx", &why));
+  EXPECT_FALSE(pipeline::engine_available("tensorrt", &why));
+  EXPECT_EQ(why, "engine \"tensorrt\" is not available: unknown engine (known: smx, ort)");
+  EXPECT_NE(error_of([] { pipeline::require_engine("tensorrt"); }).find("unknown engine 'tensorrt'"),
+            std::string::npos);
+  std::string ort_why;
+  if (!ort_available(&ort_why)) {  // a build or machine without ONNX Runtime says why, in the engine's words
+    EXPECT_FALSE(pipeline::engine_available("ort", &why));
+    EXPECT_EQ(why, "engine \"ort\" is not available: " + ort_why);
+  } else {
+    EXPECT_TRUE(pipeline::engine_available("ort", &why));
+  }
+  EXPECT_EQ(pipeline::onnx_candidate_path("PKG", "backbone"), "PKG/onnx/backbone.onnx");
 }

@@ -205,6 +205,8 @@ void OrtModel::open(const std::string* path, const std::string* bytes, const Ort
   check(api, api.SetInterOpNumThreads(so, 1), "SetInterOpNumThreads");
   check(api, api.SetSessionGraphOptimizationLevel(so, options.optimize ? ORT_ENABLE_ALL : ORT_DISABLE_ALL),
         "SetSessionGraphOptimizationLevel");
+  if (!options.spin)
+    check(api, api.AddSessionConfigEntry(so, "session.intra_op.allow_spinning", "0"), "AddSessionConfigEntry");
   OrtSession* s = nullptr;
   if (path) {
     check(api, api.CreateSession(runtime().env, path->c_str(), so, &s), ("loading '" + *path + "'").c_str());

@@ -22,6 +22,10 @@ struct OrtModelOptions {
   int num_threads = 1;
   // false: ORT_DISABLE_ALL (no graph rewrites; closest to the model as written).
   bool optimize = true;
+  // false: ONNX Runtime's intra-op threads sleep instead of spinning between runs. A pipeline of
+  // several sessions (one per candidate) wants that: each session's spinning pool competes with the
+  // others' (the fixture video ran 4-9x slower with spinning on a loaded 2-core machine).
+  bool spin = true;
 };
 
 class OrtModel {

@@ -12,7 +12,7 @@ namespace {
 
 class OrtRunner : public CandidateRunner {
  public:
-  OrtRunner(const std::string& path, int threads) : model_(path, OrtModelOptions{threads, true}) {}
+  OrtRunner(const std::string& path, int threads) : model_(path, OrtModelOptions{threads, true, false}) {}
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) override { return model_.run(in); }
 
  private:

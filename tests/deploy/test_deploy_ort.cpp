@@ -1,0 +1,83 @@
+// Issue 10's "done means" for the second engine: a package made by `segmux deploy` and moved runs under
+// ONNX Runtime (`track --model PKG --engine ort`) with the same ids, scores and masks as our runtime, and
+// `parity --video --model PKG --engine ort` passes the official trace. Skips where ONNX Runtime is not
+// available (or the build has no `deploy` command).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engines/ort/ort_model.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+
+int segmux_cmd(const std::string& args, std::string* out) {
+  const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
+  const int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST(DeployOrt, MovedPackageTracksOnOnnxRuntimeLikeOurRuntime) {
+  std::string why, out;
+  if (!segmux::ort_available(&why)) GTEST_SKIP() << why;
+  if (segmux_cmd("deploy --help", &out) != 0) GTEST_SKIP() << "this build has no `segmux deploy`";
+  const fs::path root = fs::temp_directory_path() / ("segmux-deploy-ort-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "made");
+  out.clear();
+  ASSERT_EQ(segmux_cmd("deploy " + kFixture + "/weights.safetensors --config " + kFixture + "/config.json --vocab " +
+                           kFixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz -o " + (root / "made/pkg").string() +
+                           " --precision fp32 --target native --threads 2",
+                       &out),
+            0)
+      << out;
+  fs::rename(root / "made", root / "moved");
+  const std::string pkg = (root / "moved/pkg").string();
+
+  std::map<std::string, nlohmann::json> tracks;
+  for (const std::string engine : {"smx", "ort"}) {
+    out.clear();
+    const std::string dir = (root / ("out-" + engine)).string();
+    ASSERT_EQ(segmux_cmd("track " + kFixture + "/video/frames --prompt shape --model " + pkg + " --engine " + engine +
+                             " --overlay none --no-masks -q -o " + dir,
+                         &out),
+              0)
+        << engine << ": " << out;
+    std::ifstream in(dir + "/tracks.json");
+    tracks[engine] = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_TRUE(tracks[engine].contains("frames")) << engine;
+  }
+  const auto &a = tracks["smx"]["frames"], &b = tracks["ort"]["frames"];
+  ASSERT_EQ(a.size(), b.size());
+  int objects = 0;
+  for (size_t f = 0; f < a.size(); ++f) {
+    ASSERT_EQ(a[f]["objects"].size(), b[f]["objects"].size()) << "frame " << f;
+    for (size_t k = 0; k < a[f]["objects"].size(); ++k, ++objects) {
+      const auto &x = a[f]["objects"][k], &y = b[f]["objects"][k];
+      EXPECT_EQ(x["id"], y["id"]) << "frame " << f;
+      EXPECT_NEAR(x["score"].get<double>(), y["score"].get<double>(), 1e-3) << "frame " << f;
+      EXPECT_EQ(x["mask_rle"], y["mask_rle"]) << "frame " << f << " object " << x["id"];
+    }
+  }
+  EXPECT_GT(objects, 0);
+
+  out.clear();
+  EXPECT_EQ(segmux_cmd("parity --video " + kFixture + " --model " + pkg + " --engine ort", &out), 0) << out;
+  EXPECT_NE(out.find("video parity (engine ort)"), std::string::npos) << out;
+  EXPECT_NE(out.find("-> PASS"), std::string::npos) << out;
+  fs::remove_all(root);
+}
