@@ -115,6 +115,11 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
   std::string why;
   const bool ort = opt.onnxruntime && ort_available(&why);
   if (!ort) rep.notes.push_back("ONNX Runtime not run: " + (opt.onnxruntime ? why : "disabled"));
+  SEGMUX_CHECK(opt.reference == "kernels" || opt.reference == "onnxruntime", "unknown verification reference '",
+               opt.reference, "' (known: kernels, onnxruntime)");
+  const bool ort_reference = opt.reference == "onnxruntime";
+  SEGMUX_CHECK(!ort_reference || ort, "the verification reference is ONNX Runtime, which is not available: ", why);
+  rep.reference = ort_reference ? "ONNX Runtime on onnx/<file>.onnx" : "segmux reference kernels on onnx/<file>.onnx";
   const std::vector<SmxVariant> vars = smx_variants(dir);
   uint64_t file_seed = opt.seed;
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
@@ -124,10 +129,17 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
     try {
       ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
       const std::map<std::string, Tensor> inputs = seeded_contract_inputs(g, cfg, file_seed);
-      SessionOptions so;
-      so.num_threads = opt.num_threads;
-      so.use_optimized_kernels = false;
-      std::map<std::string, Tensor> ref = Session(std::move(g), so).run(inputs);
+      std::map<std::string, Tensor> ref;
+      if (ort_reference) {
+        OrtPeerOptions oo;
+        oo.num_threads = opt.num_threads;
+        ref = OrtPeer(dir + "/" + onnx, oo).run(inputs);
+      } else {
+        SessionOptions so;
+        so.num_threads = opt.num_threads;
+        so.use_optimized_kernels = false;
+        ref = Session(std::move(g), so).run(inputs);
+      }
       for (const SmxVariant& v : vars) {
         const std::string rel = (v.subdir.empty() ? "" : v.subdir + "/") + f.file + ".smx";
         try {
@@ -150,6 +162,7 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
       }
       if (ort) {
         for (const std::string& rel : {onnx, "onnx/" + f.file + ".slim.onnx"}) {
+          if (ort_reference && rel == onnx) continue;  // the reference itself
           try {
             OrtPeerOptions oo;
             oo.num_threads = opt.num_threads;
@@ -194,7 +207,7 @@ nlohmann::json PackageVerification::to_json() const {
     rows_j.push_back(std::move(j));
   }
   return {{"format", "segmux-verification-1"},
-          {"reference", "segmux reference kernels on onnx/<file>.onnx"},
+          {"reference", reference},
           {"seed", seed},
           {"verdict", std::string(verdict_name(verdict()))},
           {"rows", rows_j},
@@ -205,7 +218,8 @@ nlohmann::json PackageVerification::to_json() const {
 std::string PackageVerification::to_markdown() const {
   std::ostringstream md;
   md << "# Verification\n\nEvery compiled file on seeded inputs of its contract (seed " << seed
-     << "), compared with the reference kernels running `onnx/<file>.onnx`. Tiers (docs/deployment-route.md): "
+     << "), compared with the reference: " << reference
+     << ". Tiers (docs/deployment-route.md): "
         "cosine >= 0.9999 pass, >= 0.999 review; max abs < 1e-4 pass, < 1e-3 review (fp32); < 1e-2, < 5e-2 "
         "(bf16 and bf16 outputs). Integer outputs must match exactly. A row fails on a contract error, a NaN/Inf "
         "mismatch or a cosine fail; a max-abs fail alone is `review` (the absolute tiers do not scale with the "
