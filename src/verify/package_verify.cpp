@@ -120,6 +120,10 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
   const bool ort_reference = opt.reference == "onnxruntime";
   SEGMUX_CHECK(!ort_reference || ort, "the verification reference is ONNX Runtime, which is not available: ", why);
   rep.reference = ort_reference ? "ONNX Runtime on onnx/<file>.onnx" : "segmux reference kernels on onnx/<file>.onnx";
+  if (!fs::is_directory(dir + "/onnx")) {
+    rep.notes.push_back("no onnx/ folder (a model-cache entry or a runtime-only folder): nothing to compare with");
+    return rep;
+  }
   const std::vector<SmxVariant> vars = smx_variants(dir);
   uint64_t file_seed = opt.seed;
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
