@@ -28,18 +28,14 @@ std::string fmt(double v, int precision = 3) {
   return s.str();
 }
 
-// The .smx variants of the package: the root and compiled/<precision>-<isa>/.
-struct SmxVariant {
-  std::string subdir, precision, isa;
-};
-
-std::vector<SmxVariant> smx_variants(const std::string& dir) {
-  std::vector<SmxVariant> out;
-  out.push_back({"", "", ""});
+// The folders holding .smx variants: the root ("") and compiled/<precision>-<isa>/, sorted.
+std::vector<std::string> smx_variants(const std::string& dir) {
+  std::vector<std::string> out;
   if (fs::is_directory(dir + "/compiled"))
     for (const auto& e : fs::directory_iterator(dir + "/compiled"))
-      if (e.is_directory() && !e.is_symlink()) out.push_back({"compiled/" + e.path().filename().string(), "", ""});
-  std::sort(out.begin() + 1, out.end(), [](const SmxVariant& a, const SmxVariant& b) { return a.subdir < b.subdir; });
+      if (e.is_directory() && !e.is_symlink()) out.push_back("compiled/" + e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  out.insert(out.begin(), "");
   return out;
 }
 
@@ -124,7 +120,7 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
     rep.notes.push_back("no onnx/ folder (a model-cache entry or a runtime-only folder): nothing to compare with");
     return rep;
   }
-  const std::vector<SmxVariant> vars = smx_variants(dir);
+  const std::vector<std::string> vars = smx_variants(dir);
   uint64_t file_seed = opt.seed;
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
     ++file_seed;
@@ -144,8 +140,8 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
         so.use_optimized_kernels = false;
         ref = Session(std::move(g), so).run(inputs);
       }
-      for (const SmxVariant& v : vars) {
-        const std::string rel = (v.subdir.empty() ? "" : v.subdir + "/") + f.file + ".smx";
+      for (const std::string& sub : vars) {
+        const std::string rel = (sub.empty() ? "" : sub + "/") + f.file + ".smx";
         try {
           OfflineModel m = load_offline_model_file(dir + "/" + rel, LoadOptions{true, false});
           const std::string isa = m.target_isa;
