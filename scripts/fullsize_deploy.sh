@@ -12,6 +12,7 @@
 #   REFERENCE    verification reference (default onnxruntime: the reference kernels take hours at full size)
 #   PRECISIONS, TARGETS   as segmux deploy --precision / --target (default fp32 / native)
 #   TOTAL_TIMEOUT_S  limit for the deploy (default 5400)
+#   VERIFY_TIMEOUT_S limit for verify-package (default 5400)
 #   DOC          output document (default docs/deploy-fullsize.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,8 @@ if [ "$status" = 0 ]; then
   mv "$work/made" "$work/moved"
   t0=$(date +%s)
   vstatus=0
-  "$segmux" verify-package "$work/moved/pkg" --threads "$THREADS" >"$work/verify.txt" 2>&1 || vstatus=$?
+  timeout --signal=TERM "${VERIFY_TIMEOUT_S:-5400}" "$segmux" verify-package "$work/moved/pkg" --threads "$THREADS" \
+    >"$work/verify.txt" 2>&1 || vstatus=$?
   verify_s=$(($(date +%s) - t0))
 fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -63,7 +65,7 @@ tmp_doc="$DOC.tmp.$$"
   echo "- run: $start, $(nproc) cores, $THREADS threads; load average before: $load_before, after: $load_after"
   echo "- checkpoint: $(stat -c %s "$ckpt") bytes; verification reference: $REFERENCE"
   echo "- deploy: exit $status in $deploy_s s (124: stopped by TOTAL_TIMEOUT_S); verify-package of the moved"
-  echo "  package: exit $vstatus in $verify_s s"
+  echo "  package: exit $vstatus in $verify_s s (124: stopped by VERIFY_TIMEOUT_S)"
   if [ "$status" = 0 ]; then
     echo "- package: $(du -sb "$work/moved/pkg" | cut -f1) bytes in $(find "$work/moved/pkg" -type f | wc -l) files"
     echo

@@ -127,18 +127,23 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
     const std::string onnx = "onnx/" + f.file + ".onnx";
     if (log) *log << "verifying " << f.file << " ..." << std::endl;
     try {
-      ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
-      const std::map<std::string, Tensor> inputs = seeded_contract_inputs(g, cfg, file_seed);
-      std::map<std::string, Tensor> ref;
+      // One model in memory at a time (a full-size backbone is 2 GB of weights): the imported graph is
+      // freed before ONNX Runtime or a .smx loads.
+      std::map<std::string, Tensor> inputs, ref;
+      {
+        ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
+        inputs = seeded_contract_inputs(g, cfg, file_seed);
+        if (!ort_reference) {
+          SessionOptions so;
+          so.num_threads = opt.num_threads;
+          so.use_optimized_kernels = false;
+          ref = Session(std::move(g), so).run(inputs);
+        }
+      }
       if (ort_reference) {
         OrtPeerOptions oo;
         oo.num_threads = opt.num_threads;
         ref = OrtPeer(dir + "/" + onnx, oo).run(inputs);
-      } else {
-        SessionOptions so;
-        so.num_threads = opt.num_threads;
-        so.use_optimized_kernels = false;
-        ref = Session(std::move(g), so).run(inputs);
       }
       for (const std::string& sub : vars) {
         const std::string rel = (sub.empty() ? "" : sub + "/") + f.file + ".smx";
