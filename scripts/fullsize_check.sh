@@ -15,6 +15,7 @@
 #   DOC           output document (default docs/fullsize-check.md)
 #   TOTAL_TIMEOUT_S  limit for the whole run (default none); the rows finished by then are kept
 #   SKIP_BUILD=1  use the binary already in BUILD_DIR
+#   DEPLOY=1      then build a full-size deployment package too (scripts/fullsize_deploy.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build/release}
@@ -73,4 +74,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 } >"$tmp_doc"
 mv "$tmp_doc" "$DOC"
 echo "wrote $DOC"
+if [ "${DEPLOY:-0}" = 1 ]; then
+  BUILD_DIR="$BUILD_DIR" THREADS="$THREADS" CHECKPOINT="${CHECKPOINT:-}" bash scripts/fullsize_deploy.sh || status=$?
+fi
 exit "$status"

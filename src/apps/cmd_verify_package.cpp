@@ -20,15 +20,19 @@ int verify_package_main(int argc, char** argv) {
       "(a missing, truncated, modified, unlisted or linked file is refused by name), then run every "
       "candidate again as the package's verification did. Exit 1 when anything fails.",
       "segmux verify-package"};
-  std::string dir;
+  std::string dir, reference;
   bool files_only = false, no_ort = false;
   int threads = 2;
-  uint64_t seed = verify::PackageVerifyOptions{}.seed;
+  uint64_t seed = 0;
   app.add_option("package", dir, "package folder")->required();
   app.add_flag("--files-only", files_only, "check the manifest only (no model runs)");
+  app.add_option("--reference", reference,
+                 "what the candidates are compared with: kernels (our reference kernels) or onnxruntime (much "
+                 "faster at full size); default: what the package's verification used")
+      ->check(CLI::IsMember({"kernels", "onnxruntime"}));
   app.add_flag("--no-ort", no_ort, "do not run ONNX Runtime");
   add_threads_option(app, threads, "CPU threads (default 2)");
-  app.add_option("--seed", seed, "seed of the verification inputs (default: the package's)");
+  auto* seed_opt = app.add_option("--seed", seed, "seed of the verification inputs (default: the package's)");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
 
   const package::ManifestCheck mc = package::check_manifest(dir);
@@ -44,7 +48,8 @@ int verify_package_main(int argc, char** argv) {
   verify::PackageVerifyOptions vo;
   vo.num_threads = threads;
   vo.onnxruntime = !no_ort;
-  vo.seed = seed;
+  vo.reference = reference.empty() ? manifest.value("verification_reference", "kernels") : reference;
+  vo.seed = seed_opt->count() ? seed : manifest.value("verification_seed", verify::PackageVerifyOptions{}.seed);
   const verify::PackageVerification ver = verify::verify_package_models(dir, vo, &std::cerr);
   std::cout << ver.to_markdown();
   std::printf("verification: %s (%zu comparisons, %.1f s; at deploy: %s)\n",

@@ -28,18 +28,14 @@ std::string fmt(double v, int precision = 3) {
   return s.str();
 }
 
-// The .smx variants of the package: the root and compiled/<precision>-<isa>/.
-struct SmxVariant {
-  std::string subdir, precision, isa;
-};
-
-std::vector<SmxVariant> smx_variants(const std::string& dir) {
-  std::vector<SmxVariant> out;
-  out.push_back({"", "", ""});
+// The folders holding .smx variants: the root ("") and compiled/<precision>-<isa>/, sorted.
+std::vector<std::string> smx_variants(const std::string& dir) {
+  std::vector<std::string> out;
   if (fs::is_directory(dir + "/compiled"))
     for (const auto& e : fs::directory_iterator(dir + "/compiled"))
-      if (e.is_directory() && !e.is_symlink()) out.push_back({"compiled/" + e.path().filename().string(), "", ""});
-  std::sort(out.begin() + 1, out.end(), [](const SmxVariant& a, const SmxVariant& b) { return a.subdir < b.subdir; });
+      if (e.is_directory() && !e.is_symlink()) out.push_back("compiled/" + e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  out.insert(out.begin(), "");
   return out;
 }
 
@@ -115,21 +111,42 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
   std::string why;
   const bool ort = opt.onnxruntime && ort_available(&why);
   if (!ort) rep.notes.push_back("ONNX Runtime not run: " + (opt.onnxruntime ? why : "disabled"));
-  const std::vector<SmxVariant> vars = smx_variants(dir);
+  SEGMUX_CHECK(opt.reference == "kernels" || opt.reference == "onnxruntime", "unknown verification reference '",
+               opt.reference, "' (known: kernels, onnxruntime)");
+  const bool ort_reference = opt.reference == "onnxruntime";
+  SEGMUX_CHECK(!ort_reference || ort, "the verification reference is ONNX Runtime, which is not available: ", why);
+  rep.reference = ort_reference ? "ONNX Runtime on onnx/<file>.onnx" : "segmux reference kernels on onnx/<file>.onnx";
+  if (!fs::is_directory(dir + "/onnx")) {
+    rep.notes.push_back("no onnx/ folder (a model-cache entry or a runtime-only folder): nothing to compare with");
+    return rep;
+  }
+  const std::vector<std::string> vars = smx_variants(dir);
   uint64_t file_seed = opt.seed;
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
     ++file_seed;
     const std::string onnx = "onnx/" + f.file + ".onnx";
     if (log) *log << "verifying " << f.file << " ..." << std::endl;
     try {
-      ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
-      const std::map<std::string, Tensor> inputs = seeded_contract_inputs(g, cfg, file_seed);
-      SessionOptions so;
-      so.num_threads = opt.num_threads;
-      so.use_optimized_kernels = false;
-      std::map<std::string, Tensor> ref = Session(std::move(g), so).run(inputs);
-      for (const SmxVariant& v : vars) {
-        const std::string rel = (v.subdir.empty() ? "" : v.subdir + "/") + f.file + ".smx";
+      // One model in memory at a time (a full-size backbone is 2 GB of weights): the imported graph is
+      // freed before ONNX Runtime or a .smx loads.
+      std::map<std::string, Tensor> inputs, ref;
+      {
+        ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
+        inputs = seeded_contract_inputs(g, cfg, file_seed);
+        if (!ort_reference) {
+          SessionOptions so;
+          so.num_threads = opt.num_threads;
+          so.use_optimized_kernels = false;
+          ref = Session(std::move(g), so).run(inputs);
+        }
+      }
+      if (ort_reference) {
+        OrtPeerOptions oo;
+        oo.num_threads = opt.num_threads;
+        ref = OrtPeer(dir + "/" + onnx, oo).run(inputs);
+      }
+      for (const std::string& sub : vars) {
+        const std::string rel = (sub.empty() ? "" : sub + "/") + f.file + ".smx";
         try {
           OfflineModel m = load_offline_model_file(dir + "/" + rel, LoadOptions{true, false});
           const std::string isa = m.target_isa;
@@ -150,6 +167,7 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
       }
       if (ort) {
         for (const std::string& rel : {onnx, "onnx/" + f.file + ".slim.onnx"}) {
+          if (ort_reference && rel == onnx) continue;  // the reference itself
           try {
             OrtPeerOptions oo;
             oo.num_threads = opt.num_threads;
@@ -194,7 +212,7 @@ nlohmann::json PackageVerification::to_json() const {
     rows_j.push_back(std::move(j));
   }
   return {{"format", "segmux-verification-1"},
-          {"reference", "segmux reference kernels on onnx/<file>.onnx"},
+          {"reference", reference},
           {"seed", seed},
           {"verdict", std::string(verdict_name(verdict()))},
           {"rows", rows_j},
@@ -205,7 +223,8 @@ nlohmann::json PackageVerification::to_json() const {
 std::string PackageVerification::to_markdown() const {
   std::ostringstream md;
   md << "# Verification\n\nEvery compiled file on seeded inputs of its contract (seed " << seed
-     << "), compared with the reference kernels running `onnx/<file>.onnx`. Tiers (docs/deployment-route.md): "
+     << "), compared with the reference: " << reference
+     << ". Tiers (docs/deployment-route.md): "
         "cosine >= 0.9999 pass, >= 0.999 review; max abs < 1e-4 pass, < 1e-3 review (fp32); < 1e-2, < 5e-2 "
         "(bf16 and bf16 outputs). Integer outputs must match exactly. A row fails on a contract error, a NaN/Inf "
         "mismatch or a cosine fail; a max-abs fail alone is `review` (the absolute tiers do not scale with the "

@@ -23,6 +23,10 @@ struct PackageVerifyOptions {
   int num_threads = 2;
   uint64_t seed = 20260327;  // inputs are a function of the seed and the contract only
   bool onnxruntime = true;   // skipped with a note when ONNX Runtime is not available
+  // "kernels": our reference kernels (plain loops in double, one thread) run onnx/<file>.onnx;
+  // "onnxruntime": ONNX Runtime does (minutes instead of hours at full size; the slim ONNX and the
+  // .smx files are then compared with it).
+  std::string reference = "kernels";
 };
 
 struct PackageVerifyRow {
@@ -47,6 +51,7 @@ struct PackageVerification {
   std::vector<std::string> errors;  // a file that failed to load or run (a fail)
   double seconds = 0;
   uint64_t seed = 0;
+  std::string reference;  // what produced the reference outputs
   Verdict verdict() const;
   nlohmann::json to_json() const;
   std::string to_markdown() const;

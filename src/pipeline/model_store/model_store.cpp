@@ -47,8 +47,10 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
         opt.checkpoint_sha256 = content;
         opt.vocab = vocab;
         opt.route_files = false;
-        opt.command_line = "segmux deploy " + src.weights + (src.config.empty() ? "" : " --config " + src.config) +
-                           " (compiled on first use into the model cache)";
+        // What `segmux deploy` would make of the same inputs (file names only; the cache keeps its runtime files).
+        opt.command_line = "segmux deploy " + fs::path(src.weights).filename().string() +
+                           (src.config.empty() ? "" : " --config " + fs::path(src.config).filename().string()) +
+                           " -o " + fs::path(dir).filename().string() + " (runtime files, by the model cache)";
         package::build_package(cfg, opt, tmp, log);
         package::write_manifest(
             tmp, {{"checkpoint", {{"file", fs::path(src.weights).filename().string()}, {"sha256", content}}},
@@ -134,7 +136,8 @@ void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights
   opt.checkpoint = weights_path;
   opt.vocab = vocab_path;
   opt.route_files = false;
-  opt.command_line = "segmux deploy " + weights_path;
+  opt.command_line = "segmux deploy " + fs::path(weights_path).filename().string() + " -o " +
+                     fs::path(out_dir).filename().string() + " (runtime files)";
   const package::BuildRecord rec = package::build_package(cfg, opt, out_dir, log);
   package::write_manifest(
       out_dir,
