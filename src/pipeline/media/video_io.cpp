@@ -553,7 +553,6 @@ void write_png(const std::string& path, int width, int height, int color_type, i
   png_init_io(png, out.stream());
   png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), bit_depth, color_type, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  std::vector<png_color> plte;
   if (palette) {
     for (const auto& c : *palette) plte.push_back(png_color{c[0], c[1], c[2]});
     png_set_PLTE(png, info, plte.data(), int(plte.size()));
