@@ -21,7 +21,8 @@ allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may
     pipeline/model_store) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store" ;;
     pipeline/*) echo "core io ir kernels runtime models engines pipeline" ;;
     verify) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify" ;;
-    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify apps" ;;
+    service) echo "core io ir kernels runtime models engines pipeline service" ;;
+    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify service apps" ;;
     *) echo "" ;;
   esac
 }

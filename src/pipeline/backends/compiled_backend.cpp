@@ -226,7 +226,9 @@ class CompiledBackend : public ModelBackend {
     opt.track_in_reverse = reverse;
     std::vector<std::map<std::string, Tensor>> outs;
     for (int b = 0; b < a.num_buckets(); ++b) {
-      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, num_frames_, cur, opt);
+      // The state's video length (a backend can serve sessions on videos of different lengths).
+      const int video_frames = state.num_frames > 0 ? state.num_frames : num_frames_;
+      auto in = sam31::assemble_propagation_inputs(cfg_, sm.bank, a, b, t, video_frames, cur, opt);
       // Debug aid for parity work: SEGMUX_DEBUG_DUMP=DIR writes every propagation input set.
       if (const char* dump = std::getenv("SEGMUX_DEBUG_DUMP")) {
         std::vector<std::pair<std::string, Tensor>> v(in.tensors.begin(), in.tensors.end());
