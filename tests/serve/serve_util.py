@@ -145,9 +145,12 @@ def iou(a, b):
 
 
 def expect_like_trace(got, ref, where):
-    """Our {"frame_index","outputs"} against the official trace's frame: same ids, mask IoU >= 0.99."""
+    """Our {"frame_index","outputs"} against the official trace's frame as `segmux parity --video` checks
+    it: same ids, probabilities within 1e-3, mask IoU >= 0.99."""
     out = got['outputs']
     check(out['out_obj_ids'] == ref['obj_ids'], '%s: ids %s, official %s' % (where, out['out_obj_ids'], ref['obj_ids']))
+    for k, (p, q) in enumerate(zip(out['out_probs'], ref['probs'])):
+        check(abs(p - q) <= 1e-3, '%s object %s: prob %s, official %s' % (where, ref['obj_ids'][k], p, q))
     for k, m in enumerate(ref['masks_rle']):
         have = mask_pixels(decode_compressed(out['out_binary_masks'][k]['counts']))
         want = mask_pixels(m['counts'])
