@@ -65,8 +65,8 @@ struct Session {
   std::unique_ptr<VideoReader> reader;  // the model's frames
   std::unique_ptr<SessionBackend> backend;
   std::unique_ptr<ConceptSet> concepts;
-  bool have_prompt = false;
-  bool closed = false;  // under the model mutex
+  std::atomic<bool> have_prompt{false};  // written under the model mutex
+  bool closed = false;                   // under the model mutex
   std::atomic<int64_t> last_used_ms{0};
   std::atomic<int> active{0};  // requests in progress: never expired meanwhile
   // cancel_propagation: the frames the model has already computed (it delivers in batches) are not

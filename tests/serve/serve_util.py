@@ -37,11 +37,12 @@ def allowed_dir(root):
 
 
 class Server:
-    def __init__(self, *args, host='127.0.0.1', start_timeout=600):
+    def __init__(self, *args, host='127.0.0.1', start_timeout=600, env=None):
         cmd = [SEGMUX, 'serve', '--host', host, '--port', '0', '--weights', os.path.join(TINY, 'weights.safetensors'),
                '--config', os.path.join(TINY, 'config.json'),
                '--vocab', os.path.join(TINY, 'tokenizer/bpe_simple_vocab_16e6.txt.gz'), '--cache-dir', CACHE] + list(args)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
+                                     env=dict(os.environ, **(env or {})))
         deadline = time.time() + start_timeout
         line = ''
         while time.time() < deadline:  # the first start compiles the tiny model into CACHE

@@ -156,15 +156,18 @@ def main():
     trace = load_trace()
     with tempfile.TemporaryDirectory(prefix='segmux-serve-http-') as root:
         allow = allowed_dir(root)
-        srv = Server('--allow-dir', allow, '--max-sessions', '2', '--max-body-bytes', '2000000')
+        tmp = os.path.join(root, 'tmp')  # the server's TMPDIR: its upload folder must be gone at exit
+        os.makedirs(tmp)
+        srv = Server('--allow-dir', allow, '--max-sessions', '2', '--max-body-bytes', '2000000', env={'TMPDIR': tmp})
         try:
             flow_matches_trace_and_track(srv, root, trace)
             bad_requests(srv)
+            check(any(n.startswith('segmux-serve-') for n in os.listdir(tmp)), 'no upload folder in TMPDIR')
             disconnect_mid_propagation(srv, trace)
-            upload_dir = None
         finally:
             code = srv.stop()
         check(code == 0, 'server exit status %s' % code)
+        check(os.listdir(tmp) == [], 'left in TMPDIR after exit: %s' % os.listdir(tmp))
         token_loopback_expiry(root, allow)
     print('test_http: ok')
 
