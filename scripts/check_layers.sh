@@ -22,7 +22,8 @@ allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may
     pipeline/*) echo "core io ir kernels runtime models engines pipeline" ;;
     capi) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi" ;;
     verify) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify" ;;
-    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi verify apps" ;;
+    service) echo "core io ir kernels runtime models engines pipeline service" ;;
+    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi verify service apps" ;;
     *) echo "" ;;
   esac
 }

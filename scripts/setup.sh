@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 # fonts-dejavu-core: the overlay labels' font (found at run time; a bitmap font otherwise).
 # python3 + python3-numpy: the Python module's test (tests/python, scripts/check_install.sh); a test
 # decodes tracks.json's COCO RLE with an independent decoder in Python.
+# libcpp-httplib-dev: segmux serve's HTTP server. chromium: the serve page's headless-browser test.
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
@@ -15,7 +16,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
-  python3 python3-numpy
+  python3 python3-numpy libcpp-httplib-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user
 )

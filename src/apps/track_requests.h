@@ -17,20 +17,12 @@
 
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/session_api.h"
+#include "service/official_request.h"
 
 namespace segmux::apps {
 
-struct TrackRequest {
-  enum class Type { AddPrompt, RemoveObject, Propagate, ResetSession } type = Type::AddPrompt;
-  std::string name;  // "request 3 (remove_object)" for messages
-  int frame_index = 0;
-  std::string text;
-  std::optional<float> output_prob_thresh;
-  int64_t obj_id = -1;
-  pipeline::PropagationDirection direction = pipeline::PropagationDirection::Both;
-  std::optional<int> start_frame_index;
-  std::optional<int> max_frame_num_to_track;
-};
+// The request checks and the mapping onto the session API are the service layer's (shared with serve).
+using TrackRequest = service::OfficialRequest;
 
 // Reads and checks every request against a video of num_frames frames.
 std::vector<TrackRequest> read_track_requests(const std::string& path, int num_frames);

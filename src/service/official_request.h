@@ -1,0 +1,47 @@
+// One official SAM 3.1 request (the predictor's handle_request / handle_stream_request) checked and
+// mapped onto the session API: shared by `segmux track --requests` (apps/track_requests.h) and
+// `segmux serve` (service.h), so that both read the same fields with the same errors.
+//   {"type": "add_prompt", "frame_index": 0, "text": "dog", "output_prob_thresh"?: 0.5}
+//   {"type": "remove_object", "obj_id": 2, "frame_index"?: 5}
+//   {"type": "propagate_in_video", "propagation_direction"?: "both", "start_frame_index"?: 0,
+//    "max_frame_num_to_track"?: 10}
+//   {"type": "reset_session"}
+// Points and boxes ("points"/"point_labels", "bounding_boxes"/"bounding_box_labels", normalised [0, 1]
+// as officially) are checked and then refused as not supported yet.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "pipeline/predictor/concepts.h"
+#include "pipeline/predictor/session_api.h"
+
+namespace segmux::service {
+
+struct OfficialRequest {
+  enum class Type { AddPrompt, RemoveObject, Propagate, ResetSession } type = Type::AddPrompt;
+  std::string name;  // "request 3 (remove_object)" for messages
+  int frame_index = 0;
+  std::optional<int> remove_frame_index;  // remove_object's optional frame_index
+  std::string text;
+  std::optional<float> output_prob_thresh;
+  int64_t obj_id = -1;
+  pipeline::PropagationDirection direction = pipeline::PropagationDirection::Both;
+  std::optional<int> start_frame_index;
+  std::optional<int> max_frame_num_to_track;
+};
+
+// Checks one request against a video of num_frames frames. `name` prefixes every error ("request 3");
+// the type is appended. have_prompt: whether a text prompt precedes it (updated: add_prompt sets it,
+// reset_session clears it). extra_keys: fields also accepted (e.g. "session_id"). Throws segmux::Error.
+OfficialRequest parse_official_request(const nlohmann::json& r, const std::string& name, int num_frames,
+                                       bool& have_prompt, const std::set<std::string>& extra_keys = {"session_id"});
+
+// Runs one request on `concepts`; add_prompt and propagation outputs go to `emit` (false stops a
+// propagation). Returns false when a propagation was stopped (by emit or a cancel). Errors name it.
+bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest& q,
+                          const std::function<bool(const pipeline::FrameOutput&)>& emit);
+
+}  // namespace segmux::service

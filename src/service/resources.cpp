@@ -1,0 +1,156 @@
+#include "service/resources.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "io/files.h"
+
+namespace segmux::service {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kVideoExtensions[] = {".mp4", ".mov", ".webm", ".mkv", ".avi",
+                                        ".m4v", ".gif", ".png",  ".jpg", ".jpeg"};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_video_name(const fs::path& p) {
+  const std::string ext = lower(p.extension().string());
+  return std::any_of(std::begin(kVideoExtensions), std::end(kVideoExtensions), [&](const char* e) { return ext == e; });
+}
+
+// Whether canonical path p lies inside canonical folder root.
+bool inside(const fs::path& p, const fs::path& root) {
+  const fs::path rel = p.lexically_relative(root);
+  return !rel.empty() && *rel.begin() != ".." && rel.is_relative();
+}
+
+}  // namespace
+
+ResourceStore::ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads)
+    : max_upload_bytes_(max_upload_bytes), max_uploads_(max_uploads) {
+  if (!allow_dir.empty()) {
+    std::error_code ec;
+    const fs::path root = fs::canonical(allow_dir, ec);
+    SEGMUX_CHECK(!ec && fs::is_directory(root), "--allow-dir ", allow_dir, ": not a folder");
+    allow_dir_ = root.string();
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/segmux-serve-XXXXXX";
+  SEGMUX_CHECK(::mkdtemp(pattern.data()) != nullptr, "cannot create the upload folder ", pattern);
+  upload_dir_ = pattern;
+}
+
+ResourceStore::~ResourceStore() {
+  std::error_code ec;
+  fs::remove_all(upload_dir_, ec);
+}
+
+std::string ResourceStore::resolve(const std::string& resource_path) const {
+  if (resource_path.empty()) throw ServiceError(400, "'resource_path' is empty");
+  if (resource_path.rfind("upload:", 0) == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = uploads_.find(resource_path.substr(7));
+    if (it == uploads_.end()) throw ServiceError(404, "no upload '" + resource_path.substr(7) + "'");
+    return it->second;
+  }
+  if (allow_dir_.empty())
+    throw ServiceError(403, "resource_path '" + resource_path +
+                                "': this server reads no server-side paths (start it with --allow-dir DIR); upload "
+                                "the video instead");
+  const fs::path root(allow_dir_);
+  const fs::path given(resource_path);
+  const fs::path p = given.is_absolute() ? given : root / given;
+  std::error_code ec;
+  const fs::path canon = fs::canonical(p, ec);
+  // Not found and outside look the same to the client when the path leaves the folder.
+  if (!inside(p.lexically_normal(), root) && (ec || !inside(canon, root)))
+    throw ServiceError(403, "resource_path '" + resource_path + "' is outside the allowed folder");
+  if (ec) throw ServiceError(404, "resource_path '" + resource_path + "' does not exist in the allowed folder");
+  if (!inside(canon, root))
+    throw ServiceError(403, "resource_path '" + resource_path + "' leads outside the allowed folder (a symlink)");
+  if (fs::is_directory(canon)) {
+    for (const auto& e : fs::directory_iterator(canon, ec)) {
+      const fs::path f = fs::canonical(e.path(), ec);
+      if (ec || !inside(f, root))
+        throw ServiceError(403, "resource_path '" + resource_path + "': " + e.path().filename().string() +
+                                    " leads outside the allowed folder (a symlink)");
+    }
+  } else if (!fs::is_regular_file(canon)) {
+    throw ServiceError(400, "resource_path '" + resource_path + "' is not a file or a folder of frames");
+  }
+  return canon.string();
+}
+
+nlohmann::json ResourceStore::add_upload(const std::string& filename, const std::string& bytes) {
+  if (bytes.empty()) throw ServiceError(400, "the upload is empty");
+  if (int64_t(bytes.size()) > max_upload_bytes_)
+    throw ServiceError(413, "the upload has " + std::to_string(bytes.size()) + " bytes (--max-body-bytes " +
+                                std::to_string(max_upload_bytes_) + ")");
+  const fs::path name(filename);
+  if (!is_video_name(name))
+    throw ServiceError(400, "upload '" + filename +
+                                "': not a video, GIF or image name (expected .mp4 .mov .webm .mkv .avi .m4v .gif "
+                                ".png .jpg .jpeg)");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (int(uploads_.size()) >= max_uploads_)
+    throw ServiceError(429, "the server holds " + std::to_string(uploads_.size()) + " uploads already (at most " +
+                                std::to_string(max_uploads_) + ")");
+  const std::string id = "u" + std::to_string(next_upload_++);
+  const std::string path = upload_dir_ + "/" + id + lower(name.extension().string());
+  write_file_atomic(path, bytes.data(), bytes.size());
+  uploads_[id] = path;
+  return {{"upload_id", id}, {"resource_path", "upload:" + id}, {"bytes", bytes.size()}};
+}
+
+nlohmann::json ResourceStore::list_videos() const {
+  nlohmann::json out = nlohmann::json::array();
+  if (allow_dir_.empty()) return out;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(allow_dir_, ec))
+    if (e.is_directory() || is_video_name(e.path())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) out.push_back(n);
+  return out;
+}
+
+std::string encode_bmp(int width, int height, const std::vector<uint8_t>& rgb) {
+  const uint32_t row = uint32_t(width) * 3, padded = (row + 3) & ~3u, data = padded * uint32_t(height);
+  std::string out(54 + data, '\0');
+  auto put32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out[at + i] = char((v >> (8 * i)) & 0xff);
+  };
+  out[0] = 'B';
+  out[1] = 'M';
+  put32(2, uint32_t(out.size()));
+  put32(10, 54);
+  put32(14, 40);
+  put32(18, uint32_t(width));
+  put32(22, uint32_t(height));
+  out[26] = 1;
+  out[28] = 24;
+  put32(34, data);
+  for (int y = 0; y < height; ++y) {  // bottom-up rows, BGR
+    const uint8_t* src = rgb.data() + size_t(height - 1 - y) * row;
+    char* dst = out.data() + 54 + size_t(y) * padded;
+    for (int x = 0; x < width; ++x) {
+      dst[3 * x] = char(src[3 * x + 2]);
+      dst[3 * x + 1] = char(src[3 * x + 1]);
+      dst[3 * x + 2] = char(src[3 * x]);
+    }
+  }
+  return out;
+}
+
+}  // namespace segmux::service

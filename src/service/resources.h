@@ -1,0 +1,54 @@
+// Where `segmux serve` finds videos: paths inside one allowed folder (--allow-dir; symlinks are
+// resolved and must stay inside it, frame folders included) and uploads kept in a server-owned
+// temporary folder that is removed when the server stops. Errors are ServiceError (status + message).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace segmux::service {
+
+// A request the service refuses: an HTTP status (4xx: the client's fault, 503: busy) and a message
+// naming the problem.
+struct ServiceError : std::runtime_error {
+  ServiceError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
+  int status;
+};
+
+class ResourceStore {
+ public:
+  // allow_dir: "" = no server-side paths; max_upload_bytes bounds one upload, max_uploads their count.
+  ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads = 32);
+  ~ResourceStore();  // removes the upload folder
+  ResourceStore(const ResourceStore&) = delete;
+  ResourceStore& operator=(const ResourceStore&) = delete;
+
+  // resource_path -> a local path to open: "upload:<id>" names an upload; anything else is a path
+  // relative to (or absolute inside) the allowed folder.
+  std::string resolve(const std::string& resource_path) const;
+  // Stores an upload; filename gives the extension (a video, GIF or image). Returns
+  // {"upload_id", "resource_path", "bytes"}.
+  nlohmann::json add_upload(const std::string& filename, const std::string& bytes);
+  // The allowed folder's videos, GIFs and frame folders (top level), for the page.
+  nlohmann::json list_videos() const;
+  const std::string& upload_dir() const { return upload_dir_; }
+  int64_t max_upload_bytes() const { return max_upload_bytes_; }
+
+ private:
+  std::string allow_dir_;  // canonical, or ""
+  std::string upload_dir_;
+  int64_t max_upload_bytes_;
+  int max_uploads_;
+  mutable std::mutex mu_;
+  int next_upload_ = 0;
+  std::map<std::string, std::string> uploads_;  // id -> file
+};
+
+// A frame as an uncompressed 24-bit BMP (any browser shows it; no encoder needed).
+std::string encode_bmp(int width, int height, const std::vector<uint8_t>& rgb);
+
+}  // namespace segmux::service

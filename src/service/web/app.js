@@ -1,0 +1,378 @@
+// segmux serve's page: opens a video (server-side or uploaded), sends official requests to
+// /api/request, draws the streamed masks (COCO compressed RLE) and ids over the frames.
+// URL parameters drive it for automation: ?video=NAME&prompt=TEXT&autorun=1[&remove=ID][&token=T];
+// the state (document.body.dataset.status and #state) tells a test where it is.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const app = {
+  token: params.get('token') || '',
+  session: null,   // {session_id, num_frames, width, height}
+  frames: new Map(),   // frame index -> ImageBitmap
+  outputs: new Map(),  // frame index -> official outputs
+  objects: new Map(),  // obj id -> {prompt, prob}
+  current: 0,
+  streaming: null,     // AbortController of the running propagation
+  error: null,
+};
+
+const COLORS = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#bfef45',
+                '#fabed4', '#469990', '#dcbeff', '#9a6324', '#800000', '#aaffc3', '#808000', '#000075'];
+const color = (id) => COLORS[id % COLORS.length];
+
+function setStatus(text, status) {
+  $('status').textContent = text;
+  if (status) document.body.dataset.status = status;
+  publishState();
+}
+
+function fail(err) {
+  app.error = String(err.message || err);
+  setStatus('Error: ' + app.error, 'error');
+}
+
+// The page's state for tests and tools (also in #state as JSON).
+function state() {
+  let overlayPixels = 0;
+  const ov = $('overlay');
+  if (ov.width && ov.height) {
+    const d = ov.getContext('2d').getImageData(0, 0, ov.width, ov.height).data;
+    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) overlayPixels++;
+  }
+  return {
+    status: document.body.dataset.status,
+    session_id: app.session && app.session.session_id,
+    num_frames: app.session ? app.session.num_frames : 0,
+    frames_with_outputs: app.outputs.size,
+    current_frame: app.current,
+    objects: [...app.objects.keys()].sort((a, b) => a - b),
+    current_ids: app.outputs.has(app.current) ? app.outputs.get(app.current).out_obj_ids : [],
+    overlay_pixels: overlayPixels,
+    error: app.error,
+  };
+}
+window.segmuxState = state;
+function publishState() { $('state').textContent = JSON.stringify(state()); }
+
+function headers(extra) {
+  const h = Object.assign({}, extra || {});
+  if (app.token) h['Authorization'] = 'Bearer ' + app.token;
+  return h;
+}
+
+async function api(path, options) {
+  const res = await fetch(path, Object.assign({}, options, {headers: headers(options && options.headers)}));
+  if (!res.ok) {
+    let msg = res.status + ' ' + res.statusText;
+    try { msg = (await res.json()).error || msg; } catch (e) { /* not JSON */ }
+    throw new Error(msg);
+  }
+  return res;
+}
+
+async function request(body) {
+  const res = await api('/api/request', {method: 'POST', body: JSON.stringify(body),
+                                         headers: {'Content-Type': 'application/json'}});
+  return res.json();
+}
+
+// pycocotools' compressed counts string -> run lengths (column-major, starting with zeros).
+function decodeCounts(s) {
+  const counts = [];
+  let p = 0;
+  while (p < s.length) {
+    let x = 0, k = 0, more = 1;
+    while (more) {
+      const c = s.charCodeAt(p) - 48;
+      x |= (c & 0x1f) << (5 * k);
+      more = c & 0x20;
+      p++; k++;
+      if (!more && (c & 0x10)) x |= -1 << (5 * k);
+    }
+    if (counts.length > 2) x += counts[counts.length - 2];
+    counts.push(x);
+  }
+  return counts;
+}
+
+async function frameImage(index) {
+  if (app.frames.has(index)) return app.frames.get(index);
+  const res = await api('/api/frame?session_id=' + encodeURIComponent(app.session.session_id) + '&index=' + index);
+  const bitmap = await createImageBitmap(await res.blob());
+  app.frames.set(index, bitmap);
+  return bitmap;
+}
+
+function drawOverlay(index) {
+  const ov = $('overlay');
+  const ctx = ov.getContext('2d');
+  ctx.clearRect(0, 0, ov.width, ov.height);
+  const out = app.outputs.get(index);
+  if (!out) return;
+  const w = ov.width, h = ov.height;
+  const img = ctx.createImageData(w, h);
+  out.out_obj_ids.forEach((id, k) => {
+    const rle = out.out_binary_masks[k];
+    const c = color(id);
+    const r = parseInt(c.slice(1, 3), 16), g = parseInt(c.slice(3, 5), 16), b = parseInt(c.slice(5, 7), 16);
+    const runs = decodeCounts(rle.counts);
+    let pos = 0;
+    runs.forEach((n, i) => {
+      if (i % 2 === 1) {
+        for (let j = pos; j < pos + n; j++) {
+          const x = Math.floor(j / h), y = j % h;  // column-major
+          const o = 4 * (y * w + x);
+          img.data[o] = r; img.data[o + 1] = g; img.data[o + 2] = b; img.data[o + 3] = 120;
+        }
+      }
+      pos += n;
+    });
+  });
+  ctx.putImageData(img, 0, 0);
+  ctx.font = 'bold ' + Math.max(12, Math.round(h / 22)) + 'px system-ui, sans-serif';
+  ctx.lineWidth = Math.max(1, Math.round(h / 240));
+  out.out_obj_ids.forEach((id, k) => {
+    const [bx, by, bw, bh] = out.out_boxes_xywh[k];
+    ctx.strokeStyle = color(id);
+    ctx.strokeRect(bx * w, by * h, bw * w, bh * h);
+    const label = String(id);
+    const tw = ctx.measureText(label).width + 6, th = Math.max(12, Math.round(h / 22)) + 4;
+    ctx.fillStyle = color(id);
+    ctx.fillRect(bx * w, Math.max(0, by * h - th), tw, th);
+    ctx.fillStyle = '#fff';
+    ctx.fillText(label, bx * w + 3, Math.max(th - 4, by * h - 4));
+  });
+}
+
+async function show(index) {
+  if (!app.session) return;
+  index = Math.max(0, Math.min(app.session.num_frames - 1, index));
+  app.current = index;
+  $('frame-slider').value = index;
+  $('frame-label').textContent = 'frame ' + index + ' / ' + (app.session.num_frames - 1);
+  const bitmap = await frameImage(index);
+  if (app.current !== index) return;  // scrubbed on meanwhile
+  $('frame').getContext('2d').drawImage(bitmap, 0, 0);
+  drawOverlay(index);
+  publishState();
+}
+
+function takeOutputs(frameIndex, outputs) {
+  app.outputs.set(frameIndex, outputs);
+  outputs.out_obj_ids.forEach((id, k) => {
+    if (!app.objects.has(id)) app.objects.set(id, {prompt: outputs.out_prompts[k], prob: outputs.out_probs[k]});
+  });
+  renderObjects();
+}
+
+function renderObjects() {
+  const ul = $('objects');
+  ul.textContent = '';
+  [...app.objects.keys()].sort((a, b) => a - b).forEach((id) => {
+    const o = app.objects.get(id);
+    const li = document.createElement('li');
+    li.dataset.objId = id;
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    sw.style.background = color(id);
+    const label = document.createElement('span');
+    label.className = 'label';
+    label.textContent = 'id ' + id + ' · ' + (o.prompt || '') + ' · ' + Number(o.prob).toFixed(2);
+    const rm = document.createElement('button');
+    rm.type = 'button';
+    rm.textContent = 'Remove';
+    rm.className = 'remove';
+    rm.addEventListener('click', () => removeObject(id).catch(fail));
+    li.append(sw, label, rm);
+    ul.append(li);
+  });
+}
+
+function enable(open) {
+  for (const id of ['add-prompt', 'propagate', 'reset', 'dl-tracks', 'dl-overlay', 'dl-frame', 'frame-slider'])
+    $(id).disabled = !open || !!app.streaming;
+  $('cancel').disabled = !app.streaming;
+}
+
+async function openSession(resourcePath, label) {
+  if (app.session) await request({type: 'close_session', session_id: app.session.session_id}).catch(() => {});
+  app.session = null;
+  app.frames.clear(); app.outputs.clear(); app.objects.clear(); app.error = null;
+  renderObjects();
+  setStatus('Opening ' + label + '…', 'opening');
+  const s = await request({type: 'start_session', resource_path: resourcePath});
+  app.session = s;
+  for (const c of [$('frame'), $('overlay')]) { c.width = s.width; c.height = s.height; }
+  $('frame-slider').max = s.num_frames - 1;
+  $('prompt-frame').max = s.num_frames - 1;
+  $('video-info').textContent = label + ': ' + s.num_frames + ' frames, ' + s.width + '×' + s.height;
+  enable(true);
+  await show(0);
+  setStatus('Session ' + s.session_id + ' open. Type a prompt.', 'open');
+}
+
+async function addPrompt() {
+  const text = $('prompt-text').value.trim();
+  if (!text) throw new Error('type a prompt first');
+  const frame = Number($('prompt-frame').value) || 0;
+  setStatus('Prompting "' + text + '" on frame ' + frame + '…', 'prompting');
+  const r = await request({type: 'add_prompt', session_id: app.session.session_id, frame_index: frame, text: text});
+  takeOutputs(r.frame_index, r.outputs);
+  await show(r.frame_index);
+  setStatus(r.outputs.out_obj_ids.length + ' object(s) on frame ' + r.frame_index + '. Propagate to track them.',
+            'prompted');
+}
+
+async function propagate() {
+  const ctrl = new AbortController();
+  app.streaming = ctrl;
+  enable(true);
+  setStatus('Propagating…', 'streaming');
+  let n = 0, error = null;
+  try {
+    const res = await api('/api/request', {
+      method: 'POST', signal: ctrl.signal, headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({type: 'propagate_in_video', session_id: app.session.session_id,
+                            propagation_direction: $('direction').value})});
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, {stream: true});
+      let nl;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (!line.trim()) continue;
+        const msg = JSON.parse(line);
+        if (msg.error) { error = msg.error; continue; }
+        takeOutputs(msg.frame_index, msg.outputs);
+        n++;
+        if ($('follow').checked) await show(msg.frame_index);
+        else if (msg.frame_index === app.current) drawOverlay(app.current);
+        setStatus('Propagating… ' + n + ' frame(s)', 'streaming');
+      }
+    }
+  } catch (e) {
+    if (e.name !== 'AbortError') error = e.message;
+  } finally {
+    app.streaming = null;
+    enable(true);
+  }
+  if (error) throw new Error(error);
+  setStatus('Tracked ' + n + ' frame(s), ' + app.objects.size + ' object(s).', 'done');
+}
+
+async function cancel() {
+  if (!app.session) return;
+  await request({type: 'cancel_propagation', session_id: app.session.session_id});
+  setStatus('Cancelled.', 'cancelled');
+}
+
+async function removeObject(id) {
+  await request({type: 'remove_object', session_id: app.session.session_id, obj_id: id});
+  app.objects.delete(id);
+  for (const out of app.outputs.values()) {
+    const k = out.out_obj_ids.indexOf(id);
+    if (k >= 0) for (const key of ['out_obj_ids', 'out_probs', 'out_boxes_xywh', 'out_binary_masks', 'out_prompts'])
+      out[key].splice(k, 1);
+  }
+  renderObjects();
+  drawOverlay(app.current);
+  setStatus('Removed object ' + id + '.', 'removed');
+}
+
+async function reset() {
+  await request({type: 'reset_session', session_id: app.session.session_id});
+  app.outputs.clear(); app.objects.clear();
+  renderObjects();
+  drawOverlay(app.current);
+  setStatus('Session reset.', 'open');
+}
+
+async function download(what) {
+  const res = await api('/api/export?session_id=' + encodeURIComponent(app.session.session_id) + '&what=' + what);
+  const blob = await res.blob();
+  const name = (res.headers.get('Content-Disposition') || '').match(/filename="([^"]+)"/);
+  save(blob, name ? name[1] : what);
+}
+
+function save(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+function downloadFrame() {
+  const c = document.createElement('canvas');
+  c.width = $('frame').width; c.height = $('frame').height;
+  const ctx = c.getContext('2d');
+  ctx.drawImage($('frame'), 0, 0);
+  ctx.drawImage($('overlay'), 0, 0);
+  c.toBlob((b) => save(b, 'frame_' + String(app.current).padStart(5, '0') + '.png'));
+}
+
+async function upload(file) {
+  setStatus('Uploading ' + file.name + '…', 'uploading');
+  const form = new FormData();
+  form.append('file', file, file.name);
+  const up = await (await api('/api/upload', {method: 'POST', body: form})).json();
+  await openSession(up.resource_path, file.name);
+}
+
+async function loadVideoList() {
+  const list = await (await api('/api/videos')).json();
+  const sel = $('video-list');
+  for (const v of list.videos) {
+    const o = document.createElement('option');
+    o.value = o.textContent = v;
+    sel.append(o);
+  }
+}
+
+function wire() {
+  const on = (id, ev, fn) => $(id).addEventListener(ev, (e) => Promise.resolve(fn(e)).catch(fail));
+  on('open-video', 'click', () => $('video-list').value && openSession($('video-list').value, $('video-list').value));
+  on('upload', 'change', (e) => e.target.files[0] && upload(e.target.files[0]));
+  on('add-prompt', 'click', addPrompt);
+  on('prompt-text', 'keydown', (e) => e.key === 'Enter' && !$('add-prompt').disabled && addPrompt());
+  on('propagate', 'click', propagate);
+  on('cancel', 'click', cancel);
+  on('reset', 'click', reset);
+  on('frame-slider', 'input', (e) => show(Number(e.target.value)));
+  on('prev', 'click', () => show(app.current - 1));
+  on('next', 'click', () => show(app.current + 1));
+  on('dl-tracks', 'click', () => download('tracks'));
+  on('dl-overlay', 'click', () => download('overlay'));
+  on('dl-frame', 'click', downloadFrame);
+  window.addEventListener('keydown', (e) => {
+    if (e.target.tagName === 'INPUT' && e.target.type === 'text') return;
+    if (e.key === 'ArrowLeft') show(app.current - 1).catch(fail);
+    if (e.key === 'ArrowRight') show(app.current + 1).catch(fail);
+  });
+}
+
+async function autorun() {
+  await loadVideoList();
+  $('video-list').value = params.get('video');
+  await openSession(params.get('video'), params.get('video'));
+  $('prompt-text').value = params.get('prompt') || '';
+  await addPrompt();
+  await propagate();
+  if (params.get('remove') !== null) await removeObject(Number(params.get('remove')));
+  await show(Number(params.get('show') || app.current));
+  setStatus(document.body.dataset.status === 'removed' ? 'Autorun done (object removed).' : 'Autorun done.',
+            'autorun-done');
+}
+
+wire();
+if (params.get('autorun') === '1' && params.get('video')) autorun().catch(fail);
+else loadVideoList().catch(fail);
+publishState();
