@@ -185,6 +185,8 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_track_prompt_options(popt, prompts);
+  SEGMUX_USAGE_CHECK(popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
+                     "--requests replaces --start, --direction and --max-frames (say them in the requests)");
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
@@ -244,7 +246,7 @@ int run_track(int argc, char** argv) {
   const int bwd_frames = backward ? std::min(per_dir, start + 1) : 0;
   const int planned = fwd_frames + bwd_frames - (forward && backward ? 1 : 0);
 
-  Progress progress(planned, quiet);
+  Progress progress(requests.empty() ? planned : planned_outputs(requests, n), quiet);
   int done = 0;
   std::set<int> seen;
   std::map<int64_t, int> frames_per_object;

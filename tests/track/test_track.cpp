@@ -361,7 +361,11 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
   bad("points",
       R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
       "not supported yet");
-  Result r = track(tmp("pt"), "--point 500,10 --obj-id 1");
+  Result r = segmux("track " + kTiny + "/video/frames --requests " + tmp("unknown.json") + " --start 2 " +
+                    tiny_model_args() + " --out " + tmp("usage") + " --quiet");
+  EXPECT_EQ(r.code, 2);
+  expect_failure(r, tmp("usage"), "--requests replaces --start");
+  r = track(tmp("pt"), "--point 500,10 --obj-id 1");
   expect_failure(r, tmp("pt"), "outside the 320x240 frame");
   r = track(tmp("bx"), "--box 10,10,0,4");
   expect_failure(r, tmp("bx"), "is empty");
