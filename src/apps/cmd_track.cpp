@@ -273,6 +273,7 @@ int run_track(int argc, char** argv) {
     return true;
   };
   if (!requests.empty()) {
+    predictor.keep_outputs(true);  // remove_object answers with a frame's kept outputs
     run_track_requests(predictor, requests, take);
   } else {
     std::vector<FrameOutput> parts;

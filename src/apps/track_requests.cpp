@@ -187,6 +187,8 @@ void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackR
         case TrackRequest::Type::RemoveObject:
           SEGMUX_CHECK(concepts.remove_object(q.obj_id), "no object ", q.obj_id,
                        " is tracked at this point (it was never created, or was removed)");
+          // The official response: the frame's last outputs without the object.
+          if (auto out = concepts.frame_outputs(q.frame_index)) emit(*out);
           break;
         case TrackRequest::Type::Propagate: {
           const int start = q.start_frame_index.value_or(-1);

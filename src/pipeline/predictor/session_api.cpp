@@ -25,6 +25,7 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
   Session s;
   s.frames = std::move(frames);
   s.concepts = std::make_unique<ConceptSet>(backend_, *s.frames, config_);
+  s.concepts->keep_outputs(true);  // remove_object's response (frame_outputs), as officially
   sessions_.emplace(id, std::move(s));
   return id;
 }
@@ -58,6 +59,10 @@ bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id, std::o
   SEGMUX_CHECK(!frame_index || (*frame_index >= 0 && *frame_index < s.frames->num_frames()), "remove_object: frame ",
                frame_index.value_or(0), " is out of range for a video of ", s.frames->num_frames(), " frames");
   return s.concepts->remove_object(obj_id);
+}
+
+std::optional<FrameOutput> VideoPredictor::frame_outputs(const std::string& id, int frame_index) const {
+  return get(id).concepts->frame_outputs(frame_index);
 }
 
 void VideoPredictor::cancel_propagation(const std::string& id) { get(id).concepts->cancel(); }
