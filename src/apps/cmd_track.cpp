@@ -136,6 +136,8 @@ Examples:
   segmux track video.mp4 --prompt "dog" --weights sam3.1_multiplex.pt --out out/dog
   segmux track frames/ --prompt "person" --model compiled/ --out out/p --direction both --start 40
   segmux track clip.gif --prompt "shape" --demo --out out/demo
+  segmux track video.mp4 --prompt dog --prompt cat --model compiled/ --out out/pets   (every concept at once)
+  segmux track video.mp4 --requests requests.json --model compiled/ --out out/r       (official-style requests)
 
 Outputs in DIR (written when the run completes; a failed run leaves DIR as it was):
   masks/NNNNN.png  16-bit grayscale per frame: 0 = background, obj_id + 1 on the object's pixels
