@@ -141,6 +141,7 @@ TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   std::string id = predictor.start_session(make_blank_frame_source(40, kVideo, kVideo));
   predictor.add_prompt(id, 0, Prompt::from_text("dog"));
   predictor.add_prompt(id, 0, Prompt::from_text("cat"));
+  predictor.keep_outputs(id, true);
   int delivered = 0;
   predictor.propagate_in_video(id, {PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
     if (++delivered == 1) predictor.cancel_propagation(id);  // as another thread would

@@ -25,7 +25,6 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
   Session s;
   s.frames = std::move(frames);
   s.concepts = std::make_unique<ConceptSet>(backend_, *s.frames, config_);
-  s.concepts->keep_outputs(true);  // remove_object's response (frame_outputs), as officially
   sessions_.emplace(id, std::move(s));
   return id;
 }
@@ -64,6 +63,8 @@ bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id, std::o
 std::optional<FrameOutput> VideoPredictor::frame_outputs(const std::string& id, int frame_index) const {
   return get(id).concepts->frame_outputs(frame_index);
 }
+
+void VideoPredictor::keep_outputs(const std::string& id, bool keep) { get(id).concepts->keep_outputs(keep); }
 
 void VideoPredictor::cancel_propagation(const std::string& id) { get(id).concepts->cancel(); }
 
