@@ -70,15 +70,7 @@ class ConceptSet {
   struct Concept;
   FrameOutput labelled(const Concept& c, FrameOutput out) const;
 
-  ModelBackend& backend_;
-  FrameSource& frames_;
-  ControlConfig cfg_;
-  std::unique_ptr<SharedBackend> shared_;
-  std::unique_ptr<FrameSource> cached_frames_;
-  std::shared_ptr<int64_t> max_id_;
-  std::vector<std::unique_ptr<Concept>> concepts_;
-  std::atomic<bool> cancel_{false};
-  struct KeptFrame {
+  struct KeptFrame {  // keep_outputs(): a frame's merged outputs
     std::vector<int64_t> obj_ids;
     std::vector<float> probs;
     std::vector<std::array<float, 4>> boxes_xywh;
@@ -88,6 +80,15 @@ class ConceptSet {
   };
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;
+
+  ModelBackend& backend_;
+  FrameSource& frames_;
+  ControlConfig cfg_;
+  std::unique_ptr<SharedBackend> shared_;
+  std::unique_ptr<FrameSource> cached_frames_;
+  std::shared_ptr<int64_t> max_id_;
+  std::vector<std::unique_ptr<Concept>> concepts_;
+  std::atomic<bool> cancel_{false};
 };
 
 }  // namespace segmux::pipeline
