@@ -20,6 +20,7 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/staged_output.h"
+#include "apps/request_plan.h"
 #include "apps/track_options.h"
 #include "core/error.h"
 #include "io/files.h"
@@ -276,7 +277,12 @@ int run_track(int argc, char** argv) {
   };
   if (!requests.empty()) {
     predictor.keep_outputs(true);  // remove_object answers with a frame's kept outputs
-    run_track_requests(predictor, requests, take);
+    for (const TrackRequest& q : requests) {
+      run_track_requests(predictor, {q}, take);
+      // The official remove_object response: that frame's last outputs without the object.
+      if (q.type == TrackRequest::Type::RemoveObject)
+        if (auto out = predictor.frame_outputs(q.frame_index)) take(*out);
+    }
   } else {
     std::vector<FrameOutput> parts;
     for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p));

@@ -1,6 +1,5 @@
 #include "apps/track_requests.h"
 
-#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -158,24 +157,6 @@ std::vector<TrackRequest> read_track_requests(const std::string& path, int num_f
   return out;
 }
 
-int planned_outputs(const std::vector<TrackRequest>& requests, int num_frames) {
-  int total = 0, first_prompt = -1;
-  for (const TrackRequest& q : requests) {
-    if (q.type == TrackRequest::Type::AddPrompt) {
-      ++total;
-      first_prompt = first_prompt < 0 ? q.frame_index : std::min(first_prompt, q.frame_index);
-    } else if (q.type == TrackRequest::Type::ResetSession) {
-      first_prompt = -1;
-    } else if (q.type == TrackRequest::Type::Propagate) {
-      const int start = q.start_frame_index.value_or(std::max(first_prompt, 0));
-      const int max = q.max_frame_num_to_track.value_or(num_frames);
-      if (q.direction != PropagationDirection::Backward) total += std::min(max + 1, num_frames - start);
-      if (q.direction != PropagationDirection::Forward) total += std::min(max, start);
-    }
-  }
-  return total;
-}
-
 void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackRequest>& requests,
                         const std::function<void(const pipeline::FrameOutput&)>& emit) {
   for (const TrackRequest& q : requests) {
@@ -187,8 +168,6 @@ void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackR
         case TrackRequest::Type::RemoveObject:
           SEGMUX_CHECK(concepts.remove_object(q.obj_id), "no object ", q.obj_id,
                        " is tracked at this point (it was never created, or was removed)");
-          // The official response: the frame's last outputs without the object.
-          if (auto out = concepts.frame_outputs(q.frame_index)) emit(*out);
           break;
         case TrackRequest::Type::Propagate: {
           const int start = q.start_frame_index.value_or(-1);

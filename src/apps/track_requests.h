@@ -35,9 +35,6 @@ struct TrackRequest {
 // Reads and checks every request against a video of num_frames frames.
 std::vector<TrackRequest> read_track_requests(const std::string& path, int num_frames);
 
-// How many frame outputs the requests deliver (for progress), frames delivered again included.
-int planned_outputs(const std::vector<TrackRequest>& requests, int num_frames);
-
 // Runs the requests on `concepts`; every add_prompt and propagation output goes to `emit` (a frame
 // output later in the run replaces an earlier one of the same frame). Errors name the request.
 void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackRequest>& requests,
