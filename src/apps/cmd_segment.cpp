@@ -146,16 +146,17 @@ int run_segment(int argc, char** argv) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
   };
 
-  // Everything that can fail on input is checked before any output exists.
-  std::vector<RgbImage> decoded;
-  for (const auto& path : images) {
-    decoded.push_back(read_image(path));
-    for (const auto& b : boxes) check_box(parse_box_arg(b), decoded.back().width, decoded.back().height, "--box");
+  // Checked before the model loads; a failure later (a corrupt image) still leaves DIR as it was.
+  for (const auto& path : images)
+    SEGMUX_CHECK(fs::is_regular_file(path), "cannot read image '", path, "': not a file");
+  if (!boxes.empty()) {
+    for (const auto& path : images) {
+      const RgbImage img = read_image(path);
+      for (const auto& b : boxes) check_box(parse_box_arg(b), img.width, img.height, "--box " + b);
+    }
+    fail("--box: box (exemplar) prompts are not supported yet (the detector's geometry encoder is not "
+         "implemented); use --prompt TEXT");
   }
-  for (const auto& b : boxes) parse_box_arg(b);
-  SEGMUX_CHECK(boxes.empty(),
-               "--box: box (exemplar) prompts are not supported yet: the detector has no geometry "
-               "encoder path; use --prompt TEXT");
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, 1, log);
   log("model: " + model.description);
@@ -166,14 +167,14 @@ int run_segment(int argc, char** argv) {
   nlohmann::json summary = nlohmann::json::array();
   for (size_t i = 0; i < images.size(); ++i) {
     const std::string stem = fs::path(images[i]).stem().string();
-    ImageResult r = segment_image(proc, decoded[i], prompts);
-    write_image_outputs(staged.stage(), stem, images[i], decoded[i], r, threshold);
+    const RgbImage img = read_image(images[i]);
+    ImageResult r = segment_image(proc, img, prompts);
+    write_image_outputs(staged.stage(), stem, images[i], img, r, threshold);
     for (const char* suffix : {".png", ".json", ".overlay.png"}) written.push_back(stem + suffix);
     log(images[i] + ": " + std::to_string(r.out.obj_ids.size()) + " objects");
     summary.push_back({{"image", valid_utf8(images[i])},
                        {"objects", r.out.obj_ids.size()},
                        {"json", (fs::path(out_dir) / (stem + ".json")).string()}});
-    decoded[i] = RgbImage{};
   }
   staged.commit(written);
   if (json) std::printf("%s\n", json_text({{"images", summary}, {"out", out_dir}}, 2).c_str());

@@ -20,6 +20,7 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/staged_output.h"
+#include "apps/request_plan.h"
 #include "apps/track_options.h"
 #include "core/error.h"
 #include "io/files.h"
@@ -136,6 +137,8 @@ Examples:
   segmux track video.mp4 --prompt "dog" --weights sam3.1_multiplex.pt --out out/dog
   segmux track frames/ --prompt "person" --model compiled/ --out out/p --direction both --start 40
   segmux track clip.gif --prompt "shape" --demo --out out/demo
+  segmux track video.mp4 --prompt dog --prompt cat --model compiled/ --out out/pets   (every concept at once)
+  segmux track video.mp4 --requests requests.json --model compiled/ --out out/r       (official-style requests)
 
 Outputs in DIR (written when the run completes; a failed run leaves DIR as it was):
   masks/NNNNN.png  16-bit grayscale per frame: 0 = background, obj_id + 1 on the object's pixels
@@ -203,6 +206,8 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_track_prompt_options(popt, prompts);
+  SEGMUX_USAGE_CHECK(popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
+                     "--requests replaces --start, --direction and --max-frames (say them in the requests)");
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
@@ -265,7 +270,7 @@ int run_track(int argc, char** argv) {
   const int bwd_frames = backward ? std::min(per_dir, start + 1) : 0;
   const int planned = fwd_frames + bwd_frames - (forward && backward ? 1 : 0);
 
-  Progress progress(planned, quiet);
+  Progress progress(requests.empty() ? planned : planned_outputs(requests, n), quiet);
   int done = 0;
   std::set<int> seen;
   std::map<int64_t, int> frames_per_object;
@@ -292,7 +297,13 @@ int run_track(int argc, char** argv) {
     return true;
   };
   if (!requests.empty()) {
-    run_track_requests(predictor, requests, take);
+    predictor.keep_outputs(true);  // remove_object answers with a frame's kept outputs
+    for (const TrackRequest& q : requests) {
+      run_track_requests(predictor, {q}, take);
+      // The official remove_object response: that frame's last outputs without the object.
+      if (q.type == TrackRequest::Type::RemoveObject)
+        if (auto out = predictor.frame_outputs(q.frame_index)) take(*out);
+    }
   } else {
     std::vector<FrameOutput> parts;
     for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p));

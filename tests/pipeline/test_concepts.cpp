@@ -141,6 +141,7 @@ TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   std::string id = predictor.start_session(make_blank_frame_source(40, kVideo, kVideo));
   predictor.add_prompt(id, 0, Prompt::from_text("dog"));
   predictor.add_prompt(id, 0, Prompt::from_text("cat"));
+  predictor.keep_outputs(id, true);
   int delivered = 0;
   predictor.propagate_in_video(id, {PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
     if (++delivered == 1) predictor.cancel_propagation(id);  // as another thread would
@@ -148,6 +149,13 @@ TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   });
   EXPECT_LT(be.backbone_runs.size(), 40u) << "cancel_propagation stops the run";
   EXPECT_THROW(predictor.remove_object(id, 0, 40), Error);  // frame out of range
+  auto before = predictor.frame_outputs(id, 3);
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(before->obj_ids, (std::vector<int64_t>{0, 1}));
+  EXPECT_FALSE(predictor.frame_outputs(id, 39).has_value()) << "not propagated";
   EXPECT_TRUE(predictor.remove_object(id, 0, 3));
+  // The official remove_object response: the frame's outputs without the object.
+  EXPECT_EQ(predictor.frame_outputs(id, 3)->obj_ids, (std::vector<int64_t>{1}));
+  EXPECT_EQ(predictor.frame_outputs(id, 3)->prompts, (std::vector<std::string>{"cat"}));
   EXPECT_FALSE(predictor.remove_object(id, 0, 3));
 }

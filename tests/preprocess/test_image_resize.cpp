@@ -25,15 +25,15 @@ TEST(ImagePreprocess, ResizeAndInputEqualTheOfficialImageProcessor) {
     RgbImage ref = read_image(kImageSet + "/images/" + name + "_resized.png");
     RgbImage got = resize_antialias_f32(in, ref.width, ref.height);
     ASSERT_EQ(got.pixels.size(), ref.pixels.size());
-    // Known residue: torch 1.13's float accumulation is not reproduced to the last bit, so a few values
-    // (20 and 19 of 84672 here) round to the neighbouring level.
+    // Known residue: torch 1.13's float arithmetic is not reproduced to the last bit; a few values (9 and
+    // 4 of 84672 here) round to the neighbouring level.
     size_t diff = 0;
     int worst = 0;
     for (size_t i = 0; i < ref.pixels.size(); ++i) {
       diff += got.pixels[i] != ref.pixels[i];
       worst = std::max(worst, std::abs(int(got.pixels[i]) - int(ref.pixels[i])));
     }
-    EXPECT_LE(diff, ref.pixels.size() / 2000)
+    EXPECT_LE(diff, ref.pixels.size() / 5000)
         << name << ": " << diff << " of " << ref.pixels.size() << " values differ";
     EXPECT_LE(worst, 1) << name;
   }

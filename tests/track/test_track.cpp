@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -457,7 +458,11 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
   bad("points",
       R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
       "not supported yet");
-  Result r = track(tmp("pt"), "--point 500,10 --obj-id 1");
+  Result r = segmux("track " + kTiny + "/video/frames --requests " + tmp("unknown.json") + " --start 2 " +
+                    tiny_model_args() + " --out " + tmp("usage") + " --quiet");
+  EXPECT_EQ(r.code, 2);
+  expect_failure(r, tmp("usage"), "--requests replaces --start");
+  r = track(tmp("pt"), "--point 500,10 --obj-id 1");
   expect_failure(r, tmp("pt"), "outside the 320x240 frame");
   r = track(tmp("bx"), "--box 10,10,0,4");
   expect_failure(r, tmp("bx"), "is empty");
@@ -465,4 +470,60 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
   expect_failure(r, tmp("bx2"), "not supported yet");
   r = track(tmp("pt2"), "--point 1,2:maybe --obj-id 1");
   expect_failure(r, tmp("pt2"), "'neg' or 'pos'");
+}
+
+// The official request sequence (tests/fixtures/sam31-tiny-prompts from branch fixgen: text, propagate,
+// remove_object) as a --requests file: every frame equals the official responses (frame 0: the
+// remove_object response, frames 1..15: the propagation's yields).
+TEST_F(Track, RequestsEqualTheOfficialSequence) {
+  const fs::path trace_path = fs::path(SEGMUX_SOURCE_DIR) / "tests/fixtures/sam31-tiny-prompts/video/trace.json";
+  if (!fs::exists(trace_path)) GTEST_SKIP() << "sam31-tiny-prompts fixtures not found";
+  nlohmann::json trace = nlohmann::json::parse(slurp(trace_path));
+  const auto& reqs = trace["requests"];
+  ASSERT_EQ(reqs[0]["type"], "add_prompt");
+  ASSERT_EQ(reqs[1]["type"], "propagate_in_video");
+  ASSERT_EQ(reqs[2]["type"], "remove_object");
+  nlohmann::json file = nlohmann::json::array();
+  for (int i = 0; i < 3; ++i) {
+    nlohmann::json q = reqs[i];
+    for (const char* k : {"outputs", "yields", "response_frame_index"}) q.erase(k);
+    file.push_back(q);
+  }
+  std::ofstream(tmp("official.json")) << file.dump();
+  Result r = segmux("track " + kTiny + "/video/frames --requests " + tmp("official.json") + " " + tiny_model_args() +
+                    " --out " + tmp("official") + " --quiet --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json got = nlohmann::json::parse(slurp(fs::path(tmp("official")) / "tracks.json"));
+  std::map<int, nlohmann::json> expected;
+  for (const auto& y : reqs[1]["yields"]) expected[y["frame_index"].get<int>()] = y;
+  expected[reqs[2]["frame_index"].get<int>()] = reqs[2]["outputs"];
+  ASSERT_EQ(got["frames"].size(), expected.size());
+  for (const auto& f : got["frames"]) {
+    const int index = f["frame_index"];
+    const auto& ref = expected.at(index);
+    // Masks from the instance PNG (objects of one concept do not overlap), whatever RLE form the JSON uses.
+    char name[32];
+    std::snprintf(name, sizeof name, "%05d.png", index);
+    int w = 0, h = 0;
+    const std::vector<uint16_t> ids = read_png16(fs::path(tmp("official")) / "masks" / name, w, h);
+    ASSERT_EQ(f["objects"].size(), ref["obj_ids"].size()) << "frame " << index;
+    for (size_t k = 0; k < ref["obj_ids"].size(); ++k) {
+      const auto& o = f["objects"][k];
+      const int64_t id = ref["obj_ids"][k];
+      EXPECT_EQ(o["id"].get<int64_t>(), id) << "frame " << index;
+      EXPECT_NEAR(o["score"].get<double>(), ref["probs"][k].get<double>(), 1e-4) << "frame " << index;
+      RleMask b{ref["masks_rle"][k]["size"][0], ref["masks_rle"][k]["size"][1], ref["masks_rle"][k]["counts"]};
+      BinaryMask mb = segmux::pipeline::rle_decode(b);
+      ASSERT_EQ(mb.pixels.size(), ids.size());
+      int64_t inter = 0, uni = 0;
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const bool a = ids[size_t(y) * size_t(w) + size_t(x)] == uint16_t(id + 1), c = mb.at(y, x) != 0;
+          inter += a && c;
+          uni += a || c;
+        }
+      // Tolerance of `segmux parity --video` (tracker-side bf16 flips move a few pixels).
+      EXPECT_GE(uni ? double(inter) / double(uni) : 1.0, 0.98) << "frame " << index << " object " << id;
+    }
+  }
 }

@@ -259,6 +259,11 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
         c->ready.pop_front();
       }
       merged = merge(std::move(parts));
+      if (keep_outputs_) {
+        KeptFrame& k = kept_[merged.frame_index];
+        k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh, {}, merged.prompts, merged.stats};
+        for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
+      }
       if (!sink(std::move(merged))) stopped = true;
     }
   };
@@ -297,13 +302,48 @@ FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
 
 bool ConceptSet::remove_object(int64_t obj_id) {
   for (auto& c : concepts_)
-    if (c->control->remove_object(obj_id)) return true;
+    if (c->control->remove_object(obj_id)) {
+      for (auto& [f, k] : kept_)
+        for (size_t i = 0; i < k.obj_ids.size(); ++i)
+          if (k.obj_ids[i] == obj_id) {
+            const auto at = long(i);
+            k.obj_ids.erase(k.obj_ids.begin() + at);
+            k.probs.erase(k.probs.begin() + at);
+            k.boxes_xywh.erase(k.boxes_xywh.begin() + at);
+            k.masks.erase(k.masks.begin() + at);
+            k.prompts.erase(k.prompts.begin() + at);
+            break;
+          }
+      return true;
+    }
   return false;
+}
+
+std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
+  auto it = kept_.find(frame_index);
+  if (it == kept_.end()) return std::nullopt;
+  const KeptFrame& k = it->second;
+  FrameOutput out;
+  out.frame_index = frame_index;
+  out.stats = k.stats;
+  for (size_t i = 0; i < k.obj_ids.size(); ++i) {
+    float prob = k.probs[i];
+    for (const auto& c : concepts_)
+      if (auto s = c->control->object_scores().find(k.obj_ids[i]); s != c->control->object_scores().end())
+        prob = s->second;
+    out.obj_ids.push_back(k.obj_ids[i]);
+    out.probs.push_back(prob);
+    out.boxes_xywh.push_back(k.boxes_xywh[i]);
+    out.masks.push_back(rle_decode(k.masks[i]));
+    out.prompts.push_back(k.prompts[i]);
+  }
+  return out;
 }
 
 void ConceptSet::reset() {
   for (auto& c : concepts_) c->control->reset();
   concepts_.clear();
+  kept_.clear();
   *max_id_ = -1;
 }
 

@@ -42,7 +42,15 @@ class ConceptSet {
   // Stops a running propagate() after the frame in progress (callable from another thread).
   void cancel() { cancel_ = true; }
 
-  bool remove_object(int64_t obj_id);  // from whichever concept holds it
+  bool remove_object(int64_t obj_id);  // from whichever concept holds it (and from kept outputs)
+
+  // Keeps every frame's propagation outputs (RLE masks) for frame_outputs(): the official predictor's
+  // cached frame outputs, which its remove_object answers with. Off by default (memory grows with the
+  // video).
+  void keep_outputs(bool keep) { keep_outputs_ = keep; }
+  // The last propagation outputs of a frame, without removed objects and with current scores (the
+  // official remove_object response); nullopt if the frame was not propagated (or outputs not kept).
+  std::optional<FrameOutput> frame_outputs(int frame_index) const;
   void reset();                        // forgets every concept; ids start at 0 again
 
   bool empty() const { return concepts_.empty(); }
@@ -63,6 +71,17 @@ class ConceptSet {
  private:
   struct Concept;
   FrameOutput labelled(const Concept& c, FrameOutput out) const;
+
+  struct KeptFrame {  // keep_outputs(): a frame's merged outputs
+    std::vector<int64_t> obj_ids;
+    std::vector<float> probs;
+    std::vector<std::array<float, 4>> boxes_xywh;
+    std::vector<RleMask> masks;
+    std::vector<std::string> prompts;
+    FrameStats stats;
+  };
+  bool keep_outputs_ = false;
+  std::map<int, KeptFrame> kept_;
 
   ModelBackend& backend_;
   FrameSource& frames_;

@@ -135,6 +135,8 @@ class VideoControlPlane {
   const HotstartMetadata& hotstart_metadata() const { return meta_; }
   std::vector<TrackerStateView> tracker_state_views() const;
   std::vector<int64_t> object_ids() const { return obj_ids_; }
+  // Each object's current score (-10000 once hot start removed it).
+  const std::map<int64_t, float>& object_scores() const { return obj_id_to_score_; }
 
  private:
   struct TrackerState {

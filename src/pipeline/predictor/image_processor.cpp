@@ -29,13 +29,14 @@ AaWeights aa_weights(int in_size, int out_size) {
   AaWeights a;
   for (int i = 0; i < out_size; ++i) {
     const float center = float(double(scale) * (i + 0.5));
-    const int xmin = std::max(int(center - support + 0.5f), 0);
-    const int xsize = std::min(int(center + support + 0.5f), in_size) - xmin;
+    const int xmin = std::max(int((center - support) + 0.5), 0);
+    const int xsize = std::min(int((center + support) + 0.5), in_size) - xmin;
     std::vector<float> w(size_t(std::max(xsize, 0)));
     float total = 0.f;
     for (int j = 0; j < xsize; ++j) {
-      const double x = std::abs((j + xmin - double(center) + 0.5) * invscale);
-      w[size_t(j)] = float(x < 1.0 ? 1.0 - x : 0.0);
+      // torch passes the filter a float argument, and computes 1 - |x| in double.
+      const float x = std::abs(float((j + xmin - center + 0.5) * invscale));
+      w[size_t(j)] = float(x < 1.0f ? 1.0 - double(x) : 0.0);
       total += w[size_t(j)];
     }
     if (total != 0.f)
@@ -57,10 +58,10 @@ RgbImage resize_antialias_f32(const RgbImage& in, int out_w, int out_h) {
   for (int y = 0; y < in.height; ++y)
     for (int x = 0; x < out_w; ++x)
       for (int c = 0; c < 3; ++c) {
-        float t = 0.f;
+        double t = 0.0;  // float products summed in double, as torch does
         for (int j = 0; j < wx.count[size_t(x)]; ++j)
-          t += float(pixel_at(in, wx.first[size_t(x)] + j, y)[c]) * wx.w[size_t(x)][size_t(j)];
-        tmp[(size_t(y) * size_t(out_w) + size_t(x)) * 3 + size_t(c)] = t;
+          t += double(float(pixel_at(in, wx.first[size_t(x)] + j, y)[c]) * wx.w[size_t(x)][size_t(j)]);
+        tmp[(size_t(y) * size_t(out_w) + size_t(x)) * 3 + size_t(c)] = float(t);
       }
   RgbImage out;
   out.width = out_w;
@@ -69,11 +70,11 @@ RgbImage resize_antialias_f32(const RgbImage& in, int out_w, int out_h) {
   for (int y = 0; y < out_h; ++y)
     for (int x = 0; x < out_w; ++x)
       for (int c = 0; c < 3; ++c) {
-        float t = 0.f;
+        double t = 0.0;
         for (int j = 0; j < wy.count[size_t(y)]; ++j)
-          t += tmp[(size_t(wy.first[size_t(y)] + j) * size_t(out_w) + size_t(x)) * 3 + size_t(c)] *
-               wy.w[size_t(y)][size_t(j)];
-        pixel_at(out, x, y)[c] = uint8_t(std::clamp(std::nearbyint(t), 0.f, 255.f));
+          t += double(tmp[(size_t(wy.first[size_t(y)] + j) * size_t(out_w) + size_t(x)) * 3 + size_t(c)] *
+                      wy.w[size_t(y)][size_t(j)]);
+        pixel_at(out, x, y)[c] = uint8_t(std::clamp(std::nearbyint(float(t)), 0.f, 255.f));
       }
   return out;
 }

@@ -60,6 +60,12 @@ bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id, std::o
   return s.concepts->remove_object(obj_id);
 }
 
+std::optional<FrameOutput> VideoPredictor::frame_outputs(const std::string& id, int frame_index) const {
+  return get(id).concepts->frame_outputs(frame_index);
+}
+
+void VideoPredictor::keep_outputs(const std::string& id, bool keep) { get(id).concepts->keep_outputs(keep); }
+
 void VideoPredictor::cancel_propagation(const std::string& id) { get(id).concepts->cancel(); }
 
 void VideoPredictor::reset_session(const std::string& id) { get(id).concepts->reset(); }

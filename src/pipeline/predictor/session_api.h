@@ -79,6 +79,11 @@ class VideoPredictor {
                           const std::function<bool(const FrameOutput&)>& on_frame);
   // Removes an object (official remove_object; frame_index, when given, must be a frame of the video).
   bool remove_object(const std::string& session_id, int64_t obj_id, std::optional<int> frame_index = std::nullopt);
+  // The last propagation outputs of a frame without removed objects, with current scores: what the
+  // official remove_object answers for its frame_index. Needs keep_outputs(session, true) before the
+  // propagation (off by default: the kept RLE masks grow with the video); nullopt for a frame not kept.
+  std::optional<FrameOutput> frame_outputs(const std::string& session_id, int frame_index) const;
+  void keep_outputs(const std::string& session_id, bool keep);
   // Stops a running propagate_in_video after the frame in progress (callable from another thread).
   void cancel_propagation(const std::string& session_id);
   void reset_session(const std::string& session_id);
