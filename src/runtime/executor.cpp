@@ -144,7 +144,13 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
     out_ptrs.clear();
     for (auto& t : outs) out_ptrs.push_back(&t);
     KernelContext ctx{node, vin, out_ptrs, options_.num_threads};
-    kernels_[n]->run(ctx);
+    if (observer_) {
+      const auto start = std::chrono::steady_clock::now();
+      kernels_[n]->run(ctx);
+      observer_(NodeRun{n, node, vin, out_ptrs, start, std::chrono::steady_clock::now()});
+    } else {
+      kernels_[n]->run(ctx);
+    }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       int o = node.outputs[k];
       if (o < 0) continue;
