@@ -46,9 +46,10 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
   const std::string cache = src.cache_dir.empty() ? default_cache_dir() : src.cache_dir;
   std::string key = fs::absolute(src.weights).string() + "|" + std::to_string(st.st_size) + "|" +
                     std::to_string(st.st_mtime) + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
+  if (src.precision != "fp32") key += "|" + src.precision;  // fp32 keeps the keys of earlier builds
   std::string dir = cache + "/" + cfg.name + "-" + std::to_string(cache_hash(key));
   ensure_model_dir(
-      dir, [&](const std::string& tmp) { compile_model_dir(cfg, src.weights, vocab, tmp, log); },
+      dir, [&](const std::string& tmp) { compile_model_dir(cfg, src.weights, vocab, tmp, log, src.precision); },
       "first use of this checkpoint: compiling the candidates into " + dir, log);
   return dir;
 }
@@ -109,7 +110,8 @@ uint64_t cache_hash(const std::string& key) {  // FNV-1a, folded to 9-10 decimal
 }
 
 void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& vocab_path,
-                       const std::string& out_dir, const LogFn& log) {
+                       const std::string& out_dir, const LogFn& log, const std::string& precision) {
+  SEGMUX_CHECK(precision == "fp32" || precision == "bf16", "unknown precision '", precision, "' (fp32 or bf16)");
   fs::create_directories(out_dir);
   log("loading weights " + weights_path);
   sam31::Weights w = sam31::Weights::load(weights_path);
@@ -119,12 +121,14 @@ void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights
     log("compiling " + f.file);
     compiler::CompileOptions opt;
     opt.command_line = "compiled on first use of " + weights_path + " (" + f.file + ")";
+    opt.precision = precision;
     compiler::CompileResult r = compiler::compile_graph(c.build(cfg, w, f.variant), opt);
     compiler::write_compiled(out_dir + "/" + f.file + ".smx", r, opt);
   }
   nlohmann::json meta = {{"producer", kVersion},
                          {"config", nlohmann::json::parse(sam31::config_to_json(cfg))},
                          {"weights", fs::absolute(weights_path).string()},
+                         {"precision", precision},
                          {"vocab", vocab_path.empty() ? "" : fs::absolute(vocab_path).string()}};
   std::string text = meta.dump(2);
   write_file_atomic(out_dir + "/model.json", text.data(), text.size());
