@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn_common.h"
 
+#include "core/mapped_pages.h"
+
 namespace segmux::cpu {
 
 std::shared_ptr<dnnl::memory> PackedWeight::get(const dnnl::memory::desc& user, const dnnl::memory::desc& want,
@@ -20,6 +22,10 @@ std::shared_ptr<dnnl::memory> PackedWeight::get(const dnnl::memory::desc& user, 
   dnnl::reorder(src, *packed).execute(s, src, *packed);
   s.wait();
   packs_.push_back({bf16_values, packed});
+  // The packed copy is what runs: the f32 source leaves the resident set (a weight mapped from a .smx
+  // file; heap memory is left alone) and the bf16-rounded temporary is freed (made again if needed).
+  release_mapped_pages(weight_.raw(), weight_.nbytes());
+  rounded_ = Tensor();
   return packed;
 }
 
