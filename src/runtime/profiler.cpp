@@ -5,6 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include "io/files.h"
 
 namespace segmux {
@@ -15,6 +17,16 @@ using json = nlohmann::json;
 
 double us_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+// VmRSS from /proc/self/statm (resident pages), 0 when unavailable.
+size_t resident_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? size_t(resident) * size_t(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
 const Tensor* in_at(const std::vector<const Tensor*>& in, size_t k) {
@@ -63,6 +75,7 @@ ExecutorProfiler::ExecutorProfiler(Executor& executor)
     e.ts_us = us_between(origin_, r.start);
     e.dur_us = us_between(r.start, r.end);
     e.flops = estimate_flops(r.node, r.inputs, r.outputs);
+    e.rss_bytes = resident_bytes();
     for (const Tensor* t : r.inputs) e.input_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
     for (const Tensor* t : r.outputs) e.output_shapes.push_back(t && t->defined() ? t->shape() : Shape{});
     events_.push_back(std::move(e));
@@ -123,11 +136,18 @@ std::string ExecutorProfiler::chrome_trace_json() const {
                  {"node_index", e.node},
                  {"run", e.run},
                  {"input_shapes", shapes(e.input_shapes)},
-                 {"output_shapes", shapes(e.output_shapes)}};
+                 {"output_shapes", shapes(e.output_shapes)},
+                 {"rss_mib", double(e.rss_bytes) / double(1 << 20)}};
     if (e.flops > 0) {
       args["gflop"] = e.flops * 1e-9;
       args["gflop_per_s"] = e.dur_us > 0 ? e.flops / e.dur_us * 1e-3 : 0.0;
     }
+    if (e.rss_bytes)
+      events.push_back({{"name", "RSS MiB"},
+                        {"ph", "C"},
+                        {"ts", e.ts_us + e.dur_us},
+                        {"pid", 1},
+                        {"args", {{"rss", double(e.rss_bytes) / double(1 << 20)}}}});
     events.push_back({{"name", n.name.empty() ? op_key(e.node) + "_" + std::to_string(e.node) : n.name},
                       {"cat", op_key(e.node)},
                       {"ph", "X"},

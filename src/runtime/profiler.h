@@ -21,7 +21,8 @@ struct ProfileEvent {
   size_t node = 0;   // node index
   double ts_us = 0;  // start, microseconds since the profiler was attached
   double dur_us = 0;
-  double flops = 0;  // estimate_flops
+  double flops = 0;      // estimate_flops
+  size_t rss_bytes = 0;  // resident set size right after the node (VmRSS)
   std::vector<Shape> input_shapes, output_shapes;
 };
 

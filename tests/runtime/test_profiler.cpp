@@ -72,7 +72,13 @@ TEST(Profiler, ChromeTraceHasOneEventPerNodeAndRun) {
   std::vector<std::pair<double, double>> run_span(runs);
   std::vector<std::vector<std::pair<double, double>>> nodes(runs);
   std::map<std::string, int> per_op;
+  int counters = 0;
   for (auto& e : j["traceEvents"]) {
+    if (e["ph"] == "C") {  // the RSS counter track
+      EXPECT_GT(e["args"]["rss"].get<double>(), 0);
+      ++counters;
+      continue;
+    }
     EXPECT_EQ(e["ph"], "X");
     ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number() && e["name"].is_string() && e["cat"].is_string());
     EXPECT_GE(e["dur"].get<double>(), 0);
@@ -87,6 +93,7 @@ TEST(Profiler, ChromeTraceHasOneEventPerNodeAndRun) {
       EXPECT_TRUE(e["args"]["output_shapes"].is_array());
     }
   }
+  EXPECT_EQ(size_t(counters), size_t(runs) * executed);
   for (int r = 0; r < runs; ++r) {
     ASSERT_EQ(nodes[size_t(r)].size(), executed) << "run " << r;
     double sum = 0, prev_end = run_span[size_t(r)].first;
