@@ -47,9 +47,26 @@ struct NodeRun {
 };
 using NodeObserver = std::function<void(const NodeRun&)>;
 
+// One arena for several executors that never run at the same time (the candidates of one tracked frame
+// run one after another): its size is the largest plan, not the sum. Executors sharing it take its
+// mutex for each run(), so concurrent calls wait rather than overwrite each other's intermediates.
+class SharedArena {
+ public:
+  // Grows to at least `bytes` (zero-filled: the one first touch of the new size); executors make their
+  // views on it at each run.
+  void reserve(size_t bytes);
+  size_t bytes() const { return storage_ ? storage_->nbytes : 0; }
+
+ private:
+  friend class Executor;
+  std::mutex mutex_;
+  std::shared_ptr<Storage> storage_;
+};
+
 struct ExecutorOptions {
   int num_threads = 2;
-  bool use_optimized_kernels = true;  // false: reference kernels only
+  bool use_optimized_kernels = true;          // false: reference kernels only
+  std::shared_ptr<SharedArena> shared_arena;  // null: the executor allocates its own arena
 };
 
 class Executor {
@@ -77,7 +94,8 @@ class Executor {
   ExecutorOptions options_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<std::string> node_providers_;
-  std::shared_ptr<Storage> arena_;
+  std::shared_ptr<Storage> arena_;  // own, or the shared arena's storage the views were made on
+  void make_views();
   std::vector<Tensor> planned_views_;  // per value: the arena view (undefined when not planned)
   std::mutex run_mutex_;
   NodeObserver observer_;

@@ -122,6 +122,8 @@ class CompiledBackend : public ModelBackend {
   CompiledBackend(ModelConfig cfg, const std::string& dir, sam31::Tokenizer tok, int num_frames, int threads)
       : cfg_(std::move(cfg)), tok_(std::move(tok)), num_frames_(num_frames) {
     ExecutorOptions ex{threads, true};
+    // The candidates run one after another: one arena of the largest plan instead of one per candidate.
+    ex.shared_arena = std::make_shared<SharedArena>();
     using sam31::CandidateId;
     auto load = [&](CandidateId id, const std::string& variant = "") {
       for (const sam31::CompiledFile& f : sam31::compiled_files())
