@@ -94,7 +94,7 @@ int bench_main(int argc, char** argv) {
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
   app.add_option("--warmup", warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
   app.add_option("--iters", iters, "timed runs (default 10)")->check(CLI::PositiveNumber);
-  add_threads_option(app, threads, "threads for us and the peer (default 2)");
+  add_threads_option(app, threads, "threads for us and the peer");
   app.add_option("--engine", engine, "for ONNX models: compiled (default, in memory) or session")
       ->check(CLI::IsMember({"session", "compiled"}));
   app.add_option("--precision", precision, "for ONNX models compiled in memory: fp32 or bf16")

@@ -225,7 +225,7 @@ int run_track(int argc, char** argv) {
   app.add_option("--overlay", overlay,
                  "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");
   app.add_flag("--no-masks", no_masks, "do not write per-frame mask PNGs");
-  add_threads_option(app, src.num_threads, "CPU threads (default 2)");
+  add_threads_option(app, src.num_threads, "CPU threads");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;

@@ -1,6 +1,7 @@
 // segmux bench --profile: the trace file is Chrome trace-event JSON with one event per executed node
 // and timed run; the JSON report carries the op-type and node tables; bad uses are clear errors.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,4 +75,16 @@ TEST(BenchProfile, TraceAndTables) {
   EXPECT_EQ(session.first, 2) << session.second;
   EXPECT_NE(session.second.find("--profile needs the compiled engine"), std::string::npos) << session.second;
   std::filesystem::remove_all(dir);
+}
+
+TEST(ThreadsDefault, EveryThreadsOptionDefaultsToTheMachineCores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const std::string want = "the cores this process may use, " + std::to_string(CPU_COUNT(&set)) + " here";
+  for (const char* cmd : {"track", "bench", "bench-frame", "run"}) {
+    auto [code, out] = run_segmux(std::string(cmd) + " --help");
+    EXPECT_EQ(code, 0) << cmd;
+    EXPECT_NE(out.find(want), std::string::npos) << cmd << ": " << out;
+  }
 }
