@@ -1,5 +1,7 @@
 #include "apps/cli.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -31,10 +33,21 @@ void check_threads(int threads, const std::string& what) {
   if (!problem.empty()) usage_fail(what, ": ", problem);
 }
 
+int machine_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return int(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 1u << 16)));
+}
+
 CLI::Option* add_threads_option(CLI::App& app, int& threads, const std::string& help) {
   CLI::Validator v([](std::string& s) { return threads_problem(s); }, "1.." + std::to_string(max_threads()),
                    "thread count");
-  return app.add_option("--threads", threads, help)->check(v);
+  threads = std::min(machine_cores(), max_threads());
+  return app
+      .add_option("--threads", threads,
+                  help + " (default: the cores this process may use, " + std::to_string(threads) + " here)")
+      ->check(v);
 }
 
 std::string json_text(const nlohmann::json& j, int indent) {

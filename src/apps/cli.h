@@ -36,7 +36,10 @@ std::string valid_utf8(const std::string& s);
 // The largest --threads accepted: 4x the hardware threads, at least 256 (more only oversubscribes the
 // cores; 65536 crashed the OpenMP runtime).
 int max_threads();
-// --threads N, validated to 1..max_threads() before the command runs.
+// The cores this process may run on (its CPU affinity), at least 1.
+int machine_cores();
+// --threads N, validated to 1..max_threads() before the command runs; `threads` defaults to
+// machine_cores() (issue 9: not a fixed 2).
 CLI::Option* add_threads_option(CLI::App& app, int& threads, const std::string& help);
 // The same check for a thread count from anywhere else (a config file, an API caller).
 void check_threads(int threads, const std::string& what);

@@ -1,4 +1,4 @@
-// segmux bench MODEL [--warmup N --iters N --threads N] [--peer ort]
+// segmux bench MODEL [--warmup N --iters N --threads N] [--peer ort] [--profile TRACE.json --top N]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -8,6 +8,7 @@
 #include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
+#include "runtime/profiler.h"
 #include "verify/ort_peer.h"
 
 namespace segmux::apps {
@@ -18,13 +19,21 @@ struct Latency {
   double min_ms = 0, median_ms = 0, p99_ms = 0, mean_ms = 0, throughput = 0;
 };
 
-template <typename Fn>
-Latency measure(int warmup, int iters, Fn&& fn) {
+struct NoHooks {
+  void begin() {}
+  void end() {}
+};
+
+// `hooks` brackets each timed run (the profiler records those, not the warm-up runs).
+template <typename Fn, typename Hooks = NoHooks>
+Latency measure(int warmup, int iters, Fn&& fn, Hooks&& hooks = {}) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> ms;
   for (int i = 0; i < iters; ++i) {
+    hooks.begin();
     auto t0 = std::chrono::steady_clock::now();
     fn();
+    hooks.end();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
@@ -47,13 +56,37 @@ nlohmann::json latency_json(const Latency& l) {
           {"throughput_per_s", l.throughput}};
 }
 
+nlohmann::json profile_json(const ExecutorProfiler& p, const std::string& path, size_t top) {
+  auto rows = [](const std::vector<ProfileRow>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const ProfileRow& r : v)
+      a.push_back({{"name", r.key},
+                   {"op_type", r.op_type},
+                   {"calls", r.calls},
+                   {"seconds", r.seconds},
+                   {"share", r.share},
+                   {"gflop", r.flops * 1e-9},
+                   {"gflop_per_s", r.gflops_per_s()}});
+    return a;
+  };
+  auto ops = p.by_op_type();
+  if (ops.size() > top) ops.resize(top);
+  return {{"trace", path},
+          {"runs", p.runs()},
+          {"events", p.events().size()},
+          {"run_seconds", p.mean_run_seconds()},
+          {"op_types", rows(ops)},
+          {"nodes", rows(p.by_node(top))}};
+}
+
 int bench_main(int argc, char** argv) {
   CLI::App app{
       "Benchmark a model: latency min/median/p99, throughput (runs/s at batch 1), peak RSS. With "
       "--peer ort, ONNX Runtime runs the same ONNX model in the same process and the report gives "
       "ratios (ours / ORT; below 1 = we are faster).",
       "segmux bench"};
-  std::string model, engine = "compiled", peer, peer_model, precision = "fp32";
+  std::string model, engine = "compiled", peer, peer_model, precision = "fp32", profile_path;
+  int top = 15;
   std::vector<std::string> shapes;
   int warmup = 2, iters = 10, threads = 2;
   bool as_json = false;
@@ -61,7 +94,7 @@ int bench_main(int argc, char** argv) {
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
   app.add_option("--warmup", warmup, "untimed runs first (default 2)")->check(CLI::NonNegativeNumber);
   app.add_option("--iters", iters, "timed runs (default 10)")->check(CLI::PositiveNumber);
-  add_threads_option(app, threads, "threads for us and the peer (default 2)");
+  add_threads_option(app, threads, "threads for us and the peer");
   app.add_option("--engine", engine, "for ONNX models: compiled (default, in memory) or session")
       ->check(CLI::IsMember({"session", "compiled"}));
   app.add_option("--precision", precision, "for ONNX models compiled in memory: fp32 or bf16")
@@ -71,6 +104,10 @@ int bench_main(int argc, char** argv) {
   app.add_option("--peer", peer, "also run a peer on the same model: ort")->check(CLI::IsMember({"ort"}));
   app.add_option("--peer-model", peer_model, "ONNX file for the peer (needed when MODEL is a .smx file)");
   app.add_option("--seed", seed, "seed of the random inputs");
+  app.add_option("--profile", profile_path,
+                 "write a per-node trace of the timed runs (Chrome trace-event JSON: Perfetto, chrome://tracing) and "
+                 "add the slowest op types and nodes to the report");
+  app.add_option("--top", top, "rows of the profile tables (default 15)")->check(CLI::PositiveNumber);
   app.add_flag("--json", as_json, "print the report as JSON");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   OpenOptions oo;
@@ -82,7 +119,26 @@ int bench_main(int argc, char** argv) {
   auto runner = open_model(model, oo);
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto inputs = random_inputs(runner->graph(), seed);
-  Latency ours = measure(warmup, iters, [&] { runner->run(inputs); });
+  std::unique_ptr<ExecutorProfiler> profiler;
+  if (!profile_path.empty()) {
+    SEGMUX_USAGE_CHECK(runner->executor_ != nullptr,
+                       "--profile needs the compiled engine (a .smx file, or --engine "
+                       "compiled for ONNX models); this model runs on the ",
+                       runner->engine_name(), " engine");
+    profiler = std::make_unique<ExecutorProfiler>(*runner->executor_);
+  }
+  struct ProfileHooks {
+    ExecutorProfiler* p;
+    void begin() {
+      if (p) p->begin_run();
+    }
+    void end() {
+      if (p) p->end_run();
+    }
+  };
+  Latency ours = measure(
+      warmup, iters, [&] { runner->run(inputs); }, ProfileHooks{profiler.get()});
+  if (profiler) profiler->write_chrome_trace(profile_path);
   size_t rss = peak_rss_bytes();
   nlohmann::json j;
   j["model"] = model;
@@ -96,6 +152,7 @@ int bench_main(int argc, char** argv) {
   j["segmux"] = latency_json(ours);
   j["peak_rss_bytes"] = rss;
   if (runner->executor()) j["arena_bytes"] = runner->executor()->plan().arena_bytes;
+  if (profiler) j["profile"] = profile_json(*profiler, profile_path, size_t(top));
   Latency theirs;
   if (!peer.empty()) {
     std::string onnx = peer_model.empty() ? model : peer_model;
@@ -132,6 +189,10 @@ int bench_main(int argc, char** argv) {
   if (runner->executor())
     std::printf(", arena %s", human_bytes(double(runner->executor()->plan().arena_bytes)).c_str());
   std::printf("\n");
+  if (profiler) {
+    std::printf("%s", profiler->summary_text(size_t(top)).c_str());
+    std::printf("  trace: %s (%zu node events)\n", profile_path.c_str(), profiler->events().size());
+  }
   return 0;
 }
 

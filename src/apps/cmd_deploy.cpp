@@ -68,7 +68,7 @@ int deploy_main(int argc, char** argv) {
   app.add_option("--target", targets,
                  "comma-separated ISAs: native (default: this machine's), generic, x86-64-avx512; the first goes "
                  "to the root");
-  add_threads_option(app, threads, "CPU threads (default 2)");
+  add_threads_option(app, threads, "CPU threads");
   app.add_option("--seed", seed, "seed of the verification inputs");
   app.add_option("--reference", reference,
                  "what the candidates are compared with: kernels (our reference kernels; default) or onnxruntime "

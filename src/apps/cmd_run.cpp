@@ -32,7 +32,7 @@ int run_main(int argc, char** argv) {
   app.add_option("--output", output, "output .safetensors file")->required();
   app.add_flag("--random", random, "random values for every input not given with --input");
   app.add_option("--seed", seed, "seed for --random (default 0)");
-  add_threads_option(app, threads, "threads (default 2)");
+  add_threads_option(app, threads, "threads");
   app.add_option("--engine", engine, "auto (default: .smx compiled, ONNX session), session, compiled")
       ->check(CLI::IsMember({"auto", "session", "compiled"}));
   app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")

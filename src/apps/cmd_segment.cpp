@@ -130,7 +130,7 @@ int run_segment(int argc, char** argv) {
   auto* m = app.add_option("--model", src.model_dir, "folder of compiled candidates (with model.json)")->excludes(w);
   app.add_flag("--demo", demo, "built-in tiny random-weight model")->excludes(w)->excludes(m);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
-  add_threads_option(app, src.num_threads, "CPU threads (default 2)");
+  add_threads_option(app, src.num_threads, "CPU threads");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;

@@ -231,7 +231,7 @@ int run_serve(int argc, char** argv) {
                  "seconds a request waits while the model serves another before 503 (default 30)")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--token", opt.token, "bearer token required on /api/* and /metrics (or $SEGMUX_SERVE_TOKEN)");
-  add_threads_option(app, src.num_threads, "CPU threads of the model (default 2)");
+  add_threads_option(app, src.num_threads, "CPU threads of the model");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty(),
                      "no model: give --model DIR or --weights CHECKPOINT");

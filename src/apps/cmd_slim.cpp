@@ -35,7 +35,7 @@ int slim_main(int argc, char** argv) {
   app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)")->allow_extra_args(false);
   app.add_flag("--no-verify", no_verify, "do not run the two models (e.g. inputs without fixed shapes)");
   app.add_option("--seed", seed, "seed of the verification inputs (default 1234)");
-  add_threads_option(app, threads, "threads for the verification runs (default 2)");
+  add_threads_option(app, threads, "threads for the verification runs");
   app.add_flag("--json", as_json, "print the report as JSON");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(output != model, "-o: the output would overwrite the input model '", model, "'");

@@ -199,7 +199,7 @@ int run_track(int argc, char** argv) {
       ->check(CLI::IsMember({"compressed", "uncompressed"}));
   app.add_option("--fps", folder_fps, "frame rate of a frame folder (gives tracks.json timestamps)")
       ->check(CLI::PositiveNumber);
-  add_threads_option(app, src.num_threads, "CPU threads (default 2)");
+  add_threads_option(app, src.num_threads, "CPU threads");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;

@@ -31,7 +31,7 @@ int verify_package_main(int argc, char** argv) {
                  "faster at full size); default: what the package's verification used")
       ->check(CLI::IsMember({"kernels", "onnxruntime"}));
   app.add_flag("--no-ort", no_ort, "do not run ONNX Runtime");
-  add_threads_option(app, threads, "CPU threads (default 2)");
+  add_threads_option(app, threads, "CPU threads");
   auto* seed_opt = app.add_option("--seed", seed, "seed of the verification inputs (default: the package's)");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
 

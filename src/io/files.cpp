@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/mapped_pages.h"
 #include "io/printable.h"
 
 namespace segmux {
@@ -36,7 +37,11 @@ std::shared_ptr<Storage> map_file(const std::string& path) {
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   SEGMUX_CHECK(p != MAP_FAILED, "cannot mmap '", printable(path), "': ", std::strerror(errno));
-  auto owner = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  register_mapped_range(p, size);  // PROT_READ + MAP_PRIVATE: its pages may be dropped and read again
+  auto owner = std::shared_ptr<void>(p, [size](void* q) {
+    unregister_mapped_range(q);
+    ::munmap(q, size);
+  });
   return Storage::borrow(p, size, owner);
 }
 

@@ -64,14 +64,32 @@ Executor::Executor(ir::Graph graph, MemoryPlan plan, ExecutorOptions options)
     }
     kernels_[n] = create_node_kernel(graph_, graph_.nodes[n], providers, options_.num_threads, &node_providers_[n]);
   }
-  // One arena for the model's lifetime; Storage::allocate zero-fills it, which is the one first touch.
-  arena_ = Storage::allocate(plan_.arena_bytes);
-  planned_views_.resize(graph_.values.size());
+  // One arena for the model's lifetime (or a shared one); Storage::allocate zero-fills it, which is the one
+  // first touch.
+  // A shared arena is only reserved here; the views are made on it at the first run, so that storage
+  // outgrown by a later executor is freed at once.
+  if (options_.shared_arena) {
+    options_.shared_arena->reserve(plan_.arena_bytes);
+  } else {
+    arena_ = Storage::allocate(plan_.arena_bytes);
+    make_views();
+  }
+}
+
+void Executor::make_views() {
+  planned_views_.assign(graph_.values.size(), Tensor());
   for (size_t v = 0; v < graph_.values.size(); ++v) {
     if (plan_.offsets[v] == MemoryPlan::kNotPlanned) continue;
     const ir::Value& val = graph_.values[v];
     planned_views_[v] = Tensor(val.dtype, val.shape, arena_, size_t(plan_.offsets[v]));
   }
+}
+
+void SharedArena::reserve(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (storage_ && storage_->nbytes >= bytes) return;
+  storage_.reset();                     // executors hold it only during a run, which this mutex excludes
+  storage_ = Storage::allocate(bytes);  // executors made on the old one re-point at their next run
 }
 
 Executor::~Executor() = default;
@@ -85,6 +103,24 @@ size_t Executor::prepacked_bytes() const {
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(run_mutex_);
+  // A shared arena is held only during the run (views made on it now, dropped at the end, even on an
+  // error), so that growing it for another executor never leaves an outgrown copy alive.
+  std::unique_lock<std::mutex> shared_lock;
+  struct DropViews {
+    Executor* e;
+    ~DropViews() {
+      if (!e) return;
+      e->planned_views_.clear();
+      e->arena_.reset();
+    }
+  } drop{nullptr};
+  if (options_.shared_arena) {
+    shared_lock = std::unique_lock<std::mutex>(options_.shared_arena->mutex_);
+    arena_ = options_.shared_arena->storage_;
+    SEGMUX_CHECK(arena_ && arena_->nbytes >= plan_.arena_bytes, "shared arena smaller than the plan");
+    make_views();
+    drop.e = this;
+  }
   std::vector<Tensor> values = planned_views_;
   for (auto& [id, t] : graph_.initializers) values[size_t(id)] = t;
   for (int v : graph_.inputs) {
@@ -144,7 +180,13 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
     out_ptrs.clear();
     for (auto& t : outs) out_ptrs.push_back(&t);
     KernelContext ctx{node, vin, out_ptrs, options_.num_threads};
-    kernels_[n]->run(ctx);
+    if (observer_) {
+      const auto start = std::chrono::steady_clock::now();
+      kernels_[n]->run(ctx);
+      observer_(NodeRun{n, node, vin, out_ptrs, start, std::chrono::steady_clock::now()});
+    } else {
+      kernels_[n]->run(ctx);
+    }
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       int o = node.outputs[k];
       if (o < 0) continue;

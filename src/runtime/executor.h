@@ -13,6 +13,8 @@
 // (run() holds a mutex); use one Executor per thread for concurrency.
 // Values the planner could not place (data-dependent shapes such as NonZero) are allocated per run.
 #pragma once
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,9 +36,37 @@ struct MemoryPlan {
   size_t alignment = 64;
 };
 
+// What the executor tells a node observer after each kernel it ran (view nodes run no kernel and are
+// not reported). The tensors are valid only during the call.
+struct NodeRun {
+  size_t index;  // node index in graph().nodes
+  const ir::Node& node;
+  const std::vector<const Tensor*>& inputs;  // nullptr where omitted
+  const std::vector<Tensor*>& outputs;
+  std::chrono::steady_clock::time_point start, end;
+};
+using NodeObserver = std::function<void(const NodeRun&)>;
+
+// One arena for several executors that never run at the same time (the candidates of one tracked frame
+// run one after another): its size is the largest plan, not the sum. Executors sharing it take its
+// mutex for each run(), so concurrent calls wait rather than overwrite each other's intermediates.
+class SharedArena {
+ public:
+  // Grows to at least `bytes` (zero-filled: the one first touch of the new size); executors make their
+  // views on it at each run.
+  void reserve(size_t bytes);
+  size_t bytes() const { return storage_ ? storage_->nbytes : 0; }
+
+ private:
+  friend class Executor;
+  std::mutex mutex_;
+  std::shared_ptr<Storage> storage_;
+};
+
 struct ExecutorOptions {
   int num_threads = 2;
-  bool use_optimized_kernels = true;  // false: reference kernels only
+  bool use_optimized_kernels = true;          // false: reference kernels only
+  std::shared_ptr<SharedArena> shared_arena;  // null: the executor allocates its own arena
 };
 
 class Executor {
@@ -54,6 +84,9 @@ class Executor {
   const MemoryPlan& plan() const { return plan_; }
   const std::vector<std::string>& node_providers() const { return node_providers_; }
   size_t prepacked_bytes() const;
+  // Per-node timing hook (the profiler): called after every kernel of every later run(); an empty
+  // function turns it off, and then run() reads no clock.
+  void set_node_observer(NodeObserver observer) { observer_ = std::move(observer); }
 
  private:
   ir::Graph graph_;
@@ -61,9 +94,11 @@ class Executor {
   ExecutorOptions options_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<std::string> node_providers_;
-  std::shared_ptr<Storage> arena_;
+  std::shared_ptr<Storage> arena_;  // own, or the shared arena's storage the views were made on
+  void make_views();
   std::vector<Tensor> planned_views_;  // per value: the arena view (undefined when not planned)
   std::mutex run_mutex_;
+  NodeObserver observer_;
 };
 
 // Checks a plan against a graph: every offset inside the arena, ids in range, sizes known.

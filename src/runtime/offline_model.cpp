@@ -11,6 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "core/mapped_pages.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "kernels/isa.h"
@@ -417,6 +418,33 @@ OfflineModel load_offline_model_file(const std::string& path, const LoadOptions&
   return load_offline_model(map_file(path), "'" + path + "'", opt);
 }
 
+namespace {
+
+// XXH3-64 of a section, read in chunks whose pages leave the resident set once hashed (when the bytes
+// are a file mapping): verifying a model then never holds the whole file resident; the kernels read the
+// weights again when they prepack them.
+uint64_t hash_and_release(const std::byte* p, size_t n) {
+  constexpr size_t kChunk = size_t(32) << 20;
+  if (n <= kChunk) {
+    uint64_t h = XXH3_64bits(p, n);
+    release_mapped_pages(p, n);
+    return h;
+  }
+  XXH3_state_t* st = XXH3_createState();
+  SEGMUX_CHECK(st != nullptr, "out of memory (checksum state)");
+  XXH3_64bits_reset(st);
+  for (size_t pos = 0; pos < n; pos += kChunk) {
+    const size_t len = std::min(kChunk, n - pos);
+    XXH3_64bits_update(st, p + pos, len);
+    release_mapped_pages(p + pos, len);
+  }
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+}  // namespace
+
 OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::string& what, const LoadOptions& opt) {
   SEGMUX_CHECK(storage != nullptr, what, ": no data");
   const std::byte* base = storage->data;
@@ -464,7 +492,7 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
     for (size_t p = cursor; p < off; ++p)
       SEGMUX_CHECK(base[p] == std::byte{0}, what, ": nonzero padding byte at offset ", p, " (corrupted)");
     if (opt.verify_checksums)
-      SEGMUX_CHECK(XXH3_64bits(base + off, len) == get<uint64_t>(e + 24), what, ": ", names[kind],
+      SEGMUX_CHECK(hash_and_release(base + off, len) == get<uint64_t>(e + 24), what, ": ", names[kind],
                    " section checksum mismatch (corrupted)");
     entries.push_back(Entry{SectionKind(kind), size_t(off), size_t(len), get<uint64_t>(e + 24)});
     cursor = size_t(off + len);

@@ -15,15 +15,17 @@ std::unique_ptr<Kernel> make_conv(const KernelInit& init);            // ONNX Co
 std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init);  // ONNX ConvTranspose
 
 // Our vectorised kernels (inner loops per instruction-set level: simd.h).
-std::unique_ptr<Kernel> make_binary(const KernelInit& init);      // Add, Sub, Mul, Div (f32)
-std::unique_ptr<Kernel> make_gelu(const KernelInit& init);        // segmux Gelu
-std::unique_ptr<Kernel> make_softmax(const KernelInit& init);     // ONNX Softmax (opset 13+)
-std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);  // ONNX LayerNormalization
-std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);  // segmux GroupNorm
-std::unique_ptr<Kernel> make_transpose(const KernelInit& init);   // ONNX Transpose
-std::unique_ptr<Kernel> make_attention(const KernelInit& init);   // segmux Attention
-std::unique_ptr<Kernel> make_rope(const KernelInit& init);        // segmux Rope
-std::unique_ptr<Kernel> make_split(const KernelInit& init);       // ONNX Split (any dtype)
-std::unique_ptr<Kernel> make_concat(const KernelInit& init);      // ONNX Concat (any dtype)
+std::unique_ptr<Kernel> make_binary(const KernelInit& init);       // Add, Sub, Mul, Div (f32)
+std::unique_ptr<Kernel> make_gelu(const KernelInit& init);         // segmux Gelu
+std::unique_ptr<Kernel> make_softmax(const KernelInit& init);      // ONNX Softmax (opset 13+)
+std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);   // ONNX LayerNormalization
+std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);   // segmux GroupNorm
+std::unique_ptr<Kernel> make_transpose(const KernelInit& init);    // ONNX Transpose
+std::unique_ptr<Kernel> make_attention(const KernelInit& init);    // segmux Attention
+std::unique_ptr<Kernel> make_rope(const KernelInit& init);         // segmux Rope
+std::unique_ptr<Kernel> make_split(const KernelInit& init);        // ONNX Split (any dtype)
+std::unique_ptr<Kernel> make_concat(const KernelInit& init);       // ONNX Concat (any dtype)
+std::unique_ptr<Kernel> make_sigmoid(const KernelInit& init);      // ONNX Sigmoid (f32)
+std::unique_ptr<Kernel> make_reduce_mean(const KernelInit& init);  // ONNX ReduceMean over contiguous axes (f32)
 
 }  // namespace segmux::cpu

@@ -1,5 +1,9 @@
 #include "kernels/cpu/onednn_common.h"
 
+#include <cstdlib>
+
+#include "core/mapped_pages.h"
+
 namespace segmux::cpu {
 
 std::shared_ptr<dnnl::memory> PackedWeight::get(const dnnl::memory::desc& user, const dnnl::memory::desc& want,
@@ -20,6 +24,10 @@ std::shared_ptr<dnnl::memory> PackedWeight::get(const dnnl::memory::desc& user, 
   dnnl::reorder(src, *packed).execute(s, src, *packed);
   s.wait();
   packs_.push_back({bf16_values, packed});
+  // The packed copy is what runs: the f32 source leaves the resident set (a weight mapped from a .smx
+  // file; heap memory is left alone) and the bf16-rounded temporary is freed (made again if needed).
+  release_mapped_pages(weight_.raw(), weight_.nbytes());
+  rounded_ = Tensor();
   return packed;
 }
 
@@ -27,6 +35,25 @@ size_t PackedWeight::bytes() const {
   size_t total = 0;
   for (auto& p : packs_) total += p.mem->get_desc().get_size();
   return total;
+}
+
+void* run_workspace(WorkSlot slot, size_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffers[kWorkSlots];
+  Buffer& b = buffers[int(slot)];
+  if (bytes > b.size || !b.data) {
+    const size_t want = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    void* fresh = std::aligned_alloc(64, want);
+    SEGMUX_CHECK(fresh != nullptr, "out of memory: a ", want, "-byte kernel workspace");
+    std::free(b.data);
+    b.data = fresh;
+    b.size = want;
+  }
+  return b.data;
 }
 
 void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads) {

@@ -59,6 +59,19 @@ class PackedWeight {
   std::vector<Pack> packs_;
 };
 
+// Buffers a oneDNN kernel needs only during one run() (activations reordered to the primitive's layout or
+// converted to bf16, the scratchpad): shared by every kernel the calling thread runs, since a thread runs
+// one kernel at a time. Per-kernel buffers would only add up: each is touched on its first run and kept.
+enum class WorkSlot { src = 0, dst = 1, scratch = 2 };
+constexpr int kWorkSlots = 3;
+// 64-byte aligned, at least `bytes` (contents undefined); valid until the next call for the same slot on
+// this thread.
+void* run_workspace(WorkSlot slot, size_t bytes);
+// A oneDNN memory for `md` on the workspace slot (an empty memory for a zero-size descriptor).
+inline dnnl::memory workspace_memory(WorkSlot slot, const dnnl::memory::desc& md) {
+  return dnnl::memory(md, cpu_engine(), run_workspace(slot, md.get_size()));
+}
+
 // Copies n floats rounded to bf16 values (the activations of an emulated bf16 primitive).
 void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads);
 

@@ -32,7 +32,7 @@ struct ConvPlan {
   bool ok = false;
   dnnl::primitive prim;
   memory::desc src_user, dst_user, bias_md;
-  memory src_buf, dst_buf, scratch;
+  memory::desc src_md, dst_md, scratch_md;  // on the shared run workspace (onednn_common.h)
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_reorder, dst_reorder;
   std::shared_ptr<memory> packed;
@@ -67,11 +67,13 @@ class ConvKernel : public Kernel {
     }
     memory src(p.src_user, cpu_engine(), const_cast<void*>(src_data));
     memory dst(p.dst_user, cpu_engine(), y.raw());
-    if (p.reorder_src) p.src_reorder.execute(s, src, p.src_buf);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, p.reorder_src ? p.src_buf : src},
+    memory src_buf = p.reorder_src ? workspace_memory(WorkSlot::src, p.src_md) : src;
+    memory dst_buf = p.reorder_dst ? workspace_memory(WorkSlot::dst, p.dst_md) : dst;
+    if (p.reorder_src) p.src_reorder.execute(s, src, src_buf);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_buf},
                                          {DNNL_ARG_WEIGHTS, *p.packed},
-                                         {DNNL_ARG_DST, p.reorder_dst ? p.dst_buf : dst},
-                                         {DNNL_ARG_SCRATCHPAD, p.scratch}};
+                                         {DNNL_ARG_DST, dst_buf},
+                                         {DNNL_ARG_SCRATCHPAD, workspace_memory(WorkSlot::scratch, p.scratch_md)}};
     if (cfg_.bias_const.defined()) {
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(cfg_.bias_const.raw()));
     } else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() &&
@@ -82,7 +84,7 @@ class ConvKernel : public Kernel {
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(b.raw()));
     }
     p.prim.execute(s, args);
-    if (p.reorder_dst) p.dst_reorder.execute(s, p.dst_buf, dst);
+    if (p.reorder_dst) p.dst_reorder.execute(s, dst_buf, dst);
     s.wait();
   }
 
@@ -194,17 +196,15 @@ class ConvKernel : public Kernel {
       wei_md = pd.weights_desc();
       scratch_md = pd.scratchpad_desc();
     }
-    p.scratch = memory(scratch_md, cpu_engine());
+    p.scratch_md = scratch_md;
+    p.src_md = src_md;
+    p.dst_md = dst_md;
     p.reorder_src = src_md != p.src_user;
-    if (p.reorder_src) {
-      p.src_buf = memory(src_md, cpu_engine());
-      p.src_reorder = dnnl::reorder(memory(p.src_user, cpu_engine(), nullptr), p.src_buf);
-    }
+    if (p.reorder_src)
+      p.src_reorder = dnnl::reorder(memory(p.src_user, cpu_engine(), nullptr), memory(src_md, cpu_engine(), nullptr));
     p.reorder_dst = dst_md != p.dst_user;
-    if (p.reorder_dst) {
-      p.dst_buf = memory(dst_md, cpu_engine());
-      p.dst_reorder = dnnl::reorder(p.dst_buf, memory(p.dst_user, cpu_engine(), nullptr));
-    }
+    if (p.reorder_dst)
+      p.dst_reorder = dnnl::reorder(memory(dst_md, cpu_engine(), nullptr), memory(p.dst_user, cpu_engine(), nullptr));
     p.packed = weight_.get(wei_user, wei_md, emulate_bf16);
   }
 

@@ -42,8 +42,7 @@ struct WeightMatMulConfig {
 struct WeightPlan {
   bool ok = false;
   dnnl::matmul prim;
-  memory::desc src_user_md, src_md, dst_md, bias_md, addend_md;
-  memory scratch, src_converted;
+  memory::desc src_user_md, src_md, dst_md, bias_md, addend_md, scratch_md;  // scratch, bf16 src: run workspace
   dnnl::reorder src_reorder;
   std::shared_ptr<memory> packed;  // shared between plans whose weight layout agrees
   bool emulate_bf16 = false;       // f32 primitive on bf16-rounded values
@@ -93,13 +92,13 @@ class WeightMatMul : public Kernel {
     memory src_user(p.src_user_md, cpu_engine(), const_cast<void*>(src_data));
     memory src = src_user;
     if (cfg_.bf16 && !p.emulate_bf16) {
-      p.src_reorder.execute(s, src_user, p.src_converted);
-      src = p.src_converted;
+      src = workspace_memory(WorkSlot::src, p.src_md);
+      p.src_reorder.execute(s, src_user, src);
     }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_WEIGHTS, *p.packed},
                                          {DNNL_ARG_DST, memory(p.dst_md, cpu_engine(), y.raw())},
-                                         {DNNL_ARG_SCRATCHPAD, p.scratch}};
+                                         {DNNL_ARG_SCRATCHPAD, workspace_memory(WorkSlot::scratch, p.scratch_md)}};
     if (cfg_.bias_const.defined())
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(cfg_.bias_const.raw()));
     else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() &&
@@ -179,11 +178,10 @@ class WeightMatMul : public Kernel {
                          : dnnl::matmul::desc(p.src_md, wei_any, p.dst_md);
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     p.prim = dnnl::matmul(pd);
-    p.scratch = memory(pd.scratchpad_desc(), cpu_engine());
-    if (bf16) {
-      p.src_converted = memory(p.src_md, cpu_engine());
-      p.src_reorder = dnnl::reorder(memory(p.src_user_md, cpu_engine(), nullptr), p.src_converted);
-    }
+    p.scratch_md = pd.scratchpad_desc();
+    if (bf16)
+      p.src_reorder =
+          dnnl::reorder(memory(p.src_user_md, cpu_engine(), nullptr), memory(p.src_md, cpu_engine(), nullptr));
     memory::desc user =
         cfg_.weight_transposed ? memory::desc({K, N}, dt::f32, memory::dims{1, K}) : plain_md({K, N}, dt::f32);
     p.packed = weight_.get(user, pd.weights_desc(), emulate_bf16);
@@ -222,7 +220,7 @@ class BatchedMatMul : public Kernel {
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.y), attr, cpu_engine());
         p.prim = dnnl::matmul(pd);
-        p.scratch = memory(pd.scratchpad_desc(), cpu_engine());
+        p.scratch_md = pd.scratchpad_desc();
         p.ok = true;
       } catch (const dnnl::error&) {
         p.ok = false;
@@ -236,7 +234,7 @@ class BatchedMatMul : public Kernel {
     p.prim.execute(s, {{DNNL_ARG_SRC, memory(p.a, cpu_engine(), const_cast<void*>(a.raw()))},
                        {DNNL_ARG_WEIGHTS, memory(p.b, cpu_engine(), const_cast<void*>(b.raw()))},
                        {DNNL_ARG_DST, memory(p.y, cpu_engine(), y.raw())},
-                       {DNNL_ARG_SCRATCHPAD, p.scratch}});
+                       {DNNL_ARG_SCRATCHPAD, workspace_memory(WorkSlot::scratch, p.scratch_md)}});
     s.wait();
   }
 
@@ -245,7 +243,7 @@ class BatchedMatMul : public Kernel {
     bool ok = false;
     memory::desc a, b, y;
     dnnl::matmul prim;
-    memory scratch;
+    memory::desc scratch_md;  // on the run workspace
   };
   std::unique_ptr<Kernel> fallback_;
   std::map<std::pair<memory::dims, memory::dims>, Plan> plans_;

@@ -24,6 +24,8 @@ const std::map<std::string, Factory>& cpu_table() {
       {"::Transpose", cpu::make_transpose},
       {"::Split", cpu::make_split},
       {"::Concat", cpu::make_concat},
+      {"::Sigmoid", cpu::make_sigmoid},
+      {"::ReduceMean", cpu::make_reduce_mean},
       {"segmux::Linear", cpu::make_linear},
       {"segmux::Gelu", cpu::make_gelu},
       {"segmux::GroupNorm", cpu::make_group_norm},

@@ -495,6 +495,8 @@ std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const 
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
                                                     sam31::Tokenizer tokenizer, int num_threads) {
   ExecutorOptions ex{num_threads, true};
+  // The candidates run one after another: one arena of the largest plan instead of one per candidate.
+  ex.shared_arena = std::make_shared<SharedArena>();
   auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
     return std::make_unique<SmxRunner>(load_compiled(model_dir + "/" + f.file + ".smx", ex));
   };

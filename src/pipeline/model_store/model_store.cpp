@@ -37,7 +37,8 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
                              const LogFn& log) {
   const std::string cache = src.cache_dir.empty() ? default_cache_dir() : src.cache_dir;
   const std::string content = checkpoint_content_hash(src.weights, cache, log);
-  const std::string key = content + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
+  std::string key = content + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
+  if (src.precision != "fp32") key += "|" + src.precision;
   std::string dir = cache + "/" + cfg.name + "-" + sha256_hex(key.data(), key.size()).substr(0, 16);
   ensure_model_dir(
       dir,
@@ -46,6 +47,7 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
         opt.checkpoint = src.weights;
         opt.checkpoint_sha256 = content;
         opt.vocab = vocab;
+        opt.precisions = {src.precision};
         opt.route_files = false;
         // What `segmux deploy` would make of the same inputs (file names only; the cache keeps its runtime files).
         opt.command_line = "segmux deploy " + fs::path(src.weights).filename().string() +
@@ -131,10 +133,11 @@ uint64_t cache_hash(const std::string& key) {  // FNV-1a, folded to 9-10 decimal
 }
 
 void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& vocab_path,
-                       const std::string& out_dir, const LogFn& log) {
+                       const std::string& out_dir, const LogFn& log, const std::string& precision) {
   package::PackageOptions opt;
   opt.checkpoint = weights_path;
   opt.vocab = vocab_path;
+  opt.precisions = {precision};
   opt.route_files = false;
   opt.command_line = "segmux deploy " + fs::path(weights_path).filename().string() + " -o " +
                      fs::path(out_dir).filename().string() + " (runtime files)";

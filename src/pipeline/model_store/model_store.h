@@ -21,6 +21,7 @@ struct ModelSource {
   std::string cache_dir;  // where compiled candidates are cached; default: default_cache_dir()
   std::string engine = "smx";  // "smx": our runtime on DIR/*.smx; "ort": ONNX Runtime on DIR/onnx/*.onnx
   int num_threads = 2;
+  std::string precision = "fp32";  // fp32 | bf16: how checkpoint weights are compiled (compiler precision)
 };
 
 struct OpenedModel {
@@ -41,7 +42,7 @@ inline OpenedModel open_model(const ModelSource& src, int /*num_frames*/, const 
 // Builds every compiled file of sam31::compiled_files() from weights + config, compiles each to
 // DIR/<file>.smx and writes DIR/model.json (config, vocab path, provenance). Atomic per file.
 void compile_model_dir(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& vocab_path,
-                       const std::string& out_dir, const LogFn& log);
+                       const std::string& out_dir, const LogFn& log, const std::string& precision = "fp32");
 
 // The model folder `dir`, made by `make(tmp_dir)` on first use: built in DIR.partial-<pid> and renamed
 // into place, so an interrupted build never leaves a folder that looks complete; unfinished folders

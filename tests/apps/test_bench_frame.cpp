@@ -1,0 +1,69 @@
+// segmux bench-frame at the tiny fixture size: it runs the product backend end to end (objects added
+// through the mask-input path, a warm-up that fills the memory bank, timed frames) and its JSON has
+// the documented shape. No timing is asserted.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+std::pair<int, std::string> run_segmux(const std::string& args, bool with_stderr = true) {
+  std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, out};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+
+std::string model_args(const std::filesystem::path& cache) {
+  return "--weights " + kFixture + "/weights.pt --config " + kFixture + "/config.json --vocab " + kFixture +
+         "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + cache.string();
+}
+
+}  // namespace
+
+TEST(BenchFrame, TinyFixtureJson) {
+  if (!std::filesystem::exists(kFixture + "/weights.pt")) GTEST_SKIP() << "no fixture at " << kFixture;
+  auto cache = std::filesystem::path(::testing::TempDir()) / ("segmux_bench_frame_" + std::to_string(::getpid()));
+  for (const char* precision : {"fp32", "bf16"}) {
+    auto [code, out] = run_segmux(
+        "bench-frame " + model_args(cache) + " --objects 3 --frames 2 --warmup 2 --precision " + precision + " --json",
+        false);
+    ASSERT_EQ(code, 0) << out;
+    auto j = nlohmann::json::parse(out);
+    EXPECT_EQ(j["objects"], 3);
+    EXPECT_EQ(j["precision"], precision);
+    EXPECT_EQ(j["timed_frames"], 2);
+    ASSERT_TRUE(j["candidates"].is_object());
+    for (const char* c : {"backbone", "detector", "propagation_decoder", "memory_encoder"}) {
+      ASSERT_TRUE(j["candidates"].contains(c)) << c;
+      EXPECT_GT(j["candidates"][c].get<double>(), 0) << c;
+    }
+    EXPECT_GT(j["total_seconds"].get<double>(), 0);
+    EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0);
+    EXPECT_EQ(j["load_average_before"].size(), 3u);
+  }
+  std::filesystem::remove_all(cache);
+}
+
+TEST(BenchFrame, TooManyObjectsIsAUsageError) {
+  if (!std::filesystem::exists(kFixture + "/weights.pt")) GTEST_SKIP() << "no fixture at " << kFixture;
+  auto cache = std::filesystem::path(::testing::TempDir()) / ("segmux_bench_frame_x_" + std::to_string(::getpid()));
+  auto [code, out] = run_segmux("bench-frame " + model_args(cache) + " --objects 99");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("does not fit one multiplex bucket"), std::string::npos) << out;
+  auto missing = run_segmux("bench-frame --weights /nonexistent.pt --objects 1");
+  EXPECT_EQ(missing.first, 1) << missing.second;
+  EXPECT_NE(missing.second.find("/nonexistent.pt"), std::string::npos) << missing.second;
+  std::filesystem::remove_all(cache);
+}
