@@ -118,7 +118,7 @@ int bench_main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   auto runner = open_model(model, oo);
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto inputs = random_inputs(runner->graph(), seed);
+  auto inputs = seeded_inputs(runner->graph(), seed);
   std::unique_ptr<ExecutorProfiler> profiler;
   if (!profile_path.empty()) {
     SEGMUX_USAGE_CHECK(runner->executor_ != nullptr,

@@ -39,6 +39,7 @@
 #include "models/sam31/weights.h"
 #include "runtime/executor.h"
 #include "verify/sam31/random_checkpoint.h"
+#include "verify/seeded_inputs.h"
 
 namespace segmux::apps {
 
@@ -91,36 +92,6 @@ Target parse_target(const std::string& spec) {
   return {spec, c, variant};
 }
 
-// Random inputs of the graph's declared shapes and dtypes, with values a real caller could give:
-// floats uniform in [-1, 1]; integer inputs named like token ids uniform in [0, vocab), other integers
-// in {0, 1} (they are small indices or flags); booleans 50/50 except that the first entry of every row
-// is false, so no padding mask ever masks a whole row (which would make softmax rows all -inf).
-std::map<std::string, Tensor> contract_inputs(const ir::Graph& g, const sam31::ModelConfig& cfg, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::map<std::string, Tensor> out;
-  for (int v : g.inputs) {
-    const ir::Value& val = g.value(v);
-    bool known = val.has_shape;
-    for (int64_t d : val.shape) known = known && d >= 0;
-    SEGMUX_CHECK(known, "graph input '", val.name, "' has no fixed shape at full size");
-    Tensor t(val.dtype, val.shape);
-    const int64_t row = val.shape.empty() ? 1 : std::max<int64_t>(1, val.shape.back());
-    const bool token_ids = val.name.find("token") != std::string::npos;
-    std::uniform_real_distribution<double> uf(-1.0, 1.0);
-    std::uniform_int_distribution<int> bit(0, 1), vocab(0, cfg.vocab_size - 1);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype_is_float(val.dtype))
-        t.set_from_double(i, uf(rng));
-      else if (val.dtype == DType::boolean)
-        t.set_from_double(i, i % row == 0 ? 0 : bit(rng));
-      else
-        t.set_from_double(i, token_ids ? vocab(rng) : bit(rng));
-    }
-    out[val.name] = std::move(t);
-  }
-  return out;
-}
-
 // Sends one JSON line to the parent (whole line in one write: the pipe buffer holds it).
 void send_line(int fd, const nlohmann::json& j) {
   std::string s = json_text(j) + "\n";
@@ -169,7 +140,7 @@ void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31:
   r["stage"] = "executor";
   send_line(fd, r);
 
-  std::map<std::string, Tensor> inputs = contract_inputs(exec.graph(), cfg, seed);
+  std::map<std::string, Tensor> inputs = seeded_contract_inputs(exec.graph(), cfg, seed);
   nlohmann::json in_shapes = nlohmann::json::object();
   for (const auto& [name, tensor] : inputs) in_shapes[name] = shape_str(tensor.shape());
   r["inputs"] = in_shapes;

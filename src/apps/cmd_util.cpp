@@ -101,30 +101,6 @@ std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& 
   return out;
 }
 
-std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::map<std::string, Tensor> out;
-  for (int v : g.inputs) {
-    const ir::Value& val = g.value(v);
-    bool known = val.has_shape;
-    for (int64_t d : val.shape) known = known && d >= 0;
-    SEGMUX_CHECK(known, "input '", val.name, "' has no fixed shape; give one with --input-shape");
-    Tensor t(val.dtype, val.shape);
-    std::uniform_real_distribution<double> uf(-1.0, 1.0);
-    std::uniform_int_distribution<int> ui(0, 1);  // small: integer inputs are often indices
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype_is_float(val.dtype))
-        t.set_from_double(i, uf(rng));
-      else if (val.dtype == DType::boolean)
-        t.set_from_double(i, ui(rng) & 1);
-      else
-        t.set_from_double(i, ui(rng));
-    }
-    out[val.name] = std::move(t);
-  }
-  return out;
-}
-
 std::pair<std::string, Tensor> read_input_arg(const std::string& spec) {
   size_t eq = spec.find('=');
   SEGMUX_USAGE_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < spec.size(), "--input '", spec,

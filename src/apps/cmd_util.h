@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
+#include "verify/seeded_inputs.h"
 
 namespace segmux::apps {
 
@@ -49,8 +50,6 @@ ir::Graph import_model_graph(const std::string& path, const std::map<std::string
 
 // "name:d0,d1,..." -> shapes.
 std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& specs);
-// Random inputs for every graph input (floats uniform in [-1, 1], integers 0 or 1 (often indices), bools 50/50).
-std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed);
 // NAME=FILE with FILE a .npy or .safetensors (the tensor called NAME, else the file's only tensor).
 std::pair<std::string, Tensor> read_input_arg(const std::string& spec);
 

@@ -10,23 +10,6 @@
 
 namespace segmux {
 
-std::map<std::string, Tensor> seeded_inputs(const ir::Graph& g, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::map<std::string, Tensor> out;
-  for (int v : g.inputs) {
-    const ir::Value& val = g.value(v);
-    bool known = val.has_shape;
-    for (int64_t d : val.shape) known = known && d >= 0;
-    SEGMUX_CHECK(known, "input '", val.name, "' has no fixed shape (seeded inputs need one)");
-    Tensor t(val.dtype, val.shape);
-    std::uniform_real_distribution<double> uf(-1.0, 1.0);
-    std::uniform_int_distribution<int> ui(0, 1);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_from_double(i, dtype_is_float(val.dtype) ? uf(rng) : ui(rng));
-    out[val.name] = std::move(t);
-  }
-  return out;
-}
-
 namespace {
 
 // noise (optional): per output, how far the engine's run of the original model is from the reference

@@ -11,12 +11,9 @@
 
 #include "ir/graph.h"
 #include "verify/compare.h"
+#include "verify/seeded_inputs.h"
 
 namespace segmux {
-
-// Seeded values for every graph input: floats uniform in [-1, 1), integers and bools 0 or 1 (integer
-// inputs are often indices). Inputs need static shapes (error naming the input otherwise).
-std::map<std::string, Tensor> seeded_inputs(const ir::Graph& g, uint64_t seed);
 
 struct EquivalenceCheck {
   std::string engine;   // "reference" or "onnxruntime"

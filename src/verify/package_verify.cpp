@@ -65,32 +65,6 @@ void compare_all(PackageVerification& rep, const std::string& file, const std::s
 
 }  // namespace
 
-std::map<std::string, Tensor> seeded_contract_inputs(const ir::Graph& g, const sam31::ModelConfig& cfg, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::map<std::string, Tensor> out;
-  for (int v : g.inputs) {
-    const ir::Value& val = g.value(v);
-    bool known = val.has_shape;
-    for (int64_t d : val.shape) known = known && d >= 0;
-    SEGMUX_CHECK(known, "graph input '", val.name, "' has no fixed shape");
-    Tensor t(val.dtype, val.shape);
-    const int64_t row = val.shape.empty() ? 1 : std::max<int64_t>(1, val.shape.back());
-    const bool token_ids = val.name.find("token") != std::string::npos;
-    std::uniform_real_distribution<double> uf(-1.0, 1.0);
-    std::uniform_int_distribution<int> bit(0, 1), vocab(0, cfg.vocab_size - 1);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (dtype_is_float(val.dtype))
-        t.set_from_double(i, uf(rng));
-      else if (val.dtype == DType::boolean)
-        t.set_from_double(i, i % row == 0 ? 0 : bit(rng));
-      else
-        t.set_from_double(i, token_ids ? vocab(rng) : bit(rng));
-    }
-    out[val.name] = std::move(t);
-  }
-  return out;
-}
-
 Verdict verdict_for_package(const Comparison& c) {
   if (!c.contract_error.empty() || c.nonfinite_mismatch > 0 || c.cosine_tier == Verdict::fail) return Verdict::fail;
   if (c.max_abs_tier == Verdict::fail) return Verdict::review;

@@ -16,6 +16,7 @@
 #include "ir/graph.h"
 #include "models/sam31/config.h"
 #include "verify/compare.h"
+#include "verify/seeded_inputs.h"
 
 namespace segmux::verify {
 
@@ -56,11 +57,6 @@ struct PackageVerification {
   nlohmann::json to_json() const;
   std::string to_markdown() const;
 };
-
-// Inputs of a graph's contract with values a real caller could give: floats uniform in [-1, 1];
-// integer inputs named like token ids uniform in [0, vocab), other integers in {0, 1} (small indices
-// or flags); booleans 50/50 but false at the first entry of every row (no all-masked softmax row).
-std::map<std::string, Tensor> seeded_contract_inputs(const ir::Graph& g, const sam31::ModelConfig& cfg, uint64_t seed);
 
 // Verifies the models of the package folder `dir` (its model.json gives the config).
 PackageVerification verify_package_models(const std::string& dir, const PackageVerifyOptions& opt, std::ostream* log);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "compiler/compile.h"
+#include "compiler/slim.h"
 #include "compiler/pass_manager.h"
 #include "core/error.h"
 #include "io/files.h"
@@ -29,18 +30,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Standard-ONNX slimming: the compiler's graph-level passes without fusion (fused ops are not ONNX).
-compiler::PassReport slim_graph(ir::Graph& g) {
-  std::vector<compiler::Pass> passes;
-  for (compiler::Pass& p : compiler::default_passes("fp32"))
-    if (p.name == "fold-shapes" || p.name == "fold-constants" || p.name == "eliminate-noops" || p.name == "cse" ||
-        p.name == "dce")
-      passes.push_back(std::move(p));
-  compiler::PassReport r = compiler::run_passes(g, passes);
-  g.compact();
-  return r;
-}
 
 void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text.data(), text.size()); }
 
@@ -170,7 +159,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
       t0 = Clock::now();
       ir::Graph slim = g;
       const size_t before = slim.nodes.size();
-      slim_graph(slim);
+      compiler::slim_graph(slim);  // the passes `segmux slim` runs
       onnx_io::export_onnx_file(slim, dir + "/onnx/" + f.file + ".slim.onnx");
       stage("slim ONNX", f.file, t0);
       rec.slim.push_back({{"file", f.file}, {"nodes_before", before}, {"nodes_after", slim.nodes.size()}});
