@@ -48,6 +48,28 @@ TEST(MaskOps, NmsWithIntersectionOverMinimum) {
   EXPECT_EQ(thr, (std::vector<bool>{false, true, false}));  // below the score threshold: never kept
 }
 
+// The add_prompt frame's NMS (official single-frame perflib path) differs from the propagation one in two
+// ways, found on a mirrored copy of the fixture video: IoM divides by the suppressing mask's own area,
+// and suppressed candidates still suppress.
+TEST(MaskOps, SingleFrameNmsDividesByTheSuppressorsAreaAndLetsSuppressedOnesSuppress) {
+  MaskStack m(2, 10, 10);
+  paint(m.mask(0), 10, 10, 0, 0, 6, 6);  // area 36
+  paint(m.mask(1), 10, 10, 5, 5, 7, 7);  // area 4, 1 px shared: IoM 1/4 pairwise, 1/36 over the big one
+  std::vector<float> probs{0.9f, 0.8f};
+  EXPECT_EQ(nms_masks(probs, m, 0.4f, 0.1f, Overlap::IoM, NmsVariant::batched), (std::vector<bool>{true, false}));
+  EXPECT_EQ(nms_masks(probs, m, 0.4f, 0.1f, Overlap::IoM, NmsVariant::single_frame), (std::vector<bool>{true, true}));
+
+  MaskStack chain(3, 10, 10);
+  paint(chain.mask(0), 10, 10, 0, 0, 2, 2);  // A: area 4
+  paint(chain.mask(1), 10, 10, 1, 1, 5, 5);  // B: area 16, 1 px with A (1/4 over A: suppressed by A)
+  paint(chain.mask(2), 10, 10, 3, 3, 7, 7);  // C: area 16, 4 px with B (4/16 over B), none with A
+  std::vector<float> chain_probs{0.95f, 0.9f, 0.8f};
+  EXPECT_EQ(nms_masks(chain_probs, chain, 0.4f, 0.1f, Overlap::IoM, NmsVariant::batched),
+            (std::vector<bool>{true, false, true}));  // B is gone, so it cannot suppress C
+  EXPECT_EQ(nms_masks(chain_probs, chain, 0.4f, 0.1f, Overlap::IoM, NmsVariant::single_frame),
+            (std::vector<bool>{true, false, false}));  // B still suppresses C
+}
+
 TEST(MaskOps, BoundaryAndKeepFirstOrder) {
   std::vector<std::array<float, 4>> boxes{{0.f, 0.f, 0.04f, 0.04f}, {0.2f, 0.2f, 0.6f, 0.6f}, {0.96f, 0.4f, 1.f, 0.6f}};
   EXPECT_EQ(boxes_away_from_boundary(boxes, 0.025f), (std::vector<bool>{false, true, false}));

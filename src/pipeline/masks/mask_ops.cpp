@@ -145,7 +145,7 @@ std::vector<float> pairwise_overlap(const MaskStack& a, const MaskStack& b, Over
   return out;
 }
 
-std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind) {
+std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind, bool iom_over_row_area) {
   auto bm = binarize_all(masks, nullptr);
   const size_t n = bm.size();
   std::vector<int64_t> area(n);
@@ -154,7 +154,9 @@ std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind) {
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       float inter = float(count_and(bm[i], bm[j]));
-      float denom = kind == Overlap::IoU ? float(area[i]) + float(area[j]) - inter : float(std::min(area[i], area[j]));
+      float denom = kind == Overlap::IoU     ? float(area[i]) + float(area[j]) - inter
+                    : iom_over_row_area ? float(area[i])
+                                        : float(std::min(area[i], area[j]));
       out[i * n + j] = inter / (denom + 1e-8f);
     }
   }
@@ -162,7 +164,7 @@ std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind) {
 }
 
 std::vector<bool> nms_masks(const std::vector<float>& probs, const MaskStack& masks, float prob_threshold,
-                            float overlap_threshold, Overlap kind) {
+                            float overlap_threshold, Overlap kind, NmsVariant variant) {
   const size_t n = probs.size();
   SEGMUX_CHECK(masks.count == int(n), "nms_masks: ", n, " scores but ", masks.count, " masks");
   // Only candidates above the score threshold can keep or suppress anything, so overlaps are computed
@@ -174,11 +176,12 @@ std::vector<bool> nms_masks(const std::vector<float>& probs, const MaskStack& ma
   // occur in practice, and equal scores fall back to index order here.
   std::stable_sort(cand.begin(), cand.end(), [&](int a, int b) { return probs[size_t(a)] > probs[size_t(b)]; });
   MaskStack sub = masks.select(cand);
-  auto overlap = self_overlap_for_nms(sub, kind);
+  const bool single = variant == NmsVariant::single_frame;
+  auto overlap = self_overlap_for_nms(sub, kind, single && kind == Overlap::IoM);
   const size_t m = cand.size();
   std::vector<bool> keep_sorted(m, true);
   for (size_t i = 0; i < m; ++i) {
-    if (!keep_sorted[i]) continue;
+    if (!keep_sorted[i] && !single) continue;  // single_frame: suppressed candidates still suppress
     for (size_t j = i + 1; j < m; ++j)
       if (overlap[i * m + j] > overlap_threshold) keep_sorted[j] = false;
   }

@@ -41,13 +41,22 @@ MaskStack resize_bilinear(const MaskStack& masks, int dst_h, int dst_w);
 enum class Overlap { IoU, IoM };
 std::vector<float> pairwise_overlap(const MaskStack& a, const MaskStack& b, Overlap kind,
                                     const std::vector<bool>* a_valid = nullptr);
-// Same for a stack with itself, IoU with union + 1e-8 as the batched NMS computes it.
-std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind);
+// Same for a stack with itself, IoU with union + 1e-8 as the batched NMS computes it. iom_over_row_area:
+// IoM[i][j] = |i & j| / |i| (the single-frame NMS's perflib pairwise_iom, see NmsVariant).
+std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind, bool iom_over_row_area = false);
 
-// Greedy mask NMS (official _batched_generic_nms_mask): candidates are probs > prob_threshold; visiting
-// them by descending prob, each kept one suppresses later ones whose overlap is > overlap_threshold.
+// The two NMS the official video predictor runs (perflib on, its default):
+// - batched: frames detected in batches while propagating (_batched_generic_nms_mask): greedy, each
+//   KEPT candidate suppresses the later ones whose overlap with it is > the threshold.
+// - single_frame: the add_prompt frame (batched grounding is switched off there): perflib's
+//   generic_nms_mask lets EVERY higher-scored candidate suppress, kept or not, and its pairwise_iom
+//   divides the intersection by the suppressing candidate's own area (torch.min of two column vectors,
+//   not the pairwise minimum). IoU is the same in both.
+enum class NmsVariant { batched, single_frame };
+
+// Mask NMS: candidates are probs > prob_threshold, visited by descending prob (see NmsVariant).
 std::vector<bool> nms_masks(const std::vector<float>& probs, const MaskStack& masks, float prob_threshold,
-                            float overlap_threshold, Overlap kind);
+                            float overlap_threshold, Overlap kind, NmsVariant variant = NmsVariant::batched);
 
 // Keeps boxes (normalised xyxy) whose centre lies strictly inside [margin, 1 - margin] on both axes.
 std::vector<bool> boxes_away_from_boundary(const std::vector<std::array<float, 4>>& boxes_xyxy, float margin);

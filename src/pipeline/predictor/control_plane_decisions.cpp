@@ -42,12 +42,13 @@ std::vector<std::array<float, 4>> boxes_of(const std::vector<float>& values) {
 }
 
 // Probabilities; NMS-suppressed queries get the official -1e4 logit offset.
-std::vector<float> detection_probs(const std::vector<float>& logits, const MaskStack& masks, const ControlConfig& cfg) {
+std::vector<float> detection_probs(const std::vector<float>& logits, const MaskStack& masks, const ControlConfig& cfg,
+                                   NmsVariant nms) {
   std::vector<float> probs(logits.size());
   for (size_t q = 0; q < logits.size(); ++q) probs[q] = sigmoidf(logits[q]);
   if (cfg.det_nms_thresh > 0.f) {
     auto keep = nms_masks(probs, masks, cfg.score_threshold_detection, cfg.det_nms_thresh,
-                          cfg.det_nms_use_iom ? Overlap::IoM : Overlap::IoU);
+                          cfg.det_nms_use_iom ? Overlap::IoM : Overlap::IoU, nms);
     for (size_t q = 0; q < logits.size(); ++q)
       if (!keep[q]) probs[q] = sigmoidf(logits[q] - 1e4f);
   }
@@ -55,7 +56,8 @@ std::vector<float> detection_probs(const std::vector<float>& logits, const MaskS
 }
 }  // namespace
 
-Detections select_detections(const DetectorOutput& out, int frame_index, int mask_size, const ControlConfig& cfg) {
+Detections select_detections(const DetectorOutput& out, int frame_index, int mask_size, const ControlConfig& cfg,
+                             NmsVariant nms) {
   std::vector<float> logits = tensor_to_floats(out.pred_logits, "detector pred_logits");
   std::vector<float> box_vals = tensor_to_floats(out.boxes_xyxy, "detector boxes");
   MaskStack masks = MaskStack::from_tensor(out.mask_logits, "detector mask logits");
@@ -64,7 +66,7 @@ Detections select_detections(const DetectorOutput& out, int frame_index, int mas
                " logits, ", box_vals.size() / 4, " boxes, ", masks.count, " masks");
   SEGMUX_CHECK(Q == 0 || (masks.height == mask_size && masks.width == mask_size), "detector masks are ", masks.height,
                "x", masks.width, ", expected ", mask_size, "x", mask_size);
-  std::vector<float> probs = detection_probs(logits, masks, cfg);
+  std::vector<float> probs = detection_probs(logits, masks, cfg, nms);
   std::vector<bool> kept(static_cast<size_t>(Q));
   for (size_t q = 0; q < kept.size(); ++q) kept[q] = probs[q] > cfg.score_threshold_detection;
   if (cfg.suppress_det_close_to_boundary) {

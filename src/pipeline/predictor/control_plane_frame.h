@@ -123,6 +123,7 @@ struct ObjectChanges {
 struct FrameWork {
   int frame_index = 0;
   bool reverse = false;
+  FramePhase phase = FramePhase::Propagate;
   Detections det;
   Tracks trk;
   Association assoc;
@@ -150,7 +151,9 @@ Tensor mask_inputs(const MaskStack& masks, int size);
 // ---- decisions: no backend call, no control-plane state beyond their arguments ----
 
 // NMS, boundary suppression and the kept-first order of the detector output.
-Detections select_detections(const DetectorOutput& out, int frame_index, int mask_size, const ControlConfig& cfg);
+// nms: single_frame on the add_prompt frame, batched while propagating (the official detector's two paths).
+Detections select_detections(const DetectorOutput& out, int frame_index, int mask_size, const ControlConfig& cfg,
+                             NmsVariant nms = NmsVariant::batched);
 // Detections x tracks: matches, unmatched tracks, new objects, reconditioning candidates.
 Association associate(const Detections& det, const Tracks& trk, const ControlConfig& cfg);
 // Hot start (official _process_hotstart_gpu): updates the keep-alive / unmatch / overlap counts of

@@ -16,6 +16,7 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
   FrameWork w;
   w.frame_index = frame_index;
   w.reverse = reverse;
+  w.phase = phase;
   w.record.phase = phase_name(phase);
   w.record.frame_index = frame_index;
   w.record.tracker_obj_ids_before = obj_ids_;
@@ -38,7 +39,8 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
 
 // Detector, NMS, boundary suppression, kept-first order.
 void VideoControlPlane::run_detector(FrameWork& w) {
-  w.det = select_detections(backend_.detect(w.frame_index), w.frame_index, geo_.low_res_mask_size, cfg_);
+  const NmsVariant nms = w.phase == FramePhase::AddPrompt ? NmsVariant::single_frame : NmsVariant::batched;
+  w.det = select_detections(backend_.detect(w.frame_index), w.frame_index, geo_.low_res_mask_size, cfg_, nms);
   w.record.det_kept_queries = w.det.kept_queries;
   w.record.det_order = w.det.order;
 }
