@@ -28,7 +28,7 @@ VOCAB="$FIXTURES/sam31-tiny/tokenizer/bpe_simple_vocab_16e6.txt.gz"
 [ -f "$VOCAB" ] || VOCAB=""  # the tokenizer target then uses its generated vocabulary
 
 TARGETS=(fuzz_onnx_import fuzz_onnx_run fuzz_offline_model fuzz_media fuzz_pickle fuzz_pytorch_zip fuzz_safetensors fuzz_npy
-  fuzz_config_json fuzz_tokenizer fuzz_vocabulary)
+  fuzz_config_json fuzz_tokenizer fuzz_vocabulary fuzz_requests)
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEGMUX_FUZZ=ON \
   -DSEGMUX_TESTS=OFF -DSEGMUX_BENCH=OFF -DSEGMUX_WERROR=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
@@ -90,5 +90,6 @@ run npy fuzz_npy
 run config-json fuzz_config_json
 run tokenizer fuzz_tokenizer SEGMUX_FUZZ_VOCAB="$VOCAB"
 run vocabulary fuzz_vocabulary
+run requests fuzz_requests
 [ "$LONG" = 1 ] && echo "fuzz: campaign summary in $SUMMARY"
 exit $status
