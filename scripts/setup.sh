@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # fonts-dejavu-core: the overlay labels' font (found at run time; a bitmap font otherwise).
 # python3 + python3-numpy: the Python module's test (tests/python, scripts/check_install.sh); a test
 # decodes tracks.json's COCO RLE with an independent decoder in Python.
-# libcpp-httplib-dev: segmux serve's HTTP server. chromium: the serve page's headless-browser test.
+# libcpp-httplib-dev: segmux serve's HTTP server; its pkg-config file requires openssl and libbrotli*
+# (libssl-dev, libbrotli-dev; zlib1g-dev is listed already). chromium: the serve page's browser test.
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
@@ -16,7 +17,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
-  python3 python3-numpy libcpp-httplib-dev chromium
+  python3 python3-numpy libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user
 )

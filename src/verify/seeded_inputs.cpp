@@ -7,15 +7,23 @@
 
 namespace segmux {
 
+namespace {
+// A zero tensor of an input's static shape (error naming the input if it has none).
+Tensor input_tensor(const ir::Value& val) {
+  bool known = val.has_shape;
+  for (int64_t d : val.shape) known = known && d >= 0;
+  SEGMUX_CHECK(known, "graph input '", val.name,
+               "' has no fixed shape (segmux run, bench and check take one with --input-shape)");
+  return Tensor(val.dtype, val.shape);
+}
+}  // namespace
+
 std::map<std::string, Tensor> seeded_inputs(const ir::Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::map<std::string, Tensor> out;
   for (int v : g.inputs) {
     const ir::Value& val = g.value(v);
-    bool known = val.has_shape;
-    for (int64_t d : val.shape) known = known && d >= 0;
-    SEGMUX_CHECK(known, "input '", val.name, "' has no fixed shape (seeded inputs need one)");
-    Tensor t(val.dtype, val.shape);
+    Tensor t = input_tensor(val);
     std::uniform_real_distribution<double> uf(-1.0, 1.0);
     std::uniform_int_distribution<int> ui(0, 1);
     for (int64_t i = 0; i < t.numel(); ++i) t.set_from_double(i, dtype_is_float(val.dtype) ? uf(rng) : ui(rng));
@@ -29,10 +37,7 @@ std::map<std::string, Tensor> seeded_contract_inputs(const ir::Graph& g, const s
   std::map<std::string, Tensor> out;
   for (int v : g.inputs) {
     const ir::Value& val = g.value(v);
-    bool known = val.has_shape;
-    for (int64_t d : val.shape) known = known && d >= 0;
-    SEGMUX_CHECK(known, "graph input '", val.name, "' has no fixed shape");
-    Tensor t(val.dtype, val.shape);
+    Tensor t = input_tensor(val);
     const int64_t row = val.shape.empty() ? 1 : std::max<int64_t>(1, val.shape.back());
     const bool token_ids = val.name.find("token") != std::string::npos;
     std::uniform_real_distribution<double> uf(-1.0, 1.0);

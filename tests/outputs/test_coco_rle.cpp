@@ -159,22 +159,11 @@ TEST(CocoRle, PythonDecoderReadsWhatWeWrite) {
   std::ofstream(dir + "/cases.json") << cases.dump();
   std::ofstream(dir + "/decode.py") << R"PY(
 import json, sys
+sys.path.insert(0, sys.argv[2])
+from coco_rle import decode_counts
 def decode(size, s):
     h, w = size
-    cnts, p = [], 0
-    while p < len(s):
-        x, k, more = 0, 0, True
-        while more:
-            c = ord(s[p]) - 48
-            x |= (c & 0x1f) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and (c & 0x10):
-                x |= -1 << (5 * k)
-        if len(cnts) > 2:
-            x += cnts[-2]
-        cnts.append(x)
+    cnts = decode_counts(s)
     flat = []
     for i, c in enumerate(cnts):
         flat += [i % 2] * c
@@ -186,7 +175,8 @@ for i, c in enumerate(cases):
         print("case", i, "differs"); sys.exit(1)
 print("ok", len(cases))
 )PY";
-  const std::string cmd = std::string(python) + " " + dir + "/decode.py " + dir + "/cases.json 2>&1";
+  const std::string cmd = std::string(python) + " " + dir + "/decode.py " + dir + "/cases.json " SEGMUX_SOURCE_DIR
+                          "/tests/common 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char buf[256] = {};

@@ -12,6 +12,9 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from coco_rle import decode_counts  # noqa: E402  (tests/common: shared with tests/outputs)
+
 SEGMUX = os.environ.get('SEGMUX', 'build/release/segmux')
 FIXTURES = os.environ.get('SEGMUX_FIXTURES', os.path.join(os.path.dirname(__file__), '../../../shared/fixtures'))
 TINY = os.path.join(FIXTURES, 'sam31-tiny')
@@ -113,22 +116,8 @@ class Server:
 
 
 def decode_compressed(counts):
-    """pycocotools' rleFrString, written again here (an independent decoder of the server's strings)."""
-    runs, p = [], 0
-    while p < len(counts):
-        x, k, more = 0, 0, True
-        while more:
-            c = ord(counts[p]) - 48
-            x |= (c & 0x1f) << (5 * k)
-            more = bool(c & 0x20)
-            p += 1
-            k += 1
-            if not more and (c & 0x10):
-                x |= -1 << (5 * k)
-        if len(runs) > 2:
-            x += runs[-2]
-        runs.append(x)
-    return runs
+    """The server's compressed RLE strings, decoded independently of segmux (tests/common/coco_rle.py)."""
+    return decode_counts(counts)
 
 
 def mask_pixels(runs):
