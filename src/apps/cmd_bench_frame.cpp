@@ -133,7 +133,7 @@ int bench_frame_main(int argc, char** argv) {
 
   // The cfg is needed before opening (frame count); open_model reads the same file again.
   auto t_open = Clock::now();
-  OpenedModel model = open_model(src, 1 << 20, log);  // num_frames: a long video (temporal encodings)
+  OpenedModel model = open_model(src, log);
   const double open_s = seconds_since(t_open);
   const size_t open_peak = vm_hwm_bytes();  // includes compiling the checkpoint when it was not cached yet
   const bool peak_reset = reset_peak_rss();

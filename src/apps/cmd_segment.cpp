@@ -158,7 +158,7 @@ int run_segment(int argc, char** argv) {
          "implemented); use --prompt TEXT");
   }
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
-  OpenedModel model = open_model(src, 1, log);
+  OpenedModel model = open_model(src, log);
   log("model: " + model.description);
   ImageProcessor proc(*model.backend, threshold);
 

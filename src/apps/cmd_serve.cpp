@@ -248,7 +248,7 @@ int run_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  pipeline::OpenedModel model = pipeline::open_model(src, opt.limits.max_frames, log);
+  pipeline::OpenedModel model = pipeline::open_model(src, log);
   log("model: " + model.description);
   pipeline::ControlConfig ccfg = pipeline::default_control_config();
   ccfg.multiplex_count = model.config.multiplex_count;

@@ -221,7 +221,7 @@ int run_track(int argc, char** argv) {
                      ")");
   const std::vector<TrackRequest> requests = prepare_track_prompts(popt, n, reader->width(), reader->height());
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
-  OpenedModel model = open_model(src, n, log);
+  OpenedModel model = open_model(src, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
   log("model: " + model.description + (src.engine == "ort" ? " on ONNX Runtime" : ""));
 

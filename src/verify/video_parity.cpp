@@ -122,8 +122,7 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   src.num_threads = opt.num_threads;
   src.engine = opt.engine;
   auto frames = open_video(dir + "/video/frames");
-  const int num_frames = frames->num_frames();
-  OpenedModel model = open_model(src, num_frames, [&](const std::string& s) { log << s << "\n"; });
+  OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
 
   // Control-plane settings: the fixture's config over the official defaults.
   ControlConfig ccfg = load_control_config(dir + "/config.json");

@@ -46,7 +46,7 @@ TEST(ModelStore, CompilesOnceRecoversFromDamageAndRemovesAbandonedFolders) {
   TempDir tmp;
   std::vector<std::string> log;
   auto logger = [&](const std::string& s) { log.push_back(s); };
-  OpenedModel first = open_model(fixture_source(tmp.path), 4, logger);
+  OpenedModel first = open_model(fixture_source(tmp.path), logger);
   ASSERT_TRUE(first.backend);
   const fs::path dir = first.model_dir;
   EXPECT_TRUE(fs::exists(dir / "model.json"));
@@ -68,7 +68,7 @@ TEST(ModelStore, CompilesOnceRecoversFromDamageAndRemovesAbandonedFolders) {
     f.write(&c, 1);
   }
   log.clear();
-  OpenedModel second = open_model(fixture_source(tmp.path), 4, logger);
+  OpenedModel second = open_model(fixture_source(tmp.path), logger);
   ASSERT_TRUE(second.backend);
   EXPECT_EQ(fs::path(second.model_dir), dir);
   bool said_damaged = false;
@@ -83,7 +83,7 @@ TEST(ModelStore, AModelFolderTheUserGaveIsNeverRebuilt) {
   fs::create_directories(tmp.path / "model");
   ModelSource src;
   src.model_dir = (tmp.path / "model").string();
-  EXPECT_THROW(open_model(src, 4, [](const std::string&) {}), Error);  // no model.json
+  EXPECT_THROW(open_model(src, [](const std::string&) {}), Error);  // no model.json
   EXPECT_TRUE(fs::exists(tmp.path / "model"));
 }
 

@@ -48,7 +48,7 @@ class Service : public ::testing::Test {
     src.config = kTiny + "/config.json";
     src.vocab = kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
     src.cache_dir = (root_ / "cache").string();
-    model_ = new pl::OpenedModel(pl::open_model(src, 100, [](const std::string&) {}));
+    model_ = new pl::OpenedModel(pl::open_model(src, [](const std::string&) {}));
     trace_ = new json(segmux::read_untrusted_json_file(kTiny + "/video/trace.json"));
   }
   static void TearDownTestSuite() {

@@ -46,7 +46,7 @@ TEST(TrackEngines, OrtOnAModelFolderMatchesSmx) {
   src.vocab = fixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = (root / "cache").string();
   src.engine = "ort";  // compiles the .smx files and exports onnx/ into the entry
-  const std::string dir = open_model(src, 16, [](const std::string&) {}).model_dir;
+  const std::string dir = open_model(src, [](const std::string&) {}).model_dir;
   ASSERT_TRUE(fs::exists(dir + "/onnx/propagation_decoder.onnx"));
 
   std::map<std::string, nlohmann::json> tracks;

@@ -34,10 +34,6 @@ struct OpenedModel {
 // Compiles (or finds cached) candidates and opens a backend on them. `log` receives progress lines.
 // The backend serves any video (its frame count comes with each call).
 OpenedModel open_model(const ModelSource& src, const LogFn& log);
-// The earlier form, for its callers: the frame count is no longer needed.
-inline OpenedModel open_model(const ModelSource& src, int /*num_frames*/, const LogFn& log) {
-  return open_model(src, log);
-}
 
 // Builds every compiled file of sam31::compiled_files() from weights + config, compiles each to
 // DIR/<file>.smx and writes DIR/model.json (config, vocab path, provenance). Atomic per file.
