@@ -1,5 +1,7 @@
-// ONNX -> IR: parse, check (libonnx checker), upgrade to opset 17 when older, shape-infer (libonnx),
-// convert. Every failure is a segmux::Error naming the model and, where there is one, the node.
+// ONNX -> IR: parse, check (our structural checks, then libonnx's checker), upgrade to opset 17 when
+// older, convert, shape-infer (segmux's own schemas). libonnx's shape inference never sees an imported
+// model: 1.12's reads protobuf fields out of range on hostile ranks (Conv whose weight has more axes
+// than its input), and our schemas already type every op we support. Every failure is a segmux::Error naming the model and, where there is one, the node.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,7 +16,6 @@
 #include <unordered_map>
 
 #include <onnx/checker.h>
-#include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
 #include "ir/op_schema.h"
@@ -155,8 +156,32 @@ void check_window_attributes(const onnx::NodeProto& n, int index, const std::map
 
 // Structural checks of our own, before libonnx sees the model: its checker leaves some of these
 // unchecked and its version converter crashes on them (e.g. a graph output nothing produces).
+int default_opset(const onnx::ModelProto& m) {
+  for (const auto& imp : m.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") return int(imp.version());
+  return -1;
+}
+
+[[noreturn]] void unsupported_op(const std::string& where, const std::string& domain, const std::string& op) {
+  fail(where, ": op type '", op, "'", domain.empty() ? "" : " of domain '" + domain + "'", " is not supported by segmux");
+}
+
+// Before any libonnx code reads a node: an op must be one segmux implements, or a standard ONNX op of
+// the model's older opset that the version converter may turn into one (Upsample -> Resize; convert()
+// checks again after the upgrade). Experimental and unknown ops never reach libonnx's checker.
+void check_op_known(const onnx::NodeProto& n, int index, int opset) {
+  const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  if (ir::find_schema(domain, n.op_type())) return;
+  if (domain.empty() && opset >= 1 && opset < kTargetOpset) {
+    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(n.op_type(), opset, "");
+    if (s && s->support_level() == onnx::OpSchema::SupportType::COMMON && !s->deprecated()) return;
+  }
+  unsupported_op(node_label(n, index), domain, n.op_type());
+}
+
 void check_structure(const onnx::ModelProto& m) {
   const onnx::GraphProto& g = m.graph();
+  const int opset = default_opset(m);
   SEGMUX_CHECK(g.sparse_initializer_size() == 0, "sparse initializers are not supported");
   std::set<std::string> defined;
   auto check_type = [](const onnx::ValueInfoProto& vi, const char* role) {
@@ -181,6 +206,7 @@ void check_structure(const onnx::ModelProto& m) {
   }
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& n = g.node(i);
+    check_op_known(n, i, opset);
     for (const auto& a : n.attribute())
       SEGMUX_CHECK(a.type() != onnx::AttributeProto::GRAPH && a.type() != onnx::AttributeProto::GRAPHS && !a.has_g() &&
                        a.graphs_size() == 0,
@@ -202,12 +228,6 @@ void check_structure(const onnx::ModelProto& m) {
     check_type(vi, "value_info");
     SEGMUX_CHECK(defined.count(vi.name()), "value_info names '", vi.name(), "', which nothing defines");
   }
-}
-
-int default_opset(const onnx::ModelProto& m) {
-  for (const auto& imp : m.opset_import())
-    if (imp.domain().empty() || imp.domain() == "ai.onnx") return int(imp.version());
-  return -1;
 }
 
 // Applies ImportOptions::input_shapes / dim_params to the graph inputs of the proto.
@@ -389,12 +409,10 @@ ir::Graph convert(const onnx::ModelProto& m, ExternalData& external, const Impor
     ir::Node n;
     n.op_type = np.op_type();
     n.domain = domain;
+    if (!ir::find_schema(domain, np.op_type())) unsupported_op(where, domain, np.op_type());
     std::string base = np.name().empty() ? np.op_type() : np.name();
     int count = node_name_count[base]++;
     n.name = count == 0 ? base : base + "_" + std::to_string(count);
-    if (!ir::find_schema(domain, np.op_type()))
-      fail(where, ": op type '", np.op_type(), "'", domain.empty() ? "" : " of domain '" + domain + "'",
-           " is not supported by segmux");
     for (const auto& a : np.attribute()) {
       SEGMUX_CHECK(!n.attrs.count(a.name()), where, ": attribute '", a.name(), "' is given twice");
       n.attrs.emplace(a.name(), convert_attribute(a, external, where));
@@ -429,9 +447,7 @@ ir::Graph convert(const onnx::ModelProto& m, ExternalData& external, const Impor
     g.outputs.push_back(it->second);
   }
   ir::verify_structure(g);
-  bool inputs_static = true;
-  for (int v : g.inputs) inputs_static = inputs_static && g.value(v).has_shape;
-  if (opt.infer_shapes && inputs_static) ir::infer_shapes(g);
+  if (opt.infer_shapes) ir::infer_shapes(g);  // values behind symbolic dims keep a dtype, no shape
   return g;
 }
 
@@ -461,7 +477,6 @@ ir::Graph import_model(const std::string& bytes, const std::string& what, const 
           fail("upgrading opset ", opset, " to ", kTargetOpset, " failed: ", e.what());
         }
       }
-      onnx::shape_inference::InferShapes(m);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {

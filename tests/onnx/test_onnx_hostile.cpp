@@ -123,6 +123,83 @@ TEST(OnnxHostile, WindowAttributesAreCheckedBeforeOnnxShapeInference) {
       window_model("MaxPool", {{"strides", {2, 2}}, {"pads", {0, 0, 1, 1}}}).SerializeAsString(), "fine"));
 }
 
+// x -> Conv(x, producer(w0)): `producer` is an op whose output libonnx cannot type (an experimental op
+// with no inference function, or our own "segmux" domain). libonnx 1.12's Conv inference then reads
+// the weight's missing type through a null pointer; the importer must never let it get that far.
+onnx::ModelProto conv_with_untyped_weight(const std::string& producer, const std::string& domain) {
+  onnx::ModelProto m = base_model();
+  auto* g = m.mutable_graph();
+  if (!domain.empty()) {
+    auto* o = m.add_opset_import();
+    o->set_domain(domain);
+    o->set_version(1);
+  }
+  add_io(g->add_input(), "x", {1, 1, 6, 6});
+  auto* w = g->add_initializer();
+  w->set_name("w0");
+  w->set_data_type(TensorProto::FLOAT);
+  for (int64_t d : {1, 1, 2, 2}) w->add_dims(d);
+  for (int i = 0; i < 4; ++i) w->add_float_data(1.0f);
+  auto* p = g->add_node();
+  p->set_op_type(producer);
+  p->set_domain(domain);
+  p->set_name("producer");
+  p->add_input("w0");
+  p->add_output("w");
+  auto* n = g->add_node();
+  n->set_op_type("Conv");
+  n->set_name("victim");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  auto* a = n->add_attribute();
+  a->set_name("kernel_shape");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(2);
+  a->add_ints(2);
+  add_io(g->add_output(), "y", {1, 1, 5, 5});
+  return m;
+}
+
+TEST(OnnxHostile, UntypedWeightsNeverReachOnnxShapeInference) {
+  test_ops::register_test_ops();
+  // An op segmux does not implement is named before any libonnx code looks at the graph.
+  std::string e = error_of(
+      [&] { onnx_io::import_onnx_bytes(conv_with_untyped_weight("Crop", "").SerializeAsString(), "crop"); });
+  EXPECT_HAS(e, "node 'producer' (Crop)");
+  EXPECT_HAS(e, "not supported by segmux");
+  // Our own fused ops are unknown to libonnx: the graph still imports, typed by segmux's inference.
+  ir::Graph g;
+  EXPECT_NO_THROW(g = onnx_io::import_onnx_bytes(conv_with_untyped_weight("Gelu", "segmux").SerializeAsString(),
+                                                 "segmux op"));
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.value(g.outputs.at(0)).shape, (Shape{1, 1, 5, 5}));
+}
+
+// The crash CI's fuzzer found: a Conv whose weight (made inside the graph, so no declared rank) has
+// more spatial axes than its input. libonnx 1.12's inference indexed the input's dims past their end.
+TEST(OnnxHostile, ConvWeightRankBeyondTheInputIsAClearError) {
+  test_ops::register_test_ops();
+  onnx::ModelProto m = conv_with_untyped_weight("Identity", "");
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  w->clear_float_data();
+  for (int64_t d : {1, 1, 2, 2, 2}) w->add_dims(d);
+  for (int i = 0; i < 8; ++i) w->add_float_data(1.0f);
+  m.mutable_graph()->mutable_node(1)->clear_attribute();  // the kernel comes from the weight's shape
+  std::string e = error_of([&] { onnx_io::import_onnx_bytes(m.SerializeAsString(), "rank mismatch"); });
+  EXPECT_HAS(e, "node 'victim' (Conv)");
+  // A symbolic batch: the input's rank is unknown to segmux until the dim is fixed, so the import
+  // passes without reading the weight; fixing it brings the same error.
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+      "n");
+  EXPECT_NO_THROW(onnx_io::import_onnx_bytes(m.SerializeAsString(), "rank mismatch, symbolic batch"));
+  onnx_io::ImportOptions fixed;
+  fixed.dim_params["n"] = 1;
+  e = error_of([&] { onnx_io::import_onnx_bytes(m.SerializeAsString(), "rank mismatch, batch fixed", fixed); });
+  EXPECT_HAS(e, "node 'victim' (Conv)");
+}
+
 std::string temp_dir(const std::string& name) {
   fs::path p = fs::path(SEGMUX_BINARY_DIR) / "onnx_hostile_tmp" / name;
   fs::remove_all(p);
