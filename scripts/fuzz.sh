@@ -65,6 +65,14 @@ run() {  # name target extra-env...
     echo "fuzz: $name FAILED; last lines of its log:"
     tail -40 "$WORK/$name.log"
     mkdir -p build/fuzz-artifacts && cp -r "$WORK/artifacts-$name" build/fuzz-artifacts/ 2>/dev/null || true
+    # A CI log is often all there is: print small crashing inputs so they can be replayed
+    # (base64 -d > crash; build/fuzz/TARGET crash).
+    for f in "$WORK/artifacts-$name"/*; do
+      [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 8192 ] || continue
+      echo "fuzz: $name input $(basename "$f") (base64):"
+      base64 -w 0 "$f"
+      echo
+    done
     status=1
     result=FAILED
   else

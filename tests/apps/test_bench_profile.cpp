@@ -13,21 +13,15 @@
 #include "common/random_tensor.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
+#include "common/run_command.h"
 
 using namespace segmux;
 
 namespace {
 
 std::pair<int, std::string> run_segmux(const std::string& args) {
-  std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = test::run_segmux(args);
+  return {r.code, r.out};
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "io/npy.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
+#include "common/run_command.h"
 
 using namespace segmux;
 namespace fs = std::filesystem;
@@ -24,15 +25,10 @@ struct Outcome {
 
 // Runs `segmux ARGS`, keeping stderr only (stdout is dropped).
 Outcome segmux_stderr(const std::string& args) {
-  std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1 >/dev/null";
+  auto run = segmux::test::run_segmux(args, "2>&1 >/dev/null");
   Outcome r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.err.append(buf, n);
-  int status = pclose(p);
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+  r.code = run.code;
+  r.err = run.out;
   // popen runs sh -c: a signal shows as 128+N from the shell.
   if (r.code > 128) r.signal = r.code - 128;
   return r;

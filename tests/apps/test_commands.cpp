@@ -14,29 +14,16 @@
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/session.h"
+#include "common/run_command.h"
 
 using namespace segmux;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = test::CommandResult;
 
 // Runs `segmux ARGS` and returns its exit code and stdout (stderr goes to stdout too).
-Result segmux_cmd(const std::string& args) {
-  std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result segmux_cmd(const std::string& args) { return test::run_segmux(args); }
 
 using test::random_tensor;
 

@@ -12,29 +12,16 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include "common/run_command.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 const std::string kFix = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = segmux::test::CommandResult;
 
-Result segmux(const std::string& args) {
-  const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result segmux(const std::string& args) { return segmux::test::run_segmux(args); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

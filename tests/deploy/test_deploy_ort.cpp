@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/ort/ort_model.h"
+#include "common/run_command.h"
 
 namespace {
 
@@ -19,14 +20,9 @@ namespace fs = std::filesystem;
 const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 
 int segmux_cmd(const std::string& args, std::string* out) {
-  const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto r = segmux::test::run_segmux(args);
+  *out += r.out;
+  return r.code;
 }
 
 }  // namespace

@@ -8,28 +8,17 @@
 
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
+#include "common/run_command.h"
 
 using namespace segmux;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
+using Result = segmux::test::CommandResult;  // out: stdout and stderr
 
 Result segmux_cmd(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return segmux::test::run_segmux(args, "2>&1", env);
 }
 
 #define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)

@@ -11,6 +11,7 @@
 
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/model_store/model_store.h"
+#include "common/run_command.h"
 
 using namespace segmux::pipeline;
 namespace fs = std::filesystem;
@@ -18,14 +19,9 @@ namespace fs = std::filesystem;
 namespace {
 
 int segmux_cmd(const std::string& args, std::string* out) {
-  std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto r = segmux::test::run_segmux(args);
+  *out += r.out;
+  return r.code;
 }
 
 nlohmann::json read_json(const std::string& path) {
