@@ -210,3 +210,15 @@ TEST(RefMisc, LossesWithWeightsAndIgnoreIndex) {
   expect_tensor(ce[0], {}, {std::log(2.0)});
   expect_tensor(ce[1], {1, 2}, {-std::log(2.0), -std::log(2.0)});
 }
+
+// Found by fuzz_onnx_run: sizes [1, 0, 3, ~1e12] make an empty output whose last axis is still huge;
+// the kernel built its per-axis tap tables (one entry per output index) before seeing the output is
+// empty, and asked for terabytes.
+TEST(RefResize, EmptyOutputWithAHugeAxisAllocatesNothing) {
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  const int64_t huge = int64_t(1) << 40;
+  for (const char* m : {"nearest", "linear", "cubic"}) {
+    Tensor y = run1("Resize", {x, no_roi(), Tensor(), i64s({1, 0, 3, huge})}, mode(m));
+    EXPECT_EQ(y.shape(), (Shape{1, 0, 3, huge})) << m;
+  }
+}

@@ -140,11 +140,12 @@ void resize_kernel(KernelContext& ctx) {
   if (has_in(ctx, 1) && in(ctx, 1).numel() > 0) roi = doubles_of(in(ctx, 1));
   const bool crop = ctx.node.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize";
   if (crop && int64_t(roi.size()) != 2 * r) kfail(ctx, "tf_crop_and_resize needs roi with ", 2 * r, " values");
+  // Before the per-axis tables: an empty output may still name a huge length on another axis.
+  if (Y.numel() == 0) return;
   std::vector<AxisTaps> taps;
   for (int64_t a = 0; a < r; ++a)
     taps.push_back(axis_taps(ctx, X.dim(int(a)), plan.out[size_t(a)], plan.scales[size_t(a)],
                              crop ? roi[size_t(a)] : 0.0, crop ? roi[size_t(a + r)] : 1.0));
-  if (Y.numel() == 0) return;
   if (X.numel() == 0) kfail(ctx, "cannot resize an empty tensor to a non-empty one");
   const bool nearest = ctx.node.attr_string("mode", "nearest") == "nearest";
   if (nearest) {
