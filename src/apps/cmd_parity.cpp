@@ -39,6 +39,10 @@ int parity_main(int argc, char** argv) {
   app.add_option("--engine", engine, "with --video: smx (default, our runtime) or ort (ONNX Runtime on the ONNX files)")
       ->check(CLI::IsMember({"smx", "ort"}));
   app.add_option("--model", model_dir, "with --video: run this model folder or package (segmux deploy) instead");
+  std::string trace_calls;
+  app.add_option("--trace-calls", trace_calls,
+                 "with --video: write one JSON line per tracker call (frame, objects, buckets, memory frames, mask "
+                 "areas) to this file, to diff with tools/fixtures/probe_calls.py on the official code");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   if (video) {
     pipeline::VideoParityOptions v;
@@ -48,6 +52,7 @@ int parity_main(int argc, char** argv) {
     v.model_dir = model_dir;
     v.num_threads = opt.num_threads;
     v.engine = engine;
+    v.trace_calls = trace_calls;
     return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;
