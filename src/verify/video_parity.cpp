@@ -9,12 +9,14 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/files.h"
 #include "io/json_limits.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
+#include "verify/call_trace_backend.h"
 
 namespace segmux::pipeline {
 
@@ -73,10 +75,8 @@ void compare_frame(const std::string& label, const RefFrame& ref, const FrameOut
     SEGMUX_CHECK(have.height == want.height && have.width == want.width, label, ": mask size ", have.width, "x",
                  have.height, " vs official ", want.width, "x", want.height);
     long long diff = 0;
-    for (size_t p = 0; p < want.pixels.size(); ++p) diff += (want.pixels[p] != 0) != (have.pixels[p] != 0);
+    const bool mask_ok = mask_within_parity_bar(want, have, &diff);
     const double iou = mask_iou(have, want);
-    const int64_t area = want.area();
-    const bool mask_ok = iou >= 0.99 || (area < 1600 && diff <= 16);
     if (!mask_ok) ++rep.mask_misses;
     if (iou < rep.worst_iou) {
       rep.worst_iou = iou;
@@ -93,13 +93,22 @@ void compare_frame(const std::string& label, const RefFrame& ref, const FrameOut
     }
     rep.worst_box_px = std::max(rep.worst_box_px, box_px);
     line << "  id " << ref.ids[k] << ": IoU " << std::fixed << std::setprecision(4) << iou << " (" << diff
-         << " px differ of " << area << ")" << (mask_ok ? "" : " MASK MISS") << (prob_ok ? "" : " PROB MISS")
+         << " px differ of " << want.area() << ")" << (mask_ok ? "" : " MASK MISS") << (prob_ok ? "" : " PROB MISS")
          << (box_px > 1.0 + 1e-6 ? " box off by " + std::to_string(box_px) + " px" : "");
   }
   log << line.str() << "\n";
 }
 
 }  // namespace
+
+bool mask_within_parity_bar(const BinaryMask& reference, const BinaryMask& got, long long* diff_pixels) {
+  SEGMUX_CHECK(reference.height == got.height && reference.width == got.width, "mask sizes differ: ", got.width, "x",
+               got.height, " vs ", reference.width, "x", reference.height);
+  long long diff = 0;
+  for (size_t p = 0; p < reference.pixels.size(); ++p) diff += (reference.pixels[p] != 0) != (got.pixels[p] != 0);
+  if (diff_pixels) *diff_pixels = diff;
+  return mask_iou(got, reference) >= 0.99 || (reference.area() < 1600 && diff <= 16);
+}
 
 VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log) {
   const std::string dir = opt.fixture_dir;
@@ -126,7 +135,10 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
 
   // Control-plane settings: the fixture's config over the official defaults.
   ControlConfig ccfg = load_control_config(dir + "/config.json");
-  VideoPredictor predictor(*model.backend, ccfg);
+  std::ostringstream calls;
+  std::unique_ptr<ModelBackend> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
+  VideoPredictor predictor(traced ? *traced : *model.backend, ccfg);
   std::string session = predictor.start_session(std::move(frames));
   VideoParityReport rep;
   const int start = trace["add_prompt"].value("frame_index", 0);
@@ -142,6 +154,7 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   req.start_frame_index = start;
   predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
     ++yielded;
+    if (traced) calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump() << "\n";
     auto it = refs.find(out.frame_index);
     if (it == refs.end()) {
       ++rep.id_mismatches;
@@ -159,6 +172,12 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
     log << "frame " << f << ": the official predictor emitted it, we did not  MISS\n";
   }
   predictor.close_session(session);
+  if (traced) {
+    AtomicFile f(opt.trace_calls);
+    f.write(calls.str());
+    f.commit();
+    log << "tracker calls written to " << opt.trace_calls << "\n";
+  }
   log << "video parity (engine " << opt.engine << "): " << rep.frames_compared << " frames, " << rep.objects_compared
       << " object-frames; id "
       << "mismatches " << rep.id_mismatches << ", prob " << rep.prob_mismatches << ", mask " << rep.mask_misses

@@ -12,6 +12,8 @@
 #include <ostream>
 #include <string>
 
+#include "pipeline/masks/rle.h"
+
 namespace segmux::pipeline {
 
 struct VideoParityOptions {
@@ -21,6 +23,9 @@ struct VideoParityOptions {
   std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
   int num_threads = 2;
   std::string engine = "smx";  // or "ort": ONNX Runtime on the exported ONNX candidates
+  // When set: one JSON line per tracker call written here (verify/call_trace_backend.h), to diff with
+  // tools/fixtures/probe_calls.py's log of the official run.
+  std::string trace_calls;
 };
 
 struct VideoParityReport {
@@ -37,6 +42,10 @@ struct VideoParityReport {
   double seconds_per_frame = 0;
   bool passed() const { return frames_compared > 0 && id_mismatches + prob_mismatches + mask_misses == 0; }
 };
+
+// The mask bar above: IoU >= 0.99, or at most 16 differing pixels for a reference mask under 1,600.
+// `diff_pixels` (optional) receives the number of differing pixels.
+bool mask_within_parity_bar(const BinaryMask& reference, const BinaryMask& got, long long* diff_pixels = nullptr);
 
 VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log);
 

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/backends/ort_backend.h"
+#include "pipeline/masks/coco_rle.h"
 #include "pipeline/model_store/model_store.h"
+#include "verify/video_parity.h"
 #include "common/run_command.h"
 
 using namespace segmux::pipeline;
@@ -68,7 +70,15 @@ TEST(TrackEngines, OrtOnAModelFolderMatchesSmx) {
       ASSERT_TRUE(x.contains("mask_rle") && !x["mask_rle"].is_null()) << x.dump();
       EXPECT_EQ(x["id"], y["id"]) << "frame " << f;
       EXPECT_NEAR(x["score"].get<double>(), y["score"].get<double>(), 1e-3) << "frame " << f;  // parity's bar
-      EXPECT_EQ(x["mask_rle"], y["mask_rle"]) << "frame " << f << " object " << x["id"];
+      // Two engines' float rounding differs, and a tracker carries a flipped boundary pixel on: the
+      // masks are held to video parity's bar, as each engine is against the official outputs.
+      auto mask = [](const nlohmann::json& rle) {
+        const int h = rle["size"][0].get<int>(), w = rle["size"][1].get<int>();
+        return rle_decode(segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), h, w));
+      };
+      long long diff = 0;
+      EXPECT_TRUE(mask_within_parity_bar(mask(x["mask_rle"]), mask(y["mask_rle"]), &diff))
+          << "frame " << f << " object " << x["id"] << ": " << diff << " px differ";
       ++objects;
     }
   }

@@ -296,6 +296,7 @@ class CompiledBackend : public ModelBackend {
     Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
     for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
     for (int64_t i = 0; i < n; ++i) scores.data<float>()[i] = -10.0f;
+    const bool tracked_here = sm.pending.count(t) != 0;
     if (auto it = sm.pending.find(t); it != sm.pending.end()) {
       low = demux(a, M, it->second.low_res, n);
       scores = demux(a, M, it->second.scores, n);
@@ -317,10 +318,13 @@ class CompiledBackend : public ModelBackend {
     }
 
     // Memory of this frame as the official preflight encodes it: masks at video resolution (the given
-    // masks binarised there, each suppressed by the other given masks; other objects by all of them),
-    // antialiased to low resolution, upsampled to the image size, made non-overlapping.
+    // masks binarised there, each suppressed by the other given masks; objects that received an input
+    // on this frame earlier by all of them; objects only tracked here are left as tracked: official
+    // add_new_masks suppresses the objects that have a temporary output on the frame), antialiased to
+    // low resolution, upsampled to the image size, made non-overlapping.
     const int vh = f.video_height, vw = f.video_width;
     std::set<int> given(rows.begin(), rows.end());
+    const std::set<int> had_input = input_objects(state, t);
     Tensor video_given = resizer_.run(mask_f.reshaped({1, int64_t(obj_ids.size()), hi, hi}), vh, vw);
     const size_t vplane = size_t(vh) * size_t(vw);
     std::vector<std::vector<uint8_t>> given_bin(obj_ids.size(), std::vector<uint8_t>(vplane));
@@ -336,6 +340,7 @@ class CompiledBackend : public ModelBackend {
         for (size_t i = 0; i < vplane; ++i) plane[i] = m[i] ? -kNoObjScore : kNoObjScore;
       } else {
         resize_bilinear(low.data<float>() + size_t(j) * size_t(hm * hm), int(hm), int(hm), plane, vh, vw);
+        if (!had_input.count(int(j))) continue;
       }
       for (size_t k = 0; k < obj_ids.size(); ++k) {
         if (gi != rows.end() && size_t(gi - rows.begin()) == k) continue;
@@ -344,6 +349,14 @@ class CompiledBackend : public ModelBackend {
       }
     }
     Tensor low_c = resizer_.run(video, hm, hm).reshaped({n, hm, hm});
+    // Objects only tracked on this frame keep their tracked low-resolution logits as they are: the
+    // official low-resolution consolidation takes each object's own output of the frame, and theirs is
+    // the tracker's (not the video-resolution round trip above, which moves boundary pixels).
+    if (tracked_here)
+      for (int64_t j = 0; j < n; ++j)
+        if (!given.count(int(j)) && !had_input.count(int(j)))
+          std::memcpy(low_c.data<float>() + size_t(j * hm * hm), low.data<float>() + size_t(j * hm * hm),
+                      size_t(hm * hm) * sizeof(float));
     // The frame's tracker outputs are these consolidated masks (what the official stores for it).
     StateMemory::Pending p{mux(a, M, low_c), mux(a, M, scores), mux(a, M, ptrs)};
     sm.pending[t] = p;
