@@ -10,6 +10,9 @@
 #   FUZZ_RUNS     executions per target in --long mode (default 10000000)
 #   FUZZ_MAX_SECONDS  --long mode: also stop a run after this many seconds (default 0: no limit), so
 #                 that one slow target cannot take the whole campaign; the summary shows the count
+#   FUZZ_SEED     brief runs: libFuzzer's seed (default 1), so CI walks the same mutations every time and
+#                 fails on a regression, not on the luck of the draw; a longer local run with the same
+#                 seed covers what CI will see. --long runs use a random seed (new ground each time).
 #   FUZZ_JOBS     build parallelism (default: nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +59,7 @@ run() {  # name target extra-env...
   local corpus="$WORK/$name"
   mkdir -p "$corpus" "$WORK/artifacts-$name"
   SEGMUX_FUZZ_WRITE_SEEDS="$corpus" env "$@" "$BUILD/$target" >/dev/null 2>&1 || { echo "fuzz: seed generation for $name failed"; status=1; return; }
-  local limit=(-max_total_time="$SECONDS_PER_RUN")
+  local limit=(-max_total_time="$SECONDS_PER_RUN" -seed="${FUZZ_SEED:-1}")
   [ "$LONG" = 1 ] && limit=(-runs="$RUNS" -max_total_time="${FUZZ_MAX_SECONDS:-0}")
   echo "fuzz: $name, ${limit[0]#-} ($(ls "$corpus" | wc -l) seeds)"
   local start=$SECONDS result=ok
