@@ -19,6 +19,7 @@
 #include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
+#include "apps/precision_option.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/multiplex.h"
@@ -115,8 +116,7 @@ int bench_frame_main(int argc, char** argv) {
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
   app.add_option("--objects", objects, "tracked objects (default 1; at most the config's multiplex_count)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--precision", src.precision, "fp32 (default) or bf16 (weights of MatMul/Gemm/Conv in bf16)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+  add_precision_option(app, src.precision, "fp32 or bf16 (weights of MatMul/Gemm/Conv in bf16)");
   add_threads_option(app, threads, "CPU threads");
   app.add_option("--frames", frames, "timed frames (default 3; medians are reported)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "tracked frames before timing (default: enough to fill the memory bank)")

@@ -21,6 +21,9 @@ struct VideoParityOptions {
   std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
   int num_threads = 2;
   std::string engine = "smx";  // or "ort": ONNX Runtime on the exported ONNX candidates
+  // How the weights are compiled (not for model_dir: a package's precision is fixed). CI's parity stays
+  // fp32; bf16 is measured against the same bar (docs/track.md).
+  std::string precision = "fp32";
 };
 
 struct VideoParityReport {
