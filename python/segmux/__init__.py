@@ -89,13 +89,14 @@ class Model:
     log: a function receiving progress lines (e.g. print)."""
 
     def __init__(self, model_dir=None, checkpoint=None, config=None, vocab=None, cache_dir=None,
-                 control_config=None, num_threads=2, log=None):
+                 control_config=None, num_threads=None, log=None):
         opts = _capi.ModelOptions()
         _lib.segmux_model_options_init(ctypes.byref(opts))
         self._keep = [_bytes(v) for v in (model_dir, checkpoint, config, vocab, cache_dir, control_config)]
         (opts.model_dir, opts.checkpoint, opts.config, opts.vocab, opts.cache_dir,
          opts.control_config) = self._keep
-        opts.num_threads = int(num_threads)
+        if num_threads is not None:  # else the library's default: the cores this process may use
+            opts.num_threads = int(num_threads)
         if log is not None:
             self._log = _capi.LOG_FN(lambda _user, line: log(line.decode(errors="replace")))
             opts.log = ctypes.cast(self._log, ctypes.c_void_p)

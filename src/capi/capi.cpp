@@ -1,8 +1,10 @@
 // The C API (include/segmux/segmux.h): library, models, frames. Sessions are in capi_session.cpp.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
 #include "capi/capi_internal.h"
+#include "core/cpu_cores.h"
 #include "core/error.h"
 
 namespace segmux::capi {
@@ -91,7 +93,7 @@ void segmux_model_options_init(segmux_model_options* options) {
   if (!options) return;
   std::memset(options, 0, sizeof *options);
   options->struct_size = sizeof *options;
-  options->num_threads = 2;
+  options->num_threads = std::min(segmux::usable_cores(), 1024);  // the cores this process may use (open: 1..1024)
 }
 
 segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** model) {

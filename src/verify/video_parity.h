@@ -12,6 +12,8 @@
 #include <ostream>
 #include <string>
 
+#include "core/cpu_cores.h"
+
 namespace segmux::pipeline {
 
 struct VideoParityOptions {
@@ -19,7 +21,7 @@ struct VideoParityOptions {
   std::string weights;    // default: FIXTURE_DIR/weights.safetensors
   std::string model_dir;  // a model folder or package instead of the weights (e.g. from segmux deploy)
   std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
-  int num_threads = 2;
+  int num_threads = usable_cores();
   std::string engine = "smx";  // or "ort": ONNX Runtime on the exported ONNX candidates
   // How the weights are compiled (not for model_dir: a package's precision is fixed). CI's parity stays
   // fp32; bf16 is measured against the same bar (docs/track.md).
