@@ -79,6 +79,8 @@ typedef struct segmux_model_options {
   int num_threads;            /* CPU threads (default: the cores this process may use) */
   segmux_log_fn log;          /* progress lines (e.g. while compiling), or NULL */
   void* log_user;
+  const char* precision; /* how a checkpoint is compiled: "fp32" (NULL: the default) or "bf16" (MatMul/Gemm/Conv
+                          * weights in bf16; docs/track.md has its measured difference). Not with model_dir */
 } segmux_model_options;
 
 /* Sets defaults (everything NULL, num_threads = the cores this process may use). Thread-safe. */

@@ -115,6 +115,16 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
     if (o->vocab) src.vocab = o->vocab;
     if (o->cache_dir) src.cache_dir = o->cache_dir;
     src.num_threads = o->num_threads;
+    if (o->precision && *o->precision) {
+      src.precision = o->precision;
+      if (src.precision != "fp32" && src.precision != "bf16")
+        return invalid("segmux_model_open: options.precision '" + src.precision +
+                       "' is not a precision: use fp32 or bf16");
+      if (has_dir)
+        return invalid(
+            "segmux_model_open: options.precision is for a checkpoint (a model folder's precision was "
+            "chosen when it was made: segmux deploy --precision)");
+    }
     if (has_dir && !src.config.empty())
       return invalid("segmux_model_open: options.config is for a checkpoint (a model folder has its own)");
     auto log = [o](const std::string& line) {
