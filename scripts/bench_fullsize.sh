@@ -15,6 +15,8 @@
 #   OBJECTS       object counts (default "1 4 16");  PRECISIONS (default "fp32 bf16")
 #   FRAMES        timed frames per configuration (default 3; medians);  WARMUP (default: fill the memory bank)
 #   THREADS       threads (default: nproc)
+#   PEER          "ort" (default): the fp32 runs also time ONNX Runtime on the same candidate calls
+#                 (bench-frame --peer ort; skipped with a note where it is not available); "" to skip
 #   DOC           output document (default docs/performance.md)
 #   SKIP_BUILD=1  use the binaries already in BUILD_DIR
 set -euo pipefail
@@ -25,6 +27,7 @@ OBJECTS=${OBJECTS:-"1 4 16"}
 PRECISIONS=${PRECISIONS:-"fp32 bf16"}
 FRAMES=${FRAMES:-3}
 THREADS=${THREADS:-$(nproc)}
+PEER=${PEER-ort}
 DOC=${DOC:-docs/performance.md}
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 export CCACHE_BASEDIR="$PWD"
@@ -53,7 +56,9 @@ start=$(date -u '+%Y-%m-%d %H:%M UTC')
 for p in $PRECISIONS; do
   for n in $OBJECTS; do
     echo "bench-frame: $n object(s), $p (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-    "$S" bench-frame "${common[@]}" --objects "$n" --precision "$p" --json >"$work/frame_${p}_${n}.json" ||
+    peer=()
+    [ "$p" = fp32 ] && [ -n "$PEER" ] && peer=(--peer "$PEER")
+    "$S" bench-frame "${common[@]}" --objects "$n" --precision "$p" "${peer[@]}" --json >"$work/frame_${p}_${n}.json" ||
       echo "{\"error\": \"bench-frame exited with $?\"}" >"$work/frame_${p}_${n}.json"
   done
 done
@@ -90,6 +95,8 @@ L.append("beside the floor each frame would have at this machine's peaks measure
 L.append("FMA / bf16-dot peak) for the FLOP estimate of the compiled candidates (`segmux inspect`).")
 L.append("")
 L.append(f"- run: {start}, {os.cpu_count()} cores, {threads} threads, checkpoint `{ckpt}`")
+L.append("- bf16 accuracy: it misses the tracker's tolerance on the fixtures, so `track` defaults to fp32")
+L.append("  (measured difference per frame: `docs/track.md`, Precision)")
 if peak: L.append(f"- measured peaks: fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} GFLOP/s")
 for p, f in flops.items():
     L.append(f"- FLOP estimate per frame ({p} compile): " + ", ".join(f"{c} {v/1e12:.3f} T" for c, v in f.items())
@@ -113,6 +120,26 @@ for path in sorted(glob.glob(os.path.join(work, "frame_*.json")), key=order):
     L.append(f"| {p} | {n} | " + " | ".join(f"{c[k]:.2f}" for k in cands) +
              f" | {j['total_seconds']:.2f} | {floor} | {j['peak_rss_bytes']/2**30:.2f} | {la(j['load_average_before'])} / {la(j['load_average_after'])} |")
 L.append("")
+# ONNX Runtime on the same candidate calls (fp32 runs with --peer ort): ratio = segmux / ort.
+peer_rows = []
+for path in sorted(glob.glob(os.path.join(work, "frame_fp32_*.json")), key=order):
+    j = load(path)
+    if "peer" not in j: continue
+    n = os.path.basename(path)[6:-5].split("_")[1]
+    cells = []
+    for k in cands:
+        r = j["peer"]["candidates"].get(k, {})
+        if "peer_seconds" in r: cells.append(f"{r['segmux_seconds']:.3f} / {r['peer_seconds']:.3f} / {r['ratio']:.2f}")
+        else: cells.append(f"{r.get('segmux_seconds', 0):.3f} / not run: {r.get('error', 'not called')}")
+    peer_rows.append(f"| {n} | " + " | ".join(cells) + " |")
+if peer_rows:
+    L.append("ONNX Runtime on the same candidate calls of the last timed frame (fp32, `bench-frame --peer ort`;")
+    L.append("seconds segmux / ONNX Runtime / ratio segmux/ort, below 1 = segmux faster; medians):")
+    L.append("")
+    L.append("| objects | " + " | ".join(cands) + " |")
+    L.append("|---:|" + "---|" * len(cands))
+    L.extend(peer_rows)
+    L.append("")
 open(out, "w").write("\n".join(L) + "\n")
 PY
 mv "$DOC.tmp.$$" "$DOC"

@@ -76,12 +76,14 @@ typedef struct segmux_model_options {
   const char* vocab;          /* BPE vocabulary .txt.gz (NULL: found beside the checkpoint / in the model) */
   const char* cache_dir;      /* compiled-model cache (NULL: $XDG_CACHE_HOME/segmux or ~/.cache/segmux) */
   const char* control_config; /* JSON with control-plane settings over the official defaults, or NULL */
-  int num_threads;            /* CPU threads (default 2) */
+  int num_threads;            /* CPU threads (default: the cores this process may use) */
   segmux_log_fn log;          /* progress lines (e.g. while compiling), or NULL */
   void* log_user;
+  const char* precision; /* how a checkpoint is compiled: "fp32" (NULL: the default) or "bf16" (MatMul/Gemm/Conv
+                          * weights in bf16; docs/track.md has its measured difference). Not with model_dir */
 } segmux_model_options;
 
-/* Sets defaults (everything NULL, num_threads 2). Thread-safe. */
+/* Sets defaults (everything NULL, num_threads = the cores this process may use). Thread-safe. */
 SEGMUX_API void segmux_model_options_init(segmux_model_options* options);
 /* Opens a model: loads a model folder, or compiles a checkpoint on first use (minutes for the full-size
  * model; later opens find it in the cache). Thread-safe (concurrent opens are serialised). */

@@ -165,8 +165,8 @@ class Session {
 class Model {
  public:
   struct Options {
-    std::string model_dir_, checkpoint_, config_, vocab_, cache_dir_, control_config_;
-    int num_threads_ = 2;
+    std::string model_dir_, checkpoint_, config_, vocab_, cache_dir_, control_config_, precision_;
+    int num_threads_ = 0;  // 0: segmux_model_options_init's default (the cores this process may use)
     Options& model_dir(std::string v) { return model_dir_ = std::move(v), *this; }
     Options& checkpoint(std::string v) { return checkpoint_ = std::move(v), *this; }
     Options& config(std::string v) { return config_ = std::move(v), *this; }
@@ -174,6 +174,7 @@ class Model {
     Options& cache_dir(std::string v) { return cache_dir_ = std::move(v), *this; }
     Options& control_config(std::string v) { return control_config_ = std::move(v), *this; }
     Options& num_threads(int v) { return num_threads_ = v, *this; }
+    Options& precision(std::string v) { return precision_ = std::move(v), *this; }  // "fp32" (default) or "bf16"
   };
 
   explicit Model(const Options& o) {
@@ -186,7 +187,8 @@ class Model {
     mo.vocab = str(o.vocab_);
     mo.cache_dir = str(o.cache_dir_);
     mo.control_config = str(o.control_config_);
-    mo.num_threads = o.num_threads_;
+    mo.precision = str(o.precision_);
+    if (o.num_threads_ != 0) mo.num_threads = o.num_threads_;
     detail::check(segmux_model_open(&mo, &m_));
   }
   Model(Model&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}

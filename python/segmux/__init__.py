@@ -86,16 +86,19 @@ class Model:
     """A compiled SAM 3.1 model. Give model_dir (a model folder) or checkpoint (a .pt/.safetensors
     file, compiled on first use into cache_dir; config and vocab as for `segmux track`).
     control_config: a JSON file of control-plane settings over the official defaults.
-    log: a function receiving progress lines (e.g. print)."""
+    log: a function receiving progress lines (e.g. print).
+    num_threads: CPU threads (None: the cores this process may use).
+    precision: how a checkpoint is compiled, "fp32" (None: the default) or "bf16" (docs/track.md)."""
 
     def __init__(self, model_dir=None, checkpoint=None, config=None, vocab=None, cache_dir=None,
-                 control_config=None, num_threads=2, log=None):
+                 control_config=None, num_threads=None, log=None, precision=None):
         opts = _capi.ModelOptions()
         _lib.segmux_model_options_init(ctypes.byref(opts))
-        self._keep = [_bytes(v) for v in (model_dir, checkpoint, config, vocab, cache_dir, control_config)]
+        self._keep = [_bytes(v) for v in (model_dir, checkpoint, config, vocab, cache_dir, control_config, precision)]
         (opts.model_dir, opts.checkpoint, opts.config, opts.vocab, opts.cache_dir,
-         opts.control_config) = self._keep
-        opts.num_threads = int(num_threads)
+         opts.control_config, opts.precision) = self._keep
+        if num_threads is not None:  # else the library's default: the cores this process may use
+            opts.num_threads = int(num_threads)
         if log is not None:
             self._log = _capi.LOG_FN(lambda _user, line: log(line.decode(errors="replace")))
             opts.log = ctypes.cast(self._log, ctypes.c_void_p)

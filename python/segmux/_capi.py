@@ -19,6 +19,7 @@ class ModelOptions(ctypes.Structure):
         ("num_threads", ctypes.c_int),
         ("log", ctypes.c_void_p),
         ("log_user", ctypes.c_void_p),
+        ("precision", ctypes.c_char_p),
     ]
 
 

@@ -1,6 +1,6 @@
 #include "apps/cli.h"
 
-#include <sched.h>
+#include "core/cpu_cores.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -33,12 +33,7 @@ void check_threads(int threads, const std::string& what) {
   if (!problem.empty()) usage_fail(what, ": ", problem);
 }
 
-int machine_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return int(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 1u << 16)));
-}
+int machine_cores() { return usable_cores(); }
 
 CLI::Option* add_threads_option(CLI::App& app, int& threads, const std::string& help) {
   CLI::Validator v([](std::string& s) { return threads_problem(s); }, "1.." + std::to_string(max_threads()),

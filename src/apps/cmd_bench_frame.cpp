@@ -1,11 +1,14 @@
-// segmux bench-frame --weights CKPT [--config C] --objects N [--precision fp32|bf16] [--threads T] [--json]
+// segmux bench-frame --weights CKPT [--config C] --objects N [--precision fp32|bf16] [--threads T] [--peer ort]
+//                    [--json]
 //
 // One steady-state tracked frame of the product path, candidate by candidate: the compiled backend the
 // `track` command uses, N objects added through its mask-input path (what the control plane does for
 // new detections) in one tracker state, then frames tracked until the memory bank is full (warm-up),
 // then timed frames: backbone, detector, propagation decoder, memory encoder, each the median over the
 // timed frames. Text features are computed once (cached, as in a session). Peak RSS (VmHWM) and the
-// load average are reported with the figures, since the machine may be shared.
+// load average are reported with the figures, since the machine may be shared. With --peer ort, the
+// candidate calls of the last timed frame are run again on our runtime and on ONNX Runtime, same
+// inputs (bench_frame_peer.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -16,10 +19,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "apps/bench_frame_peer.h"
 #include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
+#include "apps/precision_option.h"
+#include "pipeline/backends/ort_backend.h"
 #include "pipeline/masks/mask_ops.h"
+#include "pipeline/model_store/engine_backend.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/multiplex.h"
 
@@ -97,6 +104,22 @@ struct FrameTimes {
   double backbone = 0, detector = 0, propagation = 0, memory_encoder = 0, total = 0;
 };
 
+void print_peer(const nlohmann::json& p) {
+  std::printf(
+      "  peer: ONNX Runtime on the exported ONNX, the last timed frame's calls (same inputs), %d threads,\n"
+      "        medians of %d run(s) after %d warm-up; ratio = segmux / ort (below 1: segmux is faster)\n",
+      p["threads"].get<int>(), p["iters"].get<int>(), p["warmup"].get<int>());
+  for (auto& [name, c] : p["candidates"].items()) {
+    if (c.contains("error")) {
+      std::printf("    %-26s segmux %9.3f s   ort: not run (%s)\n", name.c_str(), c["segmux_seconds"].get<double>(),
+                  c["error"].get<std::string>().c_str());
+      continue;
+    }
+    std::printf("    %-26s segmux %9.3f s   ort %9.3f s   ratio %6.3f\n", name.c_str(),
+                c["segmux_seconds"].get<double>(), c["peer_seconds"].get<double>(), c["ratio"].get<double>());
+  }
+}
+
 int bench_frame_main(int argc, char** argv) {
   CLI::App app{
       "Benchmark one steady-state tracked frame of the product path (the compiled backend `segmux track` uses): "
@@ -108,6 +131,7 @@ int bench_frame_main(int argc, char** argv) {
   ModelSource src;
   int objects = 1, frames = 3, threads = 2, warmup = -1;
   bool as_json = false;
+  std::string peer;
   app.add_option("--weights", src.weights, "SAM 3.1 checkpoint (.pt or .safetensors); compiled on first use")
       ->required();
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)");
@@ -115,12 +139,15 @@ int bench_frame_main(int argc, char** argv) {
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
   app.add_option("--objects", objects, "tracked objects (default 1; at most the config's multiplex_count)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--precision", src.precision, "fp32 (default) or bf16 (weights of MatMul/Gemm/Conv in bf16)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+  add_precision_option(app, src.precision, "fp32 or bf16 (weights of MatMul/Gemm/Conv in bf16)");
   add_threads_option(app, threads, "CPU threads");
   app.add_option("--frames", frames, "timed frames (default 3; medians are reported)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "tracked frames before timing (default: enough to fill the memory bank)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--peer", peer,
+                 "ort: also run the frame's candidate calls (same inputs) on ONNX Runtime over the exported ONNX "
+                 "candidates (exported into the cache on first use) and report both times and their ratio")
+      ->check(CLI::IsMember({"ort"}));
   app.add_flag("--json", as_json, "print the report as JSON");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   src.num_threads = threads;
@@ -129,11 +156,23 @@ int bench_frame_main(int argc, char** argv) {
   auto log = [&](const std::string& s) {
     if (!as_json) std::fprintf(stderr, "%s\n", s.c_str());
   };
+  std::string peer_why;
+  SEGMUX_CHECK(peer.empty() || engine_available(peer, &peer_why),
+               "bench-frame: --peer ort: the peer is not available in this build or on this machine (", peer_why, ")");
   const std::vector<double> load_before = load_average();
 
   // The cfg is needed before opening (frame count); open_model reads the same file again.
   auto t_open = Clock::now();
   OpenedModel model = open_model(src, log);
+  CallRecorder rec;
+  RecordingBackend recording;
+  if (!peer.empty()) {  // the same compiled files, behind runners that can record the frame's calls
+    ensure_onnx_candidates(model.config, src.weights, model.model_dir, log);
+    model.backend.reset();
+    const std::string vocab = src.vocab.empty() ? sam31::Tokenizer::find_vocabulary(src.weights) : src.vocab;
+    recording = open_recording_backend(model.config, model.model_dir,
+                                       sam31::Tokenizer::load(vocab, model.config.text_context_length), threads, rec);
+  }
   const double open_s = seconds_since(t_open);
   const size_t open_peak = vm_hwm_bytes();  // includes compiling the checkpoint when it was not cached yet
   const bool peak_reset = reset_peak_rss();
@@ -141,7 +180,7 @@ int bench_frame_main(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(objects <= cfg.multiplex_count, "--objects ", objects, " does not fit one multiplex bucket (",
                      cfg.multiplex_count, " slots in this config)");
   if (warmup < 0) warmup = cfg.num_maskmem;
-  ModelBackend& be = *model.backend;
+  ModelBackend& be = recording.backend ? *recording.backend : *model.backend;
   const BackendGeometry geo = be.geometry();
 
   auto t_text = Clock::now();
@@ -166,6 +205,7 @@ int bench_frame_main(int argc, char** argv) {
   std::vector<FrameTimes> timed;
   for (int f = 1; f <= warmup + frames; ++f) {
     FrameTimes t;
+    rec.recording = recording.backend && f == warmup + frames;  // the last timed frame
     auto t0 = Clock::now(), t1 = t0;
     auto lap = [&](double& slot) {
       auto now = Clock::now();
@@ -192,6 +232,7 @@ int bench_frame_main(int argc, char** argv) {
     lap(t.memory_encoder);
     be.release_frame(f);
     t.total = seconds_since(t0);
+    rec.recording = false;
     log("frame " + std::to_string(f) + (f <= warmup ? " (warm-up)" : "") + ": " + std::to_string(t.total) + " s");
     if (f > warmup) timed.push_back(t);
   }
@@ -202,6 +243,12 @@ int bench_frame_main(int argc, char** argv) {
     return median(v);
   };
   const size_t rss = vm_hwm_bytes();
+  nlohmann::json peer_report;
+  if (recording.backend) {
+    log("peer: the frame's candidate calls on our runtime and on ONNX Runtime (same inputs)");
+    peer_report = run_ort_peer(recording, rec, PeerOptions{model.model_dir, threads, 1, frames});
+    peer_report["segmux_precision"] = src.precision;  // ONNX Runtime runs the exported fp32 ONNX
+  }
   const std::vector<double> load_after = load_average();
   nlohmann::json j;
   j["weights"] = src.weights;
@@ -225,6 +272,7 @@ int bench_frame_main(int argc, char** argv) {
   j["open_peak_rss_bytes"] = open_peak;
   j["load_average_before"] = load_before;
   j["load_average_after"] = load_after;
+  if (!peer_report.is_null()) j["peer"] = peer_report;
   if (as_json) {
     std::printf("%s\n", json_text(j, 1).c_str());
     return 0;
@@ -241,6 +289,7 @@ int bench_frame_main(int argc, char** argv) {
                                std::to_string(l[2]).substr(0, 5)
                          : std::string("unknown");
   };
+  if (!peer_report.is_null()) print_peer(peer_report);
   std::printf("  load average before: %s, after: %s\n", la(load_before).c_str(), la(load_after).c_str());
   return 0;
 }

@@ -31,11 +31,13 @@ int check_main(int argc, char** argv) {
   std::string model;
   std::vector<std::string> shapes;
   bool as_json = false, no_probe = false;
+  int threads = 1;
   uint64_t seed = 0;
   app.add_option("model", model, "ONNX model or compiled .smx file")->required();
   app.add_option("--input-shape", shapes, "fix an ONNX input's shape: name:d0,d1,... (repeatable)")
       ->allow_extra_args(false);
   app.add_flag("--no-probe", no_probe, "skip the probe run");
+  add_threads_option(app, threads, "threads of the probe run");
   app.add_option("--seed", seed, "seed of the probe inputs");
   app.add_flag("--json", as_json, "print the report as JSON");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
@@ -85,6 +87,7 @@ int check_main(int argc, char** argv) {
   if (loaded && shaped && !no_probe) {
     record("probe run on random inputs", [&] {
       OpenOptions oo;
+      oo.threads = threads;
       oo.input_shapes = parse_input_shapes(shapes);
       auto runner = open_model(model, oo);
       auto outs = runner->run(seeded_inputs(runner->graph(), seed));

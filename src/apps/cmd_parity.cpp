@@ -5,6 +5,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/precision_option.h"
 #include "verify/sam31/parity.h"
 #include "verify/video_parity.h"
 
@@ -43,7 +44,15 @@ int parity_main(int argc, char** argv) {
   app.add_option("--trace-calls", trace_calls,
                  "with --video: write one JSON line per tracker call (frame, objects, buckets, memory frames, mask "
                  "areas) to this file, to diff with tools/fixtures/probe_calls.py on the official code");
+  std::string precision = "fp32";  // CI's parity is fp32: bf16 only on request
+  add_precision_option(app, precision,
+                       "with --video and the fixture's weights: fp32 or bf16 (MatMul/Gemm/Conv weights in bf16), "
+                       "checked against the same tolerances");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  SEGMUX_USAGE_CHECK(video || app.count("--precision") == 0,
+                     "--precision goes with --video (the candidate checks compare fp32 builds)");
+  SEGMUX_USAGE_CHECK(model_dir.empty() || app.count("--precision") == 0,
+                     "--precision and --model exclude each other (a package's precision was chosen by segmux deploy)");
   if (video) {
     pipeline::VideoParityOptions v;
     v.fixture_dir = opt.fixture_dir;
@@ -53,6 +62,7 @@ int parity_main(int argc, char** argv) {
     v.num_threads = opt.num_threads;
     v.engine = engine;
     v.trace_calls = trace_calls;
+    v.precision = precision;
     return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;

@@ -14,6 +14,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/precision_option.h"
 #include "apps/prompt_args.h"
 #include "apps/staged_output.h"
 #include "core/error.h"
@@ -131,11 +132,15 @@ int run_segment(int argc, char** argv) {
   app.add_flag("--demo", demo, "built-in tiny random-weight model")->excludes(w)->excludes(m);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
   add_threads_option(app, src.num_threads, "CPU threads");
+  add_precision_option(app, src.precision,
+                       "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
+                       "its difference from fp32 on the fixtures is in docs/track.md)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
+  check_precision_use(app, src);
   SEGMUX_USAGE_CHECK(threshold >= 0.f && threshold < 1.f, "--threshold ", threshold, " must be in [0, 1)");
   for (const auto& p : prompts) SEGMUX_USAGE_CHECK(!p.empty(), "--prompt is empty");
   std::set<std::string> stems;

@@ -13,6 +13,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/precision_option.h"
 #include "core/error.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
@@ -232,9 +233,13 @@ int run_serve(int argc, char** argv) {
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--token", opt.token, "bearer token required on /api/* and /metrics (or $SEGMUX_SERVE_TOKEN)");
   add_threads_option(app, src.num_threads, "CPU threads of the model");
+  add_precision_option(app, src.precision,
+                       "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
+                       "its difference from fp32 on the fixtures is in docs/track.md)");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty(),
                      "no model: give --model DIR or --weights CHECKPOINT");
+  check_precision_use(app, src);
   SEGMUX_USAGE_CHECK(is_loopback(opt.host) || !opt.token.empty(), "--host ", opt.host,
                      " is not a loopback address: anyone who reaches it could read the --allow-dir videos and use "
                      "the machine, so it needs --token (clients send Authorization: Bearer TOKEN)");

@@ -19,8 +19,9 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
-#include "apps/staged_output.h"
+#include "apps/precision_option.h"
 #include "apps/request_plan.h"
+#include "apps/staged_output.h"
 #include "apps/track_options.h"
 #include "core/error.h"
 #include "io/files.h"
@@ -200,12 +201,16 @@ int run_track(int argc, char** argv) {
   app.add_option("--fps", folder_fps, "frame rate of a frame folder (gives tracks.json timestamps)")
       ->check(CLI::PositiveNumber);
   add_threads_option(app, src.num_threads, "CPU threads");
+  add_precision_option(app, src.precision,
+                       "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
+                       "its difference from fp32 on the fixtures is in docs/track.md)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_track_prompt_options(popt, prompts);
+  check_precision_use(app, src);
   SEGMUX_USAGE_CHECK(popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
                      "--requests replaces --start, --direction and --max-frames (say them in the requests)");
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "core/cpu_cores.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
 #include "runtime/session.h"
@@ -36,7 +37,7 @@ class ModelRunner {
 
 struct OpenOptions {
   Engine engine = Engine::automatic;
-  int threads = 2;
+  int threads = usable_cores();
   bool reference_kernels = false;
   std::map<std::string, Shape> input_shapes;
   std::string precision = "fp32";

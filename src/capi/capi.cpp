@@ -1,8 +1,10 @@
 // The C API (include/segmux/segmux.h): library, models, frames. Sessions are in capi_session.cpp.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
 #include "capi/capi_internal.h"
+#include "core/cpu_cores.h"
 #include "core/error.h"
 
 namespace segmux::capi {
@@ -91,7 +93,7 @@ void segmux_model_options_init(segmux_model_options* options) {
   if (!options) return;
   std::memset(options, 0, sizeof *options);
   options->struct_size = sizeof *options;
-  options->num_threads = 2;
+  options->num_threads = std::min(segmux::usable_cores(), 1024);  // the cores this process may use (open: 1..1024)
 }
 
 segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** model) {
@@ -113,6 +115,16 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
     if (o->vocab) src.vocab = o->vocab;
     if (o->cache_dir) src.cache_dir = o->cache_dir;
     src.num_threads = o->num_threads;
+    if (o->precision && *o->precision) {
+      src.precision = o->precision;
+      if (src.precision != "fp32" && src.precision != "bf16")
+        return invalid("segmux_model_open: options.precision '" + src.precision +
+                       "' is not a precision: use fp32 or bf16");
+      if (has_dir)
+        return invalid(
+            "segmux_model_open: options.precision is for a checkpoint (a model folder's precision was "
+            "chosen when it was made: segmux deploy --precision)");
+    }
     if (has_dir && !src.config.empty())
       return invalid("segmux_model_open: options.config is for a checkpoint (a model folder has its own)");
     auto log = [o](const std::string& line) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_cores.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "models/sam31/config.h"
@@ -21,7 +22,7 @@
 namespace segmux::verify {
 
 struct PackageVerifyOptions {
-  int num_threads = 2;
+  int num_threads = usable_cores();
   uint64_t seed = 20260327;  // inputs are a function of the seed and the contract only
   bool onnxruntime = true;   // skipped with a note when ONNX Runtime is not available
   // "kernels": our reference kernels (plain loops in double, one thread) run onnx/<file>.onnx;

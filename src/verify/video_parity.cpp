@@ -130,6 +130,7 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
   src.num_threads = opt.num_threads;
   src.engine = opt.engine;
+  src.precision = opt.precision;
   auto frames = open_video(dir + "/video/frames");
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
 
@@ -178,8 +179,8 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
     f.commit();
     log << "tracker calls written to " << opt.trace_calls << "\n";
   }
-  log << "video parity (engine " << opt.engine << "): " << rep.frames_compared << " frames, " << rep.objects_compared
-      << " object-frames; id "
+  log << "video parity (engine " << opt.engine << (opt.precision == "fp32" ? "" : ", " + opt.precision)
+      << "): " << rep.frames_compared << " frames, " << rep.objects_compared << " object-frames; id "
       << "mismatches " << rep.id_mismatches << ", prob " << rep.prob_mismatches << ", mask " << rep.mask_misses
       << "; worst IoU " << std::setprecision(4) << rep.worst_iou << " (frame " << rep.worst_frame << ", object "
       << rep.worst_obj << ", " << rep.worst_diff_pixels << " px differ); worst box deviation " << rep.worst_box_px

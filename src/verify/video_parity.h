@@ -13,6 +13,7 @@
 #include <string>
 
 #include "pipeline/masks/rle.h"
+#include "core/cpu_cores.h"
 
 namespace segmux::pipeline {
 
@@ -21,11 +22,14 @@ struct VideoParityOptions {
   std::string weights;    // default: FIXTURE_DIR/weights.safetensors
   std::string model_dir;  // a model folder or package instead of the weights (e.g. from segmux deploy)
   std::string cache_dir;  // where the compiled candidates go (default: a folder under the system temp)
-  int num_threads = 2;
+  int num_threads = usable_cores();
   std::string engine = "smx";  // or "ort": ONNX Runtime on the exported ONNX candidates
   // When set: one JSON line per tracker call written here (verify/call_trace_backend.h), to diff with
   // tools/fixtures/probe_calls.py's log of the official run.
   std::string trace_calls;
+  // How the weights are compiled (not for model_dir: a package's precision is fixed). CI's parity stays
+  // fp32; bf16 is measured against the same bar (docs/track.md).
+  std::string precision = "fp32";
 };
 
 struct VideoParityReport {

@@ -144,6 +144,23 @@ class TrackParity(unittest.TestCase):
         with self.assertRaises(segmux.SegmuxError):
             segmux.Model(model_dir="/nonexistent/segmux-model")
 
+    def test_precision_option(self):
+        for bad in ("fp16", "BF16"):
+            with self.assertRaises(segmux.SegmuxError) as e:
+                segmux.Model(cache_dir=CACHE, precision=bad, **MODEL)
+            self.assertIn("is not a precision: use fp32 or bf16", str(e.exception))
+        with self.assertRaises(segmux.SegmuxError) as e:
+            segmux.Model(model_dir="/nonexistent/segmux-model", precision="bf16")
+        self.assertIn("options.precision is for a checkpoint", str(e.exception))
+        lines = []
+        with segmux.Model(cache_dir=CACHE, precision="bf16", log=lines.append, **MODEL) as model:
+            session = model.start_session(FRAMES)
+            session.add_prompt(frame_index=0, text="shape")
+            frame = next(session.propagate(direction="forward"))
+            self.assertEqual(frame.frame_index, 0)
+            session.close()
+        self.assertTrue(any("bf16" in line for line in lines) or not any("compiling" in l for l in lines), lines)
+
     def test_live_frames(self):
         # Frames from an iterable (a generator: no length known), each tracked as it arrives.
         with segmux.Model(cache_dir=CACHE, **MODEL) as model:

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/cpu_cores.h"
 #include "models/sam31/config.h"
 #include "pipeline/backends/backend.h"
 
@@ -20,7 +21,7 @@ struct ModelSource {
   std::string model_dir;  // a model folder (compiled candidates + model.json)
   std::string cache_dir;  // where compiled candidates are cached; default: default_cache_dir()
   std::string engine = "smx";  // "smx": our runtime on DIR/*.smx; "ort": ONNX Runtime on DIR/onnx/*.onnx
-  int num_threads = 2;
+  int num_threads = usable_cores();  // the cores this process may use
   std::string precision = "fp32";  // fp32 | bf16: how checkpoint weights are compiled (compiler precision)
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_cores.h"
 #include "verify/sam31/parity_cases.h"
 
 namespace segmux::sam31 {
@@ -48,7 +49,7 @@ struct ParityOptions {
   bool compiled = true;     // compiler passes + memory plan + Executor (the deployed path), fp32
   bool onnxruntime = true;  // skipped (with a note) when ONNX Runtime is not available
   bool tokenizer = true;
-  int num_threads = 2;
+  int num_threads = usable_cores();
 };
 
 struct ParityReport {

@@ -1,0 +1,168 @@
+#include "apps/bench_frame_peer.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "engines/ort/ort_model.h"
+#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/ort_backend.h"
+#include "runtime/executor.h"
+#include "runtime/offline_model.h"
+
+namespace segmux::apps {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Inputs = std::map<std::string, Tensor>;
+
+// Our runtime on one .smx file, recording the inputs of each call while the recorder says so.
+class RecordingRunner : public pipeline::CandidateRunner {
+ public:
+  RecordingRunner(std::string file, LoadedModel loaded, CallRecorder& rec)
+      : file_(std::move(file)), loaded_(std::move(loaded)), rec_(rec) {}
+  Inputs run(const Inputs& in) override {
+    if (rec_.recording) {
+      Inputs copy;  // deep: the caller may reuse its buffers after the call
+      for (const auto& [name, t] : in) copy.emplace(name, t.clone());
+      rec_.calls.emplace_back(file_, std::move(copy));
+    }
+    return loaded_.executor->run(in);
+  }
+
+ private:
+  std::string file_;
+  LoadedModel loaded_;
+  CallRecorder& rec_;
+};
+
+// Median seconds of `iters` runs of `fn` after `warmup` untimed ones.
+template <typename Fn>
+double median_seconds(int warmup, int iters, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < std::max(1, iters); ++i) {
+    const auto t0 = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  size_t left = s.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= size_t(n);
+  }
+}
+
+// ONNX Runtime on `onnx` for the calls of one file, in a child process: {"peer_seconds"} or {"error"}.
+nlohmann::json time_peer_in_child(const std::string& onnx, const std::vector<const Inputs*>& calls,
+                                  const PeerOptions& opt) {
+  int fds[2];
+  SEGMUX_CHECK(::pipe(fds) == 0, "pipe(): ", std::strerror(errno));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  SEGMUX_CHECK(pid >= 0, "fork(): ", std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // an outer limit that ends the parent ends the child too
+    nlohmann::json r;
+    try {
+      OrtModel model(onnx, OrtModelOptions{opt.threads, true, true});
+      double total = 0;
+      for (const Inputs* in : calls) total += median_seconds(opt.warmup, opt.iters, [&] { model.run(*in); });
+      r["peer_seconds"] = total;
+    } catch (const std::exception& e) {
+      r["error"] = e.what();
+    }
+    write_all(fds[1], r.dump());
+    ::close(fds[1]);
+    ::_exit(0);  // no static destructors in the child
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return {{"error", sig == SIGKILL ? std::string("ONNX Runtime could not hold it: killed (SIGKILL, most likely out "
+                                                   "of memory)")
+                                     : std::string("ONNX Runtime died of signal ") + strsignal(sig)}};
+  }
+  nlohmann::json r = nlohmann::json::parse(text, nullptr, false);
+  if (r.is_discarded() || !r.is_object()) return {{"error", "the ONNX Runtime child process sent no result"}};
+  return r;
+}
+
+}  // namespace
+
+RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
+                                        sam31::Tokenizer tokenizer, int threads, CallRecorder& rec) {
+  RecordingBackend out;
+  ExecutorOptions ex{threads, true};
+  ex.shared_arena = std::make_shared<SharedArena>();  // as open_compiled_backend: candidates run in turn
+  auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<pipeline::CandidateRunner> {
+    auto r = std::make_unique<RecordingRunner>(f.file, load_compiled(model_dir + "/" + f.file + ".smx", ex), rec);
+    out.runners[f.file] = r.get();
+    return r;
+  };
+  out.backend = pipeline::open_backend(cfg, open, std::move(tokenizer));
+  return out;
+}
+
+nlohmann::json run_ort_peer(const RecordingBackend& be, const CallRecorder& rec, const PeerOptions& opt) {
+  SEGMUX_CHECK(!rec.recording, "run_ort_peer: stop recording first (the re-timed calls would be recorded)");
+  std::map<std::string, std::vector<const Inputs*>> by_file;  // in file-name order
+  for (const auto& [file, in] : rec.calls) by_file[file].push_back(&in);
+  nlohmann::json cands = nlohmann::json::object();
+  for (const auto& [file, calls] : by_file) {
+    pipeline::CandidateRunner* ours = be.runners.at(file);
+    double segmux_s = 0;
+    for (const Inputs* in : calls) segmux_s += median_seconds(opt.warmup, opt.iters, [&] { ours->run(*in); });
+    nlohmann::json c = {{"calls", calls.size()}, {"segmux_seconds", segmux_s}};
+    const std::string onnx = pipeline::onnx_candidate_path(opt.model_dir, file);
+    nlohmann::json peer =
+        std::filesystem::exists(onnx) ? time_peer_in_child(onnx, calls, opt) : nlohmann::json{{"error", "no " + onnx}};
+    if (peer.contains("peer_seconds")) {
+      c["peer_seconds"] = peer["peer_seconds"];
+      c["ratio"] = segmux_s / std::max(peer["peer_seconds"].get<double>(), 1e-12);
+    } else {
+      c["error"] = peer.value("error", "unknown error");
+    }
+    cands[file] = c;
+  }
+  return {{"engine", "onnxruntime"},
+          {"threads", opt.threads},
+          {"warmup", opt.warmup},
+          {"iters", opt.iters},
+          {"candidates", cands}};
+}
+
+}  // namespace segmux::apps

@@ -1,0 +1,48 @@
+// `segmux bench-frame --peer ort`: the candidate calls of one tracked frame, recorded as the product
+// backend made them (same inputs), then timed on our runtime and on ONNX Runtime over the package's
+// exported ONNX files (DIR/onnx/<file>.onnx). ONNX Runtime runs in a child process, so a candidate it
+// cannot hold (out of memory at full size) is reported instead of ending the benchmark.
+#pragma once
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "models/sam31/config.h"
+#include "models/sam31/tokenizer.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/backends/candidate_runner.h"
+
+namespace segmux::apps {
+
+// The candidate calls made while `recording` is on: compiled file name and a copy of its inputs.
+struct CallRecorder {
+  bool recording = false;
+  std::vector<std::pair<std::string, std::map<std::string, Tensor>>> calls;
+};
+
+// The compiled backend of `model_dir` (as open_compiled_backend: .smx files, one shared arena) whose
+// candidate runs are recorded into `rec`; `runners` gives our runner of each compiled file for re-timing.
+struct RecordingBackend {
+  std::unique_ptr<pipeline::ModelBackend> backend;
+  std::map<std::string, pipeline::CandidateRunner*> runners;
+};
+RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
+                                        sam31::Tokenizer tokenizer, int threads, CallRecorder& rec);
+
+struct PeerOptions {
+  std::string model_dir;  // holds onnx/<file>.onnx
+  int threads = 1;
+  int warmup = 1, iters = 3;  // per candidate call, for both engines; medians reported
+};
+
+// Times every recorded call on our runner and on ONNX Runtime (same inputs, same thread count) and
+// returns {"engine", "threads", "iters", "candidates": {FILE: {"segmux_seconds", "peer_seconds",
+// "ratio"} or {"segmux_seconds", "error"}}}; ratio = segmux / peer (below 1: we are faster). A file
+// called several times in the frame sums its calls.
+nlohmann::json run_ort_peer(const RecordingBackend& be, const CallRecorder& rec, const PeerOptions& opt);
+
+}  // namespace segmux::apps

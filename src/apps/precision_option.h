@@ -1,0 +1,23 @@
+// --precision fp32|bf16 for the commands that compile a checkpoint on first use (track, segment,
+// serve, bench-frame, parity --video): how the candidates' MatMul/Gemm/Conv weights are compiled.
+// fp32 stays the default: bf16 does not hold the tracker's tolerance on the fixtures (docs/track.md).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "pipeline/model_store/model_store.h"
+
+namespace segmux::apps {
+
+// "" when `s` names a precision, else why not (the option's error message).
+std::string precision_problem(const std::string& s);
+
+// Adds --precision to `app`, validated before the command runs; `precision` keeps its value as the
+// default, which the help text names.
+CLI::Option* add_precision_option(CLI::App& app, std::string& precision, const std::string& help);
+
+// After parsing: a --precision given on the command line needs a checkpoint to compile (a package's
+// precision was fixed by `segmux deploy`) and our engine (ONNX Runtime runs the exported fp32 ONNX).
+void check_precision_use(const CLI::App& app, const pipeline::ModelSource& src);
+
+}  // namespace segmux::apps

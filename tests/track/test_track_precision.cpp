@@ -1,0 +1,174 @@
+// --precision fp32|bf16 on the commands that compile a checkpoint (track, segment, serve, bench-frame,
+// parity --video): bad values and misplaced uses are usage errors naming the option, and a bf16 track
+// run on the fixture video stays within the bf16 tolerance stated in docs/track.md against the official
+// trace (the fp32 bar, IoU >= 0.99, is CI's parity and is not loosened: bf16 does not reach it).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/masks/coco_rle.h"
+#include "pipeline/masks/rle.h"
+
+namespace fs = std::filesystem;
+using segmux::pipeline::BinaryMask;
+using segmux::pipeline::RleMask;
+
+namespace {
+
+const std::string kTiny = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class Precision : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::path(::testing::TempDir()) / ("segmux_precision_" + std::to_string(::getpid()));
+    fs::create_directories(root_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
+
+  static Result segmux(const std::string& args) {
+    const std::string err_file = tmp("stderr.txt");
+    const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>" + err_file;
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = slurp(err_file);
+    return r;
+  }
+  static std::string model_args() {
+    return "--weights " + kTiny + "/weights.safetensors --config " + kTiny + "/config.json --vocab " + kTiny +
+           "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + tmp("cache");
+  }
+  static Result track(const std::string& out, const std::string& extra) {
+    return segmux("track " + kTiny + "/video/frames --prompt shape " + model_args() + " --out " + out +
+                  " --quiet --overlay none " + extra);
+  }
+  static void expect_usage_error(const Result& r, const std::string& words) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << "stderr: " << r.err;
+  }
+
+  static fs::path root_;
+};
+fs::path Precision::root_;
+
+// IoU of object `id` in a tracks.json frame against an official mask.
+double iou_with(const nlohmann::json& frame, int64_t id, const BinaryMask& want) {
+  for (const auto& o : frame["objects"]) {
+    if (o["id"].get<int64_t>() != id) continue;
+    const RleMask rle = segmux::pipeline::coco_rle_from_string(o["mask_rle"]["counts"], o["mask_rle"]["size"][0],
+                                                               o["mask_rle"]["size"][1]);
+    return segmux::pipeline::mask_iou(segmux::pipeline::rle_decode(rle), want);
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_F(Precision, BadValuesAndMisplacedUsesAreUsageErrors) {
+  Result r = track(tmp("bad"), "--precision fp16");
+  expect_usage_error(r, "--precision");
+  EXPECT_NE(r.err.find("'fp16' is not a precision: use fp32 or bf16"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp("bad")));
+  expect_usage_error(track(tmp("bad"), "--precision BF16"), "'BF16' is not a precision");
+  expect_usage_error(track(tmp("bad"), "--precision"), "--precision");
+  expect_usage_error(track(tmp("bad"), "--precision bf16 --engine ort"), "--precision bf16 needs --engine smx");
+  expect_usage_error(segmux("track " + kTiny + "/video/frames --prompt shape --demo --out " + tmp("bad") +
+                            " --cache-dir " + tmp("cache") + " --precision bf16"),
+                     "--precision applies to a --weights checkpoint");
+  EXPECT_FALSE(fs::exists(tmp("bad")));
+  expect_usage_error(segmux("segment x.png --prompt shape --demo --out " + tmp("bad") + " --precision fp64"),
+                     "'fp64' is not a precision");
+  expect_usage_error(
+      segmux("segment x.png --prompt shape --model " + tmp("nowhere") + " --out " + tmp("bad") + " --precision bf16"),
+      "--precision applies to a --weights checkpoint");
+  expect_usage_error(segmux("serve --model " + tmp("nowhere") + " --precision bf16"),
+                     "--precision applies to a --weights checkpoint");
+  expect_usage_error(segmux("serve --model " + tmp("nowhere") + " --precision half"), "'half' is not a precision");
+  expect_usage_error(segmux("bench-frame " + model_args() + " --precision int8"), "'int8' is not a precision");
+  expect_usage_error(segmux("parity " + kTiny + " --precision bf16"), "--precision goes with --video");
+  expect_usage_error(segmux("parity " + kTiny + " --video --model " + tmp("nowhere") + " --precision bf16"),
+                     "--precision and --model exclude each other");
+}
+
+TEST_F(Precision, HelpNamesTheDefault) {
+  for (const char* cmd : {"track", "segment", "serve", "bench-frame"}) {
+    Result r = segmux(std::string(cmd) + " --help");
+    ASSERT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find("--precision"), std::string::npos) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("(default fp32)"), std::string::npos) << cmd << ": " << r.out;
+  }
+}
+
+// The bf16 tolerance of docs/track.md, on the fixture video with `--prompt shape` (measured at every
+// kernel level, see the table there): the detection frame keeps the official ids with every mask IoU
+// >= 0.95; up to frame 6 (the last before the official trace's first new object) every frame has the
+// official ids, every mask IoU >= 0.3 and their mean >= 0.85; every frame is emitted. Later frames are
+// not bounded: bf16 finds the new object of frame 7 a few frames late on this tiny model, so ids and
+// masks diverge there. fp32 explicitly given equals the default, and bf16 output differs from it (the
+// option reaches the compiler).
+TEST_F(Precision, Bf16TrackStaysWithinItsToleranceOfTheOfficialTrace) {
+  const fs::path trace_path = kTiny + "/video/trace.json";
+  if (!fs::exists(trace_path)) GTEST_SKIP() << "no fixture at " << kTiny;
+  const nlohmann::json trace = nlohmann::json::parse(slurp(trace_path));
+  ASSERT_EQ(trace["prompt"], "shape");
+  std::map<int, nlohmann::json> official;
+  for (const auto& f : trace["outputs"]) official[f["frame_index"].get<int>()] = f;
+  int first_new = 1 << 30;  // the first frame whose official ids are not those of frame 0
+  for (const auto& [index, f] : official)
+    if (f["obj_ids"] != official.begin()->second["obj_ids"]) first_new = std::min(first_new, index);
+  ASSERT_LT(first_new, 1 << 30);
+
+  Result r = track(tmp("bf16"), "--precision bf16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json got = nlohmann::json::parse(slurp(fs::path(tmp("bf16")) / "tracks.json"));
+  ASSERT_EQ(got["frames"].size(), official.size());
+  double sum = 0;
+  int n = 0;
+  for (const auto& f : got["frames"]) {
+    const int index = f["frame_index"];
+    ASSERT_TRUE(official.count(index)) << "frame " << index;
+    if (index >= first_new) continue;
+    const nlohmann::json& ref = official[index];
+    std::vector<int64_t> ids;
+    for (const auto& o : f["objects"]) ids.push_back(o["id"]);
+    EXPECT_EQ(ids, ref["obj_ids"].get<std::vector<int64_t>>()) << "frame " << index;
+    for (size_t k = 0; k < ref["obj_ids"].size(); ++k) {
+      const RleMask rle{ref["masks_rle"][k]["size"][0], ref["masks_rle"][k]["size"][1], ref["masks_rle"][k]["counts"]};
+      const double iou = iou_with(f, ref["obj_ids"][k], segmux::pipeline::rle_decode(rle));
+      EXPECT_GE(iou, index == 0 ? 0.95 : 0.3) << "frame " << index << " object " << ref["obj_ids"][k];
+      sum += iou;
+      ++n;
+    }
+  }
+  ASSERT_GT(n, 0);
+  EXPECT_GE(sum / n, 0.85) << "mean mask IoU over frames 0.." << first_new - 1;
+
+  ASSERT_EQ(track(tmp("fp32"), "--precision fp32").code, 0);
+  ASSERT_EQ(track(tmp("default"), "").code, 0);
+  const std::string fp32 = slurp(fs::path(tmp("fp32")) / "tracks.json");
+  EXPECT_EQ(fp32, slurp(fs::path(tmp("default")) / "tracks.json")) << "fp32 is the default";
+  EXPECT_NE(fp32, slurp(fs::path(tmp("bf16")) / "tracks.json")) << "bf16 compiled like fp32";
+}
