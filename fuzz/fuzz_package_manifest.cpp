@@ -30,16 +30,21 @@ namespace pkg = segmux::package;
 
 namespace {
 
+// Never destroyed: the exit handler that removes it runs after static destructors would have.
 const fs::path& root() {
-  static const fs::path r = [] {
-    fs::path p = fs::temp_directory_path() / ("segmux_fuzz_manifest_" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p / "outside_dir");
-    segmux::write_file_atomic((p / "outside").string(), "secret", 6);
-    std::atexit([] { fs::remove_all(root()); });
+  static const fs::path* r = [] {
+    auto* p = new fs::path(fs::temp_directory_path() / ("segmux_fuzz_manifest_" + std::to_string(::getpid())));
+    fs::remove_all(*p);
+    fs::create_directories(*p / "outside_dir");
+    segmux::write_file_atomic((*p / "outside").string(), "secret", 6);
     return p;
   }();
-  return r;
+  static const bool cleanup = std::atexit([] {
+                                std::error_code ec;
+                                fs::remove_all(*r, ec);
+                              }) == 0;
+  (void)cleanup;
+  return *r;
 }
 
 bool safe_path(const std::string& p) {
