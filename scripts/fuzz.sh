@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh --long      campaign: FUZZ_RUNS executions per target (default 10 000 000), with
 #                               a summary table in build/fuzz-campaign.md (executions, time, corpus)
 #   scripts/fuzz.sh [--long] NAME...   only the named runs (e.g. pickle safetensors)
-#   FUZZ_SECONDS  seconds per brief run (default 10: 13 runs keep CI short)
+#   FUZZ_SECONDS  seconds per brief run (default 10: 15 runs keep CI short)
 #   FUZZ_RUNS     executions per target in --long mode (default 10000000)
 #   FUZZ_MAX_SECONDS  --long mode: also stop a run after this many seconds (default 0: no limit), so
 #                 that one slow target cannot take the whole campaign; the summary shows the count
@@ -31,7 +31,7 @@ VOCAB="$FIXTURES/sam31-tiny/tokenizer/bpe_simple_vocab_16e6.txt.gz"
 [ -f "$VOCAB" ] || VOCAB=""  # the tokenizer target then uses its generated vocabulary
 
 TARGETS=(fuzz_onnx_import fuzz_onnx_run fuzz_offline_model fuzz_media fuzz_pickle fuzz_pytorch_zip fuzz_safetensors fuzz_npy
-  fuzz_config_json fuzz_tokenizer fuzz_vocabulary fuzz_requests)
+  fuzz_config_json fuzz_tokenizer fuzz_vocabulary fuzz_requests fuzz_package_manifest fuzz_coco_rle)
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEGMUX_FUZZ=ON \
   -DSEGMUX_TESTS=OFF -DSEGMUX_BENCH=OFF -DSEGMUX_WERROR=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
@@ -102,5 +102,7 @@ run config-json fuzz_config_json
 run tokenizer fuzz_tokenizer SEGMUX_FUZZ_VOCAB="$VOCAB"
 run vocabulary fuzz_vocabulary
 run requests fuzz_requests
+run package-manifest fuzz_package_manifest
+run coco-rle fuzz_coco_rle
 [ "$LONG" = 1 ] && echo "fuzz: campaign summary in $SUMMARY"
 exit $status

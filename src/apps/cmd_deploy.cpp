@@ -56,7 +56,7 @@ int deploy_main(int argc, char** argv) {
       "package is a model folder: segmux track --model PKG runs it, segmux verify-package PKG checks it.",
       "segmux deploy"};
   std::string ckpt, out, config, vocab, precisions = "fp32", targets = "native", reference = "kernels";
-  bool force = false, no_ort = false;
+  bool force = false, no_ort = false, in_process = false;
   int threads = 2;
   uint64_t seed = verify::PackageVerifyOptions{}.seed;
   app.add_option("checkpoint", ckpt, "SAM 3.1 checkpoint (.pt or .safetensors with the official key names)")
@@ -76,6 +76,9 @@ int deploy_main(int argc, char** argv) {
       ->check(CLI::IsMember({"kernels", "onnxruntime"}));
   app.add_flag("--no-ort", no_ort, "do not run ONNX Runtime in the verification");
   app.add_flag("--force", force, "replace an existing package folder");
+  app.add_flag("--in-process", in_process,
+               "verify every compiled file in this process (default: each in a child process, so peak memory is "
+               "one file's)");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
 
   package::PackageOptions opt;
@@ -122,6 +125,7 @@ int deploy_main(int argc, char** argv) {
     vo.seed = seed;
     vo.onnxruntime = !no_ort;
     vo.reference = reference;
+    if (!in_process) vo.child_exe = "/proc/self/exe";
     const verify::PackageVerification ver = verify::verify_package_models(stage, vo, &std::cerr);
     const nlohmann::json vj = ver.to_json();
     write_text(stage + "/verification.json", vj.dump(2));

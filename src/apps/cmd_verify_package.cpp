@@ -20,8 +20,8 @@ int verify_package_main(int argc, char** argv) {
       "(a missing, truncated, modified, unlisted or linked file is refused by name), then run every "
       "candidate again as the package's verification did. Exit 1 when anything fails.",
       "segmux verify-package"};
-  std::string dir, reference;
-  bool files_only = false, no_ort = false;
+  std::string dir, reference, child_file;
+  bool files_only = false, no_ort = false, in_process = false;
   int threads = 2;
   uint64_t seed = 0;
   app.add_option("package", dir, "package folder")->required();
@@ -33,7 +33,20 @@ int verify_package_main(int argc, char** argv) {
   app.add_flag("--no-ort", no_ort, "do not run ONNX Runtime");
   add_threads_option(app, threads, "CPU threads");
   auto* seed_opt = app.add_option("--seed", seed, "seed of the verification inputs (default: the package's)");
+  app.add_flag("--in-process", in_process,
+               "verify every compiled file in this process (default: each in a child process, so peak memory is "
+               "one file's)");
+  // Internal: the child process of one compiled file's verification (verify::PackageVerifyOptions::child_exe).
+  app.add_option("--child-file", child_file)->group("");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  if (!child_file.empty()) {  // the parent checked the manifest (or is deploy, before there is one)
+    verify::PackageVerifyOptions vo;
+    vo.num_threads = threads;
+    vo.onnxruntime = !no_ort;
+    vo.reference = reference.empty() ? "kernels" : reference;
+    vo.seed = seed;
+    return verify::verify_package_file_child(dir, child_file, vo);
+  }
 
   const package::ManifestCheck mc = package::check_manifest(dir);
   if (!mc.ok()) {
@@ -50,6 +63,7 @@ int verify_package_main(int argc, char** argv) {
   vo.onnxruntime = !no_ort;
   vo.reference = reference.empty() ? manifest.value("verification_reference", "kernels") : reference;
   vo.seed = seed_opt->count() ? seed : manifest.value("verification_seed", verify::PackageVerifyOptions{}.seed);
+  if (!in_process) vo.child_exe = "/proc/self/exe";
   const verify::PackageVerification ver = verify::verify_package_models(dir, vo, &std::cerr);
   std::cout << ver.to_markdown();
   std::printf("verification: %s (%zu comparisons, %.1f s; at deploy: %s)\n",

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -115,13 +116,15 @@ std::string sha256_file(const std::string& path, uint64_t* bytes) {
   std::ifstream in(path, std::ios::binary);
   SEGMUX_CHECK(in.good(), "cannot read '", path, "'");
   Sha256 h;
-  std::vector<char> buf(size_t(1) << 20);
+  // Not zero-filled: a small file touches only the pages it fills (a package check hashes many).
+  constexpr size_t kBuf = size_t(1) << 20;
+  const std::unique_ptr<char[]> buf(new char[kBuf]);
   uint64_t total = 0;
   while (in) {
-    in.read(buf.data(), std::streamsize(buf.size()));
+    in.read(buf.get(), std::streamsize(kBuf));
     const std::streamsize got = in.gcount();
     if (got <= 0) break;
-    h.update(buf.data(), size_t(got));
+    h.update(buf.get(), size_t(got));
     total += uint64_t(got);
   }
   SEGMUX_CHECK(in.eof(), "error while reading '", path, "'");

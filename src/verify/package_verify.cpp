@@ -1,15 +1,23 @@
 #include "verify/package_verify.h"
 
 #include <malloc.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <random>
 #include <sstream>
 
 #include "core/error.h"
+#include "io/child_process.h"
 #include "models/sam31/candidates.h"
 #include "onnx/onnx_io.h"
 #include "pipeline/package/package.h"
@@ -77,13 +85,163 @@ Verdict PackageVerification::verdict() const {
   return v;
 }
 
+namespace {
+
+// What the per-file work needs from the whole run, decided once (by the parent when files run in
+// child processes, which get it on their command line).
+struct FileJob {
+  sam31::ModelConfig cfg;
+  std::vector<std::string> vars;  // .smx folders
+  bool ort = false;               // ONNX Runtime runs (resolved: available and not disabled)
+};
+
+// Verifies one compiled file into `rep` (rows, notes, errors); never throws for the file's own faults.
+void verify_one_file(const std::string& dir, const sam31::CompiledFile& f, uint64_t file_seed, const FileJob& job,
+                     const PackageVerifyOptions& opt, PackageVerification& rep, std::ostream* log) {
+  const bool ort_reference = opt.reference == "onnxruntime";
+  const std::string onnx = "onnx/" + f.file + ".onnx";
+  if (log) *log << "verifying " << f.file << " ..." << std::endl;
+  try {
+    // One model in memory at a time (a full-size backbone is 2 GB of weights): the imported graph is
+    // freed before ONNX Runtime or a .smx loads.
+    std::map<std::string, Tensor> inputs, ref;
+    {
+      ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
+      inputs = seeded_contract_inputs(g, job.cfg, file_seed);
+      if (!ort_reference) {
+        SessionOptions so;
+        so.num_threads = opt.num_threads;
+        so.use_optimized_kernels = false;
+        ref = Session(std::move(g), so).run(inputs);
+      }
+    }
+    if (ort_reference) {
+      OrtPeerOptions oo;
+      oo.num_threads = opt.num_threads;
+      ref = OrtPeer(dir + "/" + onnx, oo).run(inputs);
+    }
+    for (const std::string& sub : job.vars) {
+      const std::string rel = (sub.empty() ? "" : sub + "/") + f.file + ".smx";
+      try {
+        OfflineModel m = load_offline_model_file(dir + "/" + rel, LoadOptions{true, false});
+        const std::string isa = m.target_isa;
+        if (!host_supports_isa(isa)) {
+          rep.notes.push_back(rel + " targets " + isa + ", which this machine lacks: not run here");
+          continue;
+        }
+        ExecutorOptions eo;
+        eo.num_threads = opt.num_threads;
+        Executor exec(m.graph, m.plan, eo);
+        const nlohmann::json meta = nlohmann::json::parse(m.meta_json, nullptr, false);
+        const std::string precision = meta.is_object() ? meta.value("precision", "fp32") : "fp32";
+        compare_all(rep, f.file, "segmux " + precision + " " + isa, rel, exec.run(inputs), ref,
+                    precision == "bf16" ? "fp16" : "auto");
+      } catch (const std::exception& e) {
+        rep.errors.push_back(rel + ": " + e.what());
+      }
+    }
+    if (job.ort) {
+      for (const std::string& rel : {onnx, "onnx/" + f.file + ".slim.onnx"}) {
+        if (ort_reference && rel == onnx) continue;  // the reference itself
+        try {
+          OrtPeerOptions oo;
+          oo.num_threads = opt.num_threads;
+          OrtPeer peer(dir + "/" + rel, oo);
+          compare_all(rep, f.file, rel == onnx ? "onnxruntime" : "onnxruntime slim", rel, peer.run(inputs), ref,
+                      "auto");
+        } catch (const std::exception& e) {
+          rep.errors.push_back(rel + ": " + e.what());
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    rep.errors.push_back(onnx + ": " + e.what());
+  }
+}
+
+const sam31::CompiledFile& compiled_file_named(const std::string& file) {
+  for (const sam31::CompiledFile& f : sam31::compiled_files())
+    if (f.file == file) return f;
+  fail("'", file, "' is not a compiled file of the model");
+}
+
+// The inputs of every file are a function of the run's seed and the file's place in the list.
+uint64_t file_seed_of(const PackageVerifyOptions& opt, const std::string& file) {
+  uint64_t s = opt.seed;
+  for (const sam31::CompiledFile& f : sam31::compiled_files()) {
+    ++s;
+    if (f.file == file) return s;
+  }
+  fail("'", file, "' is not a compiled file of the model");
+}
+
+FileJob make_job(const std::string& dir, bool ort) {
+  FileJob job;
+  std::string vocab;
+  package::read_model_json(dir, job.cfg, vocab);
+  job.vars = smx_variants(dir);
+  job.ort = ort;
+  return job;
+}
+
+// Injected faults, for tests only: SEGMUX_TEST_VERIFY_CHILD_FAULT=<file>:<crash|kill|exit|fail> makes
+// the child process verifying <file> die of SIGSEGV, be killed by SIGKILL (as the OOM killer does),
+// exit 3 without a report, or fail with an error.
+void inject_test_fault(const std::string& file) {
+  const char* spec = std::getenv("SEGMUX_TEST_VERIFY_CHILD_FAULT");
+  if (!spec) return;
+  const std::string s = spec;
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos || s.substr(0, colon) != file) return;
+  const std::string what = s.substr(colon + 1);
+  if (what == "crash") ::raise(SIGSEGV);
+  if (what == "kill") ::raise(SIGKILL);
+  if (what == "exit") ::_exit(3);
+  if (what == "fail") fail("injected failure (SEGMUX_TEST_VERIFY_CHILD_FAULT)");
+}
+
+// Runs one file's verification in a child process (opt.child_exe re-executed) and merges its report.
+void verify_file_in_child(const std::string& dir, const std::string& file, bool ort, const PackageVerifyOptions& opt,
+                          PackageVerification& rep) {
+  std::vector<std::string> argv = {opt.child_exe,
+                                   "verify-package",
+                                   dir,
+                                   "--child-file",
+                                   file,
+                                   "--seed",
+                                   std::to_string(opt.seed),
+                                   "--reference",
+                                   opt.reference,
+                                   "--threads",
+                                   std::to_string(opt.num_threads)};
+  if (!ort) argv.push_back("--no-ort");
+  std::string why;
+  try {
+    const ChildResult r = run_child(argv);
+    const nlohmann::json j = nlohmann::json::parse(r.report, nullptr, false);
+    if (j.is_object() && j.contains("error") && j["error"].is_string()) {
+      why = j["error"].get<std::string>();
+    } else if (r.ok() && j.is_object()) {
+      PackageVerification part = PackageVerification::from_wire(j);
+      for (auto& row : part.rows) rep.rows.push_back(std::move(row));
+      for (auto& n : part.notes) rep.notes.push_back(std::move(n));
+      for (auto& e : part.errors) rep.errors.push_back(std::move(e));
+      return;
+    } else {
+      why = "its process " + r.describe() + (r.ok() ? " with an unreadable report" : " before reporting");
+    }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  rep.errors.push_back(file + ": verification in a child process failed: " + why);
+}
+
+}  // namespace
+
 PackageVerification verify_package_models(const std::string& dir, const PackageVerifyOptions& opt, std::ostream* log) {
   const auto t0 = std::chrono::steady_clock::now();
   PackageVerification rep;
   rep.seed = opt.seed;
-  sam31::ModelConfig cfg;
-  std::string vocab;
-  package::read_model_json(dir, cfg, vocab);
   std::string why;
   const bool ort = opt.onnxruntime && ort_available(&why);
   if (!ort) rep.notes.push_back("ONNX Runtime not run: " + (opt.onnxruntime ? why : "disabled"));
@@ -92,78 +250,122 @@ PackageVerification verify_package_models(const std::string& dir, const PackageV
   const bool ort_reference = opt.reference == "onnxruntime";
   SEGMUX_CHECK(!ort_reference || ort, "the verification reference is ONNX Runtime, which is not available: ", why);
   rep.reference = ort_reference ? "ONNX Runtime on onnx/<file>.onnx" : "segmux reference kernels on onnx/<file>.onnx";
+  const FileJob job = make_job(dir, ort);  // model.json read (and checked) in any case
   if (!fs::is_directory(dir + "/onnx")) {
     rep.notes.push_back("no onnx/ folder (a model-cache entry or a runtime-only folder): nothing to compare with");
     return rep;
   }
-  const std::vector<std::string> vars = smx_variants(dir);
-  uint64_t file_seed = opt.seed;
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
-    ++file_seed;
-    const std::string onnx = "onnx/" + f.file + ".onnx";
-    if (log) *log << "verifying " << f.file << " ..." << std::endl;
-    try {
-      // One model in memory at a time (a full-size backbone is 2 GB of weights): the imported graph is
-      // freed before ONNX Runtime or a .smx loads.
-      std::map<std::string, Tensor> inputs, ref;
-      {
-        ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
-        inputs = seeded_contract_inputs(g, cfg, file_seed);
-        if (!ort_reference) {
-          SessionOptions so;
-          so.num_threads = opt.num_threads;
-          so.use_optimized_kernels = false;
-          ref = Session(std::move(g), so).run(inputs);
-        }
-      }
-      if (ort_reference) {
-        OrtPeerOptions oo;
-        oo.num_threads = opt.num_threads;
-        ref = OrtPeer(dir + "/" + onnx, oo).run(inputs);
-      }
-      for (const std::string& sub : vars) {
-        const std::string rel = (sub.empty() ? "" : sub + "/") + f.file + ".smx";
-        try {
-          OfflineModel m = load_offline_model_file(dir + "/" + rel, LoadOptions{true, false});
-          const std::string isa = m.target_isa;
-          if (!host_supports_isa(isa)) {
-            rep.notes.push_back(rel + " targets " + isa + ", which this machine lacks: not run here");
-            continue;
-          }
-          ExecutorOptions eo;
-          eo.num_threads = opt.num_threads;
-          Executor exec(m.graph, m.plan, eo);
-          const nlohmann::json meta = nlohmann::json::parse(m.meta_json, nullptr, false);
-          const std::string precision = meta.is_object() ? meta.value("precision", "fp32") : "fp32";
-          compare_all(rep, f.file, "segmux " + precision + " " + isa, rel, exec.run(inputs), ref,
-                      precision == "bf16" ? "fp16" : "auto");
-        } catch (const std::exception& e) {
-          rep.errors.push_back(rel + ": " + e.what());
-        }
-      }
-      if (ort) {
-        for (const std::string& rel : {onnx, "onnx/" + f.file + ".slim.onnx"}) {
-          if (ort_reference && rel == onnx) continue;  // the reference itself
-          try {
-            OrtPeerOptions oo;
-            oo.num_threads = opt.num_threads;
-            OrtPeer peer(dir + "/" + rel, oo);
-            compare_all(rep, f.file, rel == onnx ? "onnxruntime" : "onnxruntime slim", rel, peer.run(inputs), ref,
-                        "auto");
-          } catch (const std::exception& e) {
-            rep.errors.push_back(rel + ": " + e.what());
-          }
-        }
-      }
-    } catch (const std::exception& e) {
-      rep.errors.push_back(onnx + ": " + e.what());
+    if (!opt.child_exe.empty()) {
+      verify_file_in_child(dir, f.file, ort, opt, rep);
+      continue;
     }
+    verify_one_file(dir, f, file_seed_of(opt, f.file), job, opt, rep, log);
     // Hand the freed heap of this file's models back (glibc keeps it per thread arena otherwise); the
     // full-size run reached 11 GiB resident at the propagation decoder (docs/deploy-fullsize.md).
     ::malloc_trim(0);
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
+}
+
+int verify_package_file_child(const std::string& dir, const std::string& file, const PackageVerifyOptions& opt) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a parent that is stopped takes its child along
+  nlohmann::json report;
+  int rc = 0;
+  try {
+    inject_test_fault(file);
+    PackageVerification rep;
+    rep.seed = opt.seed;
+    verify_one_file(dir, compiled_file_named(file), file_seed_of(opt, file), make_job(dir, opt.onnxruntime), opt, rep,
+                    &std::cerr);
+    report = rep.to_wire();
+  } catch (const std::exception& e) {
+    report = {{"error", e.what()}};
+    rc = 1;
+  }
+  const std::string text = report.dump();
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(kChildReportFd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 1;
+    done += size_t(n);
+  }
+  return rc;
+}
+
+namespace {
+
+nlohmann::json num(double v) {  // JSON has no NaN/Inf: those travel as strings
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+double num_of(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  if (s == "nan") return std::nan("");
+  return s == "inf" ? HUGE_VAL : -HUGE_VAL;
+}
+Verdict verdict_of(const nlohmann::json& j) { return Verdict(std::clamp(j.get<int>(), 0, 2)); }
+
+}  // namespace
+
+nlohmann::json PackageVerification::to_wire() const {
+  nlohmann::json rows_j = nlohmann::json::array();
+  for (const auto& r : rows)
+    rows_j.push_back({{"file", r.file},
+                      {"engine", r.engine},
+                      {"path", r.path},
+                      {"output", r.output},
+                      {"contract_error", r.c.contract_error},
+                      {"elements", r.c.elements},
+                      {"cosine", num(r.c.cosine)},
+                      {"max_abs", num(r.c.max_abs)},
+                      {"mean_abs", num(r.c.mean_abs)},
+                      {"max_rel", num(r.c.max_rel)},
+                      {"outlier_ratio", num(r.c.outlier_ratio)},
+                      {"allclose", r.c.allclose},
+                      {"nonfinite_mismatch", r.c.nonfinite_mismatch},
+                      {"cosine_tier", int(r.c.cosine_tier)},
+                      {"max_abs_tier", int(r.c.max_abs_tier)},
+                      {"verdict", int(r.c.verdict)},
+                      {"max_ref", num(r.max_ref)},
+                      {"gate", int(r.gate)}});
+  return {{"rows", rows_j}, {"notes", notes}, {"errors", errors}};
+}
+
+PackageVerification PackageVerification::from_wire(const nlohmann::json& j) {
+  PackageVerification v;
+  try {
+    for (const auto& r : j.at("rows")) {
+      PackageVerifyRow row;
+      row.file = r.at("file");
+      row.engine = r.at("engine");
+      row.path = r.at("path");
+      row.output = r.at("output");
+      row.c.contract_error = r.at("contract_error");
+      row.c.elements = r.at("elements");
+      row.c.cosine = num_of(r.at("cosine"));
+      row.c.max_abs = num_of(r.at("max_abs"));
+      row.c.mean_abs = num_of(r.at("mean_abs"));
+      row.c.max_rel = num_of(r.at("max_rel"));
+      row.c.outlier_ratio = num_of(r.at("outlier_ratio"));
+      row.c.allclose = r.at("allclose");
+      row.c.nonfinite_mismatch = r.at("nonfinite_mismatch");
+      row.c.cosine_tier = verdict_of(r.at("cosine_tier"));
+      row.c.max_abs_tier = verdict_of(r.at("max_abs_tier"));
+      row.c.verdict = verdict_of(r.at("verdict"));
+      row.max_ref = num_of(r.at("max_ref"));
+      row.gate = verdict_of(r.at("gate"));
+      v.rows.push_back(std::move(row));
+    }
+    v.notes = j.at("notes").get<std::vector<std::string>>();
+    v.errors = j.at("errors").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    fail("a verification report from a child process is malformed: ", e.what());
+  }
+  return v;
 }
 
 nlohmann::json PackageVerification::to_json() const {

@@ -29,6 +29,11 @@ struct PackageVerifyOptions {
   // "onnxruntime": ONNX Runtime does (minutes instead of hours at full size; the slim ONNX and the
   // .smx files are then compared with it).
   std::string reference = "kernels";
+  // Non-empty: each compiled file is verified by this program (segmux: "/proc/self/exe") run as
+  // `verify-package DIR --child-file FILE ...` in a child process, so the run's peak memory is one
+  // file's (a full-size run in one process was killed for memory: docs/deploy-fullsize.md) and a
+  // crash or out-of-memory kill is reported for that file. Empty: everything in this process.
+  std::string child_exe;
 };
 
 struct PackageVerifyRow {
@@ -57,9 +62,18 @@ struct PackageVerification {
   Verdict verdict() const;
   nlohmann::json to_json() const;
   std::string to_markdown() const;
+  // Lossless form (every field, non-finite numbers included) a child process reports in.
+  nlohmann::json to_wire() const;
+  static PackageVerification from_wire(const nlohmann::json& j);
 };
 
 // Verifies the models of the package folder `dir` (its model.json gives the config).
 PackageVerification verify_package_models(const std::string& dir, const PackageVerifyOptions& opt, std::ostream* log);
+
+// The child process's side of opt.child_exe: verifies the compiled file `file` of `dir` (opt.onnxruntime
+// as the parent resolved it) and writes the result's wire form, or {"error": ...}, to kChildReportFd
+// (io/child_process.h). Returns the process's exit code. For tests only, the environment variable
+// SEGMUX_TEST_VERIFY_CHILD_FAULT=<file>:<crash|kill|exit|fail> makes it fail on purpose.
+int verify_package_file_child(const std::string& dir, const std::string& file, const PackageVerifyOptions& opt);
 
 }  // namespace segmux::verify

@@ -5,12 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/isa.h"
 #include "models/sam31/candidates.h"
+#include "pipeline/backends/ort_backend.h"
 #include "pipeline/model_store/model_store.h"
 
 namespace segmux::pipeline {
@@ -104,6 +106,46 @@ TEST(ModelStore, CacheEntriesAreKeyedOnTheKernelIsa) {
   if (active_isa() == Isa::avx512) {
     EXPECT_NE(build_identity(), generic);
   }
+}
+
+}  // namespace
+}  // namespace segmux::pipeline
+
+namespace segmux::pipeline {
+namespace {
+
+// `--weights CKPT --engine ort` runs the ONNX candidates only: its cache entry holds onnx/ (listed in
+// its manifest) and no .smx, nothing is compiled, and the .smx engine has its own entry.
+TEST(ModelStore, OrtEngineEntriesExportOnnxAndCompileNothing) {
+  std::string why;
+  if (!engine_available("ort", &why)) GTEST_SKIP() << why;
+  TempDir tmp;
+  std::vector<std::string> log;
+  ModelSource src = fixture_source(tmp.path);
+  src.engine = "ort";
+  OpenedModel m = open_model(src, [&](const std::string& s) { log.push_back(s); });
+  ASSERT_TRUE(m.backend);
+  const fs::path dir = m.model_dir;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    EXPECT_NE(e.path().extension(), ".smx") << e.path() << ": compiled although the engine is ort";
+  for (const auto& l : log) EXPECT_EQ(l.find("compiling"), std::string::npos) << l;
+  const std::string manifest = [&] {
+    std::ifstream in(dir / "manifest.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  for (const auto& f : sam31::compiled_files()) {
+    EXPECT_TRUE(fs::exists(dir / "onnx" / (f.file + ".onnx"))) << f.file;
+    EXPECT_NE(manifest.find("\"onnx/" + f.file + ".onnx\""), std::string::npos) << f.file;
+  }
+  // Reused on the next run, without exporting again.
+  log.clear();
+  EXPECT_EQ(open_model(src, [&](const std::string& s) { log.push_back(s); }).model_dir, dir.string());
+  for (const auto& l : log) EXPECT_EQ(l.find("exporting"), std::string::npos) << l;
+  // The .smx engine: another entry, with the compiled files.
+  src.engine = "smx";
+  const fs::path smx_dir = open_model(src, [](const std::string&) {}).model_dir;
+  EXPECT_NE(smx_dir, dir);
+  EXPECT_TRUE(fs::exists(smx_dir / (sam31::compiled_files().front().file + ".smx")));
 }
 
 }  // namespace

@@ -136,6 +136,13 @@ TEST(CocoRle, BadStringsAreRefusedWithAReason) {
   EXPECT_THROW(coco_rle_from_string("O", 5, 8), Error);           // -1
   EXPECT_THROW(coco_rle_from_string("ooooooooo0", 5, 8), Error);  // absurdly long run
   EXPECT_THROW(coco_rle_from_string("0Y1", 5, 8), Error);         // 41 > 40 pixels
+  // A byte that is not UTF-8 is named readably, so the message stays valid UTF-8 (fuzz_coco_rle).
+  try {
+    coco_rle_from_string(std::string("02\xff", 3), 5, 8);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("character '\\xFF' at offset 2"), std::string::npos) << e.what();
+  }
   try {
     coco_rle_from_string("02", 5, 8);
     FAIL();

@@ -144,6 +144,39 @@ TEST_F(Manifest, NotAPackageIsNamed) {
   }
 }
 
+// Fields of the wrong type are a segmux::Error naming the manifest and the field, not the JSON
+// library's type_error (fuzz_package_manifest); names that are not UTF-8 are quoted readably.
+TEST_F(Manifest, FieldsOfTheWrongTypeAreNamed) {
+  const nlohmann::json original = package::read_manifest(dir_.string());
+  const std::pair<const char*, nlohmann::json> bad[] = {{"format", 1},
+                                                        {"verification_reference", 7},
+                                                        {"verification", nlohmann::json::array()},
+                                                        {"verification_seed", -3},
+                                                        {"checkpoint", "w.pt"}};
+  for (const auto& [key, value] : bad) {
+    nlohmann::json m = original;
+    m[key] = value;
+    write("manifest.json", m.dump());
+    try {
+      package::read_manifest(dir_.string());
+      FAIL() << key << " accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("manifest.json"), std::string::npos) << what;
+      if (std::string(key) != "format") {
+        EXPECT_NE(what.find(key), std::string::npos) << what;
+      }
+    }
+  }
+  nlohmann::json m = original;
+  m["files"].push_back({{"path", std::string("a\x01"
+                                             "b")},
+                        {"size", 1},
+                        {"sha256", std::string(64, '0')}});
+  write("manifest.json", m.dump());
+  expect_problem("'a\\x01b' is missing");
+}
+
 }  // namespace
 }  // namespace segmux
 

@@ -1,5 +1,6 @@
-// `segmux track --model DIR --engine ort` on a model folder with its onnx/ files (a cache entry made
-// from the fixture's weights, laid out as a package): the same ids, scores and masks as --engine smx.
+// `segmux track --model DIR --engine ort` on a model folder with its onnx/ files (the ONNX Runtime
+// engine's cache entry made from the fixture's weights, laid out as a package): the same ids, scores and masks as
+// --engine smx.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,16 +44,19 @@ TEST(TrackEngines, OrtOnAModelFolderMatchesSmx) {
   src.config = fixture + "/config.json";
   src.vocab = fixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = (root / "cache").string();
-  src.engine = "ort";  // compiles the .smx files and exports onnx/ into the entry
-  const std::string dir = open_model(src, [](const std::string&) {}).model_dir;
-  ASSERT_TRUE(fs::exists(dir + "/onnx/propagation_decoder.onnx"));
+  // Two cache entries of the same checkpoint: the .smx files, and (for ONNX Runtime) onnx/.
+  const std::string smx_dir = open_model(src, [](const std::string&) {}).model_dir;
+  src.engine = "ort";
+  const std::string ort_dir = open_model(src, [](const std::string&) {}).model_dir;
+  ASSERT_TRUE(fs::exists(ort_dir + "/onnx/propagation_decoder.onnx"));
 
   std::map<std::string, nlohmann::json> tracks;
   for (const std::string engine : {"smx", "ort"}) {
     const std::string out = (root / engine).string();
     std::string log;
-    ASSERT_EQ(segmux_cmd("track " + fixture + "/video/frames --prompt shape --model " + dir + " --vocab " + src.vocab +
-                             " --engine " + engine + " --overlay none --no-masks -q -o " + out,
+    ASSERT_EQ(segmux_cmd("track " + fixture + "/video/frames --prompt shape --model " +
+                             (engine == "smx" ? smx_dir : ort_dir) + " --vocab " + src.vocab + " --engine " + engine +
+                             " --overlay none --no-masks -q -o " + out,
                          &log),
               0)
         << log;

@@ -1,6 +1,7 @@
 #include "pipeline/masks/coco_rle.h"
 
 #include "core/error.h"
+#include "io/printable.h"
 
 namespace segmux::pipeline {
 
@@ -37,7 +38,8 @@ RleMask coco_rle_from_string(const std::string& counts, int height, int width) {
     while (more) {
       SEGMUX_CHECK(p < counts.size(), "COCO RLE: the counts string ends inside a run");
       const int c = int(static_cast<unsigned char>(counts[p++])) - 48;
-      SEGMUX_CHECK(c >= 0 && c < 64, "COCO RLE: character '", counts[p - 1], "' is not a counts character");
+      SEGMUX_CHECK(c >= 0 && c < 64, "COCO RLE: character '", printable(counts.substr(p - 1, 1)), "' at offset ", p - 1,
+                   " is not a counts character ('0' to 'o')");
       SEGMUX_CHECK(shift <= 35, "COCO RLE: a run of more than 8 groups (no mask is that large)");
       x |= int64_t(c & 0x1f) << shift;
       more = (c & 0x20) != 0;

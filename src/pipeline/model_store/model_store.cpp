@@ -38,7 +38,12 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
   const std::string cache = src.cache_dir.empty() ? default_cache_dir() : src.cache_dir;
   const std::string content = checkpoint_content_hash(src.weights, cache, log);
   std::string key = content + "|" + sam31::config_to_json(cfg) + "|" + build_identity();
-  if (src.precision != "fp32") key += "|" + src.precision;
+  // The ONNX Runtime engine's entries hold onnx/ and no .smx: nothing is compiled that it does not run.
+  const bool ort = src.engine == "ort";
+  if (ort)
+    key += "|engine=ort";
+  else if (src.precision != "fp32")
+    key += "|" + src.precision;
   std::string dir = cache + "/" + cfg.name + "-" + sha256_hex(key.data(), key.size()).substr(0, 16);
   ensure_model_dir(
       dir,
@@ -49,6 +54,8 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
         opt.vocab = vocab;
         opt.precisions = {src.precision};
         opt.route_files = false;
+        opt.smx_files = !ort;
+        opt.onnx_files = ort;
         // What `segmux deploy` would make of the same inputs (file names only; the cache keeps its runtime files).
         opt.command_line = "segmux deploy " + fs::path(src.weights).filename().string() +
                            (src.config.empty() ? "" : " --config " + fs::path(src.config).filename().string()) +
@@ -58,19 +65,25 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
             tmp, {{"checkpoint", {{"file", fs::path(src.weights).filename().string()}, {"sha256", content}}},
                   {"config", nlohmann::json::parse(sam31::config_to_json(cfg))},
                   {"build", build_identity()},
+                  {"engine", src.engine},
                   {"cache_key", key}});
       },
-      "first use of this checkpoint: compiling the candidates into " + dir, log);
+      std::string("first use of this checkpoint: ") + (ort ? "exporting the ONNX" : "compiling the") +
+          " candidates into " + dir,
+      log);
   mark_used(dir);
   return dir;
 }
 
 // A package (a folder with manifest.json) is checked for missing and truncated files among those a run
-// reads before it loads (sizes only: `segmux verify-package` checks hashes and every file), so a
-// damaged package is named clearly.
-void check_package_sizes(const std::string& dir) {
+// reads before it loads, so a damaged package is named clearly. Sizes only for the .smx engine (every
+// .smx carries its own checksums; `segmux verify-package` checks all hashes); for ONNX Runtime also the
+// sha256 of what it reads, since ONNX files carry no checksums (~3.5 s of CPU per GiB).
+void check_package(const std::string& dir, const std::string& engine) {
   if (!fs::exists(dir + "/" + package::kManifestFile)) return;  // a model folder made before packages
-  const package::ManifestCheck c = package::check_manifest(dir, false, package::runtime_file);
+  const bool ort = engine == "ort";
+  const package::ManifestCheck c =
+      package::check_manifest(dir, ort, ort ? package::ort_runtime_file : package::runtime_file);
   if (c.ok()) return;
   std::string all;
   for (const std::string& p : c.problems) all += (all.empty() ? "" : "; ") + p;
@@ -161,7 +174,7 @@ OpenedModel open_model(const ModelSource& src, const LogFn& log) {
     SEGMUX_CHECK(!dir.empty(), "no model given (a checkpoint or a model folder)");
     SEGMUX_CHECK(fs::exists(dir + "/model.json"), "'", dir, "' is not a model folder (no model.json)");
     package::read_model_json(dir, m.config, vocab);
-    check_package_sizes(dir);
+    check_package(dir, src.engine);
     m.description = dir;
   }
   if (vocab.empty()) vocab = sam31::Tokenizer::find_vocabulary(dir);

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "io/json_limits.h"
+#include "io/printable.h"
 #include "io/sha256.h"
 #include "pipeline/package/package.h"
 
@@ -25,12 +26,12 @@ std::map<std::string, uint64_t> walk(const std::string& dir, std::vector<std::st
     const fs::file_status st = it->symlink_status();
     const std::string rel = it->path().lexically_relative(dir).generic_string();  // links not followed
     if (fs::is_symlink(st)) {
-      if (bad) bad->push_back("'" + rel + "' is a symbolic link (a package holds regular files only)");
+      if (bad) bad->push_back("'" + printable(rel) + "' is a symbolic link (a package holds regular files only)");
       it.disable_recursion_pending();
     } else if (fs::is_regular_file(st)) {
       files[rel] = uint64_t(it->file_size());
     } else if (!fs::is_directory(st)) {
-      if (bad) bad->push_back("'" + rel + "' is not a regular file");
+      if (bad) bad->push_back("'" + printable(rel) + "' is not a regular file");
     }
   }
   return files;
@@ -76,8 +77,16 @@ nlohmann::json read_manifest(const std::string& dir) {
   SEGMUX_CHECK(fs::is_regular_file(fs::symlink_status(path)), "'", dir, "' is not a segmux package (no ", kManifestFile,
                ")");
   nlohmann::json m = read_untrusted_json_file(path);
-  SEGMUX_CHECK(m.is_object() && m.value("format", "") == kPackageFormat && m.contains("files") && m["files"].is_array(),
+  SEGMUX_CHECK(m.is_object() && m.contains("format") && m["format"] == kPackageFormat && m.contains("files") &&
+                   m["files"].is_array(),
                "'", path, "' is not a segmux package manifest (format ", kPackageFormat, ")");
+  // The fields readers take with json::value(), which throws a library error on another type.
+  for (const char* key : {"segmux_version", "command_line", "verification", "verification_reference"})
+    SEGMUX_CHECK(!m.contains(key) || m[key].is_string(), "'", path, "': \"", key, "\" is not a string");
+  SEGMUX_CHECK(!m.contains("verification_seed") || m["verification_seed"].is_number_unsigned(), "'", path,
+               "': \"verification_seed\" is not a non-negative integer");
+  for (const char* key : {"checkpoint", "config"})
+    SEGMUX_CHECK(!m.contains(key) || m[key].is_object(), "'", path, "': \"", key, "\" is not an object");
   return m;
 }
 
@@ -93,34 +102,34 @@ ManifestCheck check_manifest(const std::string& dir, bool hashes, const std::fun
     const bool well_formed = f.is_object() && f.contains("path") && f["path"].is_string() && f.contains("size") &&
                              f["size"].is_number_unsigned() && f.contains("sha256") && f["sha256"].is_string();
     if (!well_formed) {
-      r.problems.push_back("manifest entry " + f.dump() + " is malformed (path, size, sha256)");
+      r.problems.push_back("manifest entry " + printable(f.dump(), 120) + " is malformed (path, size, sha256)");
       continue;
     }
     const std::string rel = f["path"].get<std::string>();
     if (!safe_relative(rel)) {
-      r.problems.push_back("manifest path '" + rel + "' is not a plain relative path inside the package");
+      r.problems.push_back("manifest path '" + printable(rel) + "' is not a plain relative path inside the package");
       continue;
     }
     listed.insert(rel);
     if (only && !only(rel)) continue;
     auto it = present.find(rel);
     if (it == present.end()) {
-      if (!fs::exists(fs::symlink_status(dir + "/" + rel))) r.problems.push_back("'" + rel + "' is missing");
+      if (!fs::exists(fs::symlink_status(dir + "/" + rel))) r.problems.push_back("'" + printable(rel) + "' is missing");
       continue;  // else: a link or special file, already reported
     }
     const uint64_t want = f["size"].get<uint64_t>();
     if (it->second != want) {
-      r.problems.push_back("'" + rel + "' has " + std::to_string(it->second) + " bytes, the manifest says " +
+      r.problems.push_back("'" + printable(rel) + "' has " + std::to_string(it->second) + " bytes, the manifest says " +
                            std::to_string(want) + (it->second < want ? " (truncated)" : " (grown)"));
       continue;
     }
     ++r.files_checked;
     r.bytes_checked += want;
     if (hashes && sha256_file(dir + "/" + rel) != f["sha256"].get<std::string>())
-      r.problems.push_back("'" + rel + "' does not match its sha256 in the manifest (modified)");
+      r.problems.push_back("'" + printable(rel) + "' does not match its sha256 in the manifest (modified)");
   }
   for (const auto& [rel, size] : present)
-    if (!only && !listed.count(rel)) r.problems.push_back("'" + rel + "' is not listed in the manifest");
+    if (!only && !listed.count(rel)) r.problems.push_back("'" + printable(rel) + "' is not listed in the manifest");
   return r;
 }
 

@@ -129,8 +129,9 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   const nlohmann::json provenance = {{"checkpoint", fs::path(opt.checkpoint).filename().string()},
                                      {"checkpoint_sha256", rec.checkpoint_sha256},
                                      {"command_line", opt.command_line}};
-  const std::vector<Variant> vars = variants(opt);
+  std::vector<Variant> vars = variants(opt);
   for (const Variant& v : vars) {
+    if (!opt.smx_files) break;  // model.json at the root only
     rec.variant_dirs.push_back(v.subdir);
     if (v.subdir.empty()) continue;
     fs::create_directories(dir + "/" + v.subdir);
@@ -142,20 +143,24 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   nlohmann::json root_prov = provenance;
   root_prov["precision"] = vars.front().precision;
   root_prov["target_isa"] = vars.front().isa;
+  if (!opt.smx_files) root_prov = provenance;  // ONNX only: no precision or ISA was compiled for
   write_model_json(dir, cfg, vocab_rel, root_prov);
 
   nlohmann::json contracts = nlohmann::json::object();
-  if (opt.route_files) fs::create_directories(dir + "/onnx");
+  if (!opt.smx_files) vars.clear();
+  if (opt.route_files || opt.onnx_files) fs::create_directories(dir + "/onnx");
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
     const sam31::Candidate& c = sam31::candidate(f.candidate);
     t0 = Clock::now();
     ir::Graph g = c.build(cfg, w, f.variant);
     stage("build graph", f.file, t0);
-    if (opt.route_files) {
+    if (opt.route_files || opt.onnx_files) {
       log("exporting " + f.file + " as ONNX");
       t0 = Clock::now();
       onnx_io::export_onnx_file(g, dir + "/onnx/" + f.file + ".onnx");
       stage("export ONNX", f.file, t0);
+    }
+    if (opt.route_files) {
       t0 = Clock::now();
       ir::Graph slim = g;
       const size_t before = slim.nodes.size();
@@ -181,6 +186,15 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   if (opt.route_files) write_route_docs(cfg, contracts, dir);
   rec.seconds = since(t_all);
   return rec;
+}
+
+bool ort_runtime_file(const std::string& rel) {
+  const auto ends_with = [&](const std::string& tail) {
+    return rel.size() > tail.size() && rel.compare(rel.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const bool onnx = rel.rfind("onnx/", 0) == 0 && rel.find('/', 5) == std::string::npos &&
+                    (ends_with(".onnx") || ends_with(".onnx.data")) && rel.find(".slim.onnx") == std::string::npos;
+  return onnx || rel == "model.json" || rel.rfind("tokenizer/", 0) == 0;
 }
 
 bool runtime_file(const std::string& rel) {

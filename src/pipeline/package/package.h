@@ -33,6 +33,8 @@ struct PackageOptions {
   std::vector<std::string> precisions = {"fp32"};  // fp32 | bf16; the first goes to the root
   std::vector<std::string> targets = {"native"};   // native | generic | x86-64-avx512; the first to the root
   bool route_files = true;   // onnx/, contracts/, inventory (deploy); false: runtime only (the cache)
+  bool smx_files = true;     // the .smx files; false: none (the ONNX Runtime engine's cache entries)
+  bool onnx_files = false;   // onnx/<file>.onnx even without route_files (same)
   std::string command_line;  // how this package was made, recorded in every .smx and the manifest
 };
 
@@ -79,6 +81,9 @@ ManifestCheck check_manifest(const std::string& dir, bool hashes = true,
                              const std::function<bool(const std::string&)>& only = nullptr);
 // The files `--model PKG` reads: model.json, the root's .smx files, tokenizer/.
 bool runtime_file(const std::string& rel);
+// The files `--model PKG --engine ort` reads: model.json, tokenizer/, onnx/<file>.onnx and the external
+// data beside it (<file>.onnx.data), not the slim ONNX.
+bool ort_runtime_file(const std::string& rel);
 // The manifest, read as untrusted JSON (error naming the file when absent or malformed).
 nlohmann::json read_manifest(const std::string& dir);
 
