@@ -14,6 +14,7 @@
 
 #include "engines/ort/ort_model.h"
 #include "common/run_command.h"
+#include "common/tracks_compare.h"
 
 namespace {
 
@@ -58,18 +59,7 @@ TEST(DeployOrt, MovedPackageTracksOnOnnxRuntimeLikeOurRuntime) {
     tracks[engine] = nlohmann::json::parse(in, nullptr, false);
     ASSERT_TRUE(tracks[engine].contains("frames")) << engine;
   }
-  const auto &a = tracks["smx"]["frames"], &b = tracks["ort"]["frames"];
-  ASSERT_EQ(a.size(), b.size());
-  int objects = 0;
-  for (size_t f = 0; f < a.size(); ++f) {
-    ASSERT_EQ(a[f]["objects"].size(), b[f]["objects"].size()) << "frame " << f;
-    for (size_t k = 0; k < a[f]["objects"].size(); ++k, ++objects) {
-      const auto &x = a[f]["objects"][k], &y = b[f]["objects"][k];
-      EXPECT_EQ(x["id"], y["id"]) << "frame " << f;
-      EXPECT_NEAR(x["score"].get<double>(), y["score"].get<double>(), 1e-3) << "frame " << f;
-      EXPECT_EQ(x["mask_rle"], y["mask_rle"]) << "frame " << f << " object " << x["id"];
-    }
-  }
+  const int objects = segmux::test::expect_tracks_match(tracks["smx"], tracks["ort"]);
   EXPECT_GT(objects, 0);
 
   out.clear();

@@ -11,10 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/backends/ort_backend.h"
-#include "pipeline/masks/coco_rle.h"
 #include "pipeline/model_store/model_store.h"
-#include "verify/video_parity.h"
 #include "common/run_command.h"
+#include "common/tracks_compare.h"
 
 using namespace segmux::pipeline;
 namespace fs = std::filesystem;
@@ -63,29 +62,7 @@ TEST(TrackEngines, OrtOnAModelFolderMatchesSmx) {
     tracks[engine] = read_json(out + "/tracks.json");
     ASSERT_TRUE(tracks[engine].contains("frames")) << engine;
   }
-  const auto& a = tracks["smx"]["frames"];
-  const auto& b = tracks["ort"]["frames"];
-  ASSERT_EQ(a.size(), b.size());
-  int objects = 0;
-  for (size_t f = 0; f < a.size(); ++f) {
-    ASSERT_EQ(a[f]["objects"].size(), b[f]["objects"].size()) << "frame " << f;
-    for (size_t k = 0; k < a[f]["objects"].size(); ++k) {
-      const auto &x = a[f]["objects"][k], &y = b[f]["objects"][k];
-      ASSERT_TRUE(x.contains("mask_rle") && !x["mask_rle"].is_null()) << x.dump();
-      EXPECT_EQ(x["id"], y["id"]) << "frame " << f;
-      EXPECT_NEAR(x["score"].get<double>(), y["score"].get<double>(), 1e-3) << "frame " << f;  // parity's bar
-      // Two engines' float rounding differs, and a tracker carries a flipped boundary pixel on: the
-      // masks are held to video parity's bar, as each engine is against the official outputs.
-      auto mask = [](const nlohmann::json& rle) {
-        const int h = rle["size"][0].get<int>(), w = rle["size"][1].get<int>();
-        return rle_decode(segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), h, w));
-      };
-      long long diff = 0;
-      EXPECT_TRUE(mask_within_parity_bar(mask(x["mask_rle"]), mask(y["mask_rle"]), &diff))
-          << "frame " << f << " object " << x["id"] << ": " << diff << " px differ";
-      ++objects;
-    }
-  }
+  const int objects = segmux::test::expect_tracks_match(tracks["smx"], tracks["ort"]);
   EXPECT_GT(objects, 0);
   fs::remove_all(root);
 }
