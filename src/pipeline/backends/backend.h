@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "models/sam31/box_exemplars.h"
 
 namespace segmux::pipeline {
 
@@ -88,8 +89,15 @@ class ModelBackend {
     fail("this model backend cannot run the backbone on a pre-processed input");
   }
 
-  // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text.
+  // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text
+  // (and the frame's box exemplars, if any).
   virtual DetectorOutput detect(int frame_index) = 0;
+
+  // Box exemplars of one frame (official per_frame_geometric_prompt): detect(frame_index) grounds
+  // them with the text until reset(); an empty list clears them. Backends without geometry refuse.
+  virtual void set_box_exemplars(int /*frame_index*/, const std::vector<sam31::BoxExemplar>& boxes) {
+    SEGMUX_CHECK(boxes.empty(), "this model backend does not take box exemplars");
+  }
 
   // Tracker propagation of one state onto a cached frame: memory attention over the frames the glue
   // selects from state.memory_frames, multiplex mask decoder per bucket, demux to data space.
