@@ -19,8 +19,8 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
-#include "apps/staged_output.h"
 #include "apps/request_plan.h"
+#include "apps/staged_output.h"
 #include "apps/track_options.h"
 #include "core/error.h"
 #include "io/files.h"
@@ -28,6 +28,7 @@
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
+#include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/concepts.h"
 #include "verify/demo_model.h"
 
@@ -206,8 +207,9 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_track_prompt_options(popt, prompts);
-  SEGMUX_USAGE_CHECK(popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
-                     "--requests replaces --start, --direction and --max-frames (say them in the requests)");
+  SEGMUX_USAGE_CHECK(
+      popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
+      "--requests replaces --start, --direction and --max-frames (say them in the requests)");
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
@@ -220,6 +222,10 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
                      ")");
   const std::vector<TrackRequest> requests = prepare_track_prompts(popt, n, reader->width(), reader->height());
+  const auto boxes = track_box_exemplars(popt, reader->width(), reader->height());
+  SEGMUX_USAGE_CHECK(boxes.empty() || !popt.frame || *popt.frame == start,
+                     "--box prompts go on the --start frame: give --start ", popt.frame.value_or(0));
+  if (prompts.empty() && !boxes.empty()) prompts = {kBoxOnlyText};  // official: boxes alone
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
@@ -306,7 +312,7 @@ int run_track(int argc, char** argv) {
     }
   } else {
     std::vector<FrameOutput> parts;
-    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p));
+    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p, std::nullopt, boxes));
     const FrameOutput prompted = ConceptSet::merge(std::move(parts));
     // Forward propagation re-delivers the prompted frame; backward starts below it. A one-frame input
     // gives the add_prompt outputs: propagation there hides every object (see docs/track.md).

@@ -155,7 +155,9 @@ TEST(DetectorGeometry, CompiledAndOnnxRuntimeAtParity) {
   EXPECT_TRUE(backends.count("compiled")) << log.str();
   EXPECT_EQ(labels.size(), 5u) << log.str();
   // ONNX Runtime ran unless the parity run says why not (third_party/ort absent).
-  if (r.notes.empty()) EXPECT_TRUE(backends.count("onnxruntime")) << log.str();
+  if (r.notes.empty()) {
+    EXPECT_TRUE(backends.count("onnxruntime")) << log.str();
+  }
   for (auto& n : r.notes) std::cout << "note: " << n << "\n";
 }
 
@@ -191,14 +193,15 @@ TEST(DetectorGeometry, PaddingSlotsAreIgnored) {
 TEST(DetectorGeometry, BadBoxesAreRefused) {
   const ModelConfig cfg = load_config(kSet + "/config.json");
   auto bad = [&](BoxExemplar e) { EXPECT_THROW(detector_box_inputs(cfg, {e}), Error); };
-  bad({0.1, 0.1, 0.0, 0.2, true});    // empty
-  bad({0.1, 0.1, 0.2, -0.1, true});   // negative height
-  bad({0.9, 0.1, 0.2, 0.2, true});    // past the right edge
-  bad({-0.1, 0.1, 0.2, 0.2, false});  // left of the frame
-  bad({0.1, 0.1, 0.2, std::nan(""), true});
-  std::vector<BoxExemplar> many(size_t(cfg.detector_max_boxes) + 1, BoxExemplar{0.1, 0.1, 0.2, 0.2, true});
+  bad(box_exemplar_from_xywh(0.1, 0.1, 0.0, 0.2, true));    // empty
+  bad(box_exemplar_from_xywh(0.1, 0.1, 0.2, -0.1, true));   // negative height
+  bad(box_exemplar_from_xywh(0.9, 0.1, 0.2, 0.2, true));    // past the right edge
+  bad(box_exemplar_from_xywh(-0.1, 0.1, 0.2, 0.2, false));  // left of the frame
+  bad(box_exemplar_from_xywh(0.1, 0.1, 0.2, std::nan(""), true));
+  std::vector<BoxExemplar> many(size_t(cfg.detector_max_boxes) + 1, box_exemplar_from_xywh(0.1, 0.1, 0.2, 0.2, true));
   EXPECT_THROW(detector_box_inputs(cfg, many), Error);
-  auto ok = detector_box_inputs(cfg, {{0.25, 0.5, 0.5, 0.25, false}});
+  EXPECT_NO_THROW(detector_box_inputs(cfg, {box_exemplar_from_xywh(0, 0, 1, 1, true)}));  // the whole frame
+  auto ok = detector_box_inputs(cfg, {box_exemplar_from_xywh(0.25, 0.5, 0.5, 0.25, false)});
   EXPECT_FLOAT_EQ(ok.at("boxes").data<float>()[0], 0.5f);    // cx
   EXPECT_FLOAT_EQ(ok.at("boxes").data<float>()[1], 0.625f);  // cy
   EXPECT_EQ(ok.at("box_labels").data<int64_t>()[0], 0);
