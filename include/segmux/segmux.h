@@ -111,8 +111,9 @@ SEGMUX_API segmux_status segmux_session_push_frame(segmux_session* session, cons
 /* Frames known to the session (live: pushed so far), and the frame size. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_info(segmux_session* session, int* num_frames, int* width, int* height);
 
-/* A prompt. Text only today; points and boxes have their fields so that they can be used when the
- * engine accepts them (until then a prompt with them fails with a message saying so). */
+/* A prompt: text and/or box exemplars (boxes alone are grounded with the official "<text placeholder>"
+ * text). Points have their fields so that they can be used when the engine accepts them (until then a
+ * prompt with them fails with a message saying so). */
 typedef struct segmux_prompt {
   size_t struct_size;      /* sizeof(segmux_prompt) */
   int frame_index;         /* the frame the prompt is on */

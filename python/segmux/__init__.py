@@ -185,7 +185,8 @@ class Session:
     def add_prompt(self, frame_index=0, text=None, points=None, point_labels=None, boxes_xywh=None,
                    box_labels=None, obj_id=None):
         """Adds a prompt on a frame and returns that frame's outputs. Text prompts reset the session's
-        objects (as officially). Points/boxes (normalised) are passed on; the engine refuses them
+        objects (as officially). boxes_xywh (normalised, box_labels 1 / 0; default positive) are the
+        detector's box exemplars, with or without text. Points are passed on; the engine refuses them
         until it supports them."""
         self._ensure_frames(frame_index + 1)
         p = _capi.Prompt()

@@ -1,5 +1,5 @@
-// segmux segment IMAGE... --prompt TEXT --out DIR: concept segmentation of single images with the
-// official image-processor semantics (pipeline/predictor/image_processor.h). Per image STEM:
+// segmux segment IMAGE... --prompt TEXT [--box x,y,w,h[:neg]]... --out DIR: concept segmentation of single images with
+// the official image-processor semantics (pipeline/predictor/image_processor.h). Per image STEM:
 //   DIR/STEM.png          16-bit instance mask: 0 = background, id + 1 (the highest-scoring object
 //                         covering a pixel, since image-mode masks may overlap)
 //   DIR/STEM.json         the objects: id, prompt, score, box_xywh (normalised), box_xyxy_px, area, RLE
@@ -40,11 +40,27 @@ struct ImageResult {
   std::vector<std::array<float, 4>> boxes_px;
 };
 
-ImageResult segment_image(ImageProcessor& proc, const RgbImage& img, const std::vector<std::string>& prompts) {
+// --box arguments as the image processor's exemplars on this image: normalised cxcywh computed in
+// double, as the official Sam3Processor gets them from Python floats.
+std::vector<sam31::BoxExemplar> image_boxes(const std::vector<BoxArg>& boxes, int width, int height) {
+  std::vector<sam31::BoxExemplar> out;
+  const double W = width, H = height;
+  for (const BoxArg& b : boxes)
+    out.push_back({(double(b.x) + double(b.w) / 2) / W, (double(b.y) + double(b.h) / 2) / H, double(b.w) / W,
+                   double(b.h) / H, b.positive});
+  return out;
+}
+
+// Every prompt with the boxes; boxes alone (no prompt) are grounded with the official text "visual".
+ImageResult segment_image(ImageProcessor& proc, const RgbImage& img, const std::vector<std::string>& prompts,
+                          const std::vector<BoxArg>& box_args) {
   ImageResult r;
   proc.set_image(img);
-  for (const auto& p : prompts) {
-    ImageObjects o = proc.segment(p);
+  const std::vector<sam31::BoxExemplar> boxes = image_boxes(box_args, img.width, img.height);
+  const std::vector<std::string> texts = prompts.empty() ? std::vector<std::string>{""} : prompts;
+  for (const auto& text : texts) {
+    const std::string p = text.empty() ? "visual" : text;
+    ImageObjects o = proc.segment(text, boxes);
     for (size_t k = 0; k < o.scores.size(); ++k) {
       const auto& b = o.boxes_xyxy_px[k];
       r.out.obj_ids.push_back(int64_t(r.out.obj_ids.size()));
@@ -103,6 +119,7 @@ constexpr const char* kFooter = R"(
 Examples:
   segmux segment photo.jpg --prompt "dog" --weights sam3.1_multiplex.pt --out out/dog
   segmux segment a.png b.png --prompt cat --prompt dog --model compiled/ --out out/pets --threshold 0.3
+  segmux segment photo.jpg --box 133,54,60,50 --box 0,39,251,176:neg --model compiled/ --out out/like
 
 Per image STEM (the file name without extension) in DIR:
   STEM.png          16-bit grayscale: 0 = background, id + 1 (highest score wins where masks overlap)
@@ -121,10 +138,12 @@ int run_segment(int argc, char** argv) {
   bool demo = false, quiet = false, json = false;
   float threshold = 0.5f;
   app.add_option("images", images, "image files (PNG/JPEG/BMP/...)")->required();
-  app.add_option("--prompt,-p", prompts, "text prompt (repeatable: every concept is segmented)")->required();
+  app.add_option("--prompt,-p", prompts, "text prompt (repeatable: every concept is segmented)");
   app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
   app.add_option("--threshold", threshold, "score threshold (default 0.5, official confidence_threshold)");
-  app.add_option("--box", boxes, "box prompt x,y,w,h[:neg] in pixels (not supported yet)");
+  app.add_option("--box", boxes,
+                 "box exemplar x,y,w,h[:neg] in pixels (repeatable; with every --prompt, or alone: objects like "
+                 "the positive boxes)");
   auto* w = app.add_option("--weights", src.weights, "SAM 3.1 checkpoint; compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
@@ -142,7 +161,10 @@ int run_segment(int argc, char** argv) {
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_precision_use(app, src);
   SEGMUX_USAGE_CHECK(threshold >= 0.f && threshold < 1.f, "--threshold ", threshold, " must be in [0, 1)");
+  SEGMUX_USAGE_CHECK(!prompts.empty() || !boxes.empty(), "no prompt: give --prompt TEXT and/or --box x,y,w,h");
   for (const auto& p : prompts) SEGMUX_USAGE_CHECK(!p.empty(), "--prompt is empty");
+  std::vector<BoxArg> box_args;
+  for (const auto& b : boxes) box_args.push_back(parse_box_arg(b));
   std::set<std::string> stems;
   for (const auto& path : images)
     SEGMUX_USAGE_CHECK(stems.insert(fs::path(path).stem().string()).second, "two images named '",
@@ -152,15 +174,12 @@ int run_segment(int argc, char** argv) {
   };
 
   // Checked before the model loads; a failure later (a corrupt image) still leaves DIR as it was.
-  for (const auto& path : images)
-    SEGMUX_CHECK(fs::is_regular_file(path), "cannot read image '", path, "': not a file");
-  if (!boxes.empty()) {
-    for (const auto& path : images) {
-      const RgbImage img = read_image(path);
-      for (const auto& b : boxes) check_box(parse_box_arg(b), img.width, img.height, "--box " + b);
-    }
-    fail("--box: box (exemplar) prompts are not supported yet (the detector's geometry encoder is not "
-         "implemented); use --prompt TEXT");
+  for (const auto& path : images) SEGMUX_CHECK(fs::is_regular_file(path), "cannot read image '", path, "': not a file");
+  for (const auto& path : images) {
+    if (boxes.empty()) break;
+    const RgbImage img = read_image(path);
+    for (size_t k = 0; k < boxes.size(); ++k)
+      check_box(box_args[k], img.width, img.height, "--box " + boxes[k] + " on " + path);
   }
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
@@ -173,7 +192,7 @@ int run_segment(int argc, char** argv) {
   for (size_t i = 0; i < images.size(); ++i) {
     const std::string stem = fs::path(images[i]).stem().string();
     const RgbImage img = read_image(images[i]);
-    ImageResult r = segment_image(proc, img, prompts);
+    ImageResult r = segment_image(proc, img, prompts, box_args);
     write_image_outputs(staged.stage(), stem, images[i], img, r, threshold);
     for (const char* suffix : {".png", ".json", ".overlay.png"}) written.push_back(stem + suffix);
     log(images[i] + ": " + std::to_string(r.out.obj_ids.size()) + " objects");

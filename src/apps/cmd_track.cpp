@@ -29,6 +29,7 @@
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
+#include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/concepts.h"
 #include "verify/demo_model.h"
 
@@ -211,8 +212,9 @@ int run_track(int argc, char** argv) {
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_track_prompt_options(popt, prompts);
   check_precision_use(app, src);
-  SEGMUX_USAGE_CHECK(popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
-                     "--requests replaces --start, --direction and --max-frames (say them in the requests)");
+  SEGMUX_USAGE_CHECK(
+      popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
+      "--requests replaces --start, --direction and --max-frames (say them in the requests)");
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   auto log = [&](const std::string& s) {
     if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
@@ -225,6 +227,10 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
                      ")");
   const std::vector<TrackRequest> requests = prepare_track_prompts(popt, n, reader->width(), reader->height());
+  const auto boxes = track_box_exemplars(popt, reader->width(), reader->height());
+  SEGMUX_USAGE_CHECK(boxes.empty() || !popt.frame || *popt.frame == start,
+                     "--box prompts go on the --start frame: give --start ", popt.frame.value_or(0));
+  if (prompts.empty() && !boxes.empty()) prompts = {kBoxOnlyText};  // official: boxes alone
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
   if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
@@ -311,7 +317,7 @@ int run_track(int argc, char** argv) {
     }
   } else {
     std::vector<FrameOutput> parts;
-    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p));
+    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p, std::nullopt, boxes));
     const FrameOutput prompted = ConceptSet::merge(std::move(parts));
     // Forward propagation re-delivers the prompted frame; backward starts below it. A one-frame input
     // gives the add_prompt outputs: propagation there hides every object (see docs/track.md).

@@ -14,9 +14,11 @@ void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o) {
                  "JSON file of official-style requests (add_prompt, remove_object, propagate_in_video, "
                  "reset_session) run in order instead of --prompt");
   app.add_option("--point", o.points, "point prompt x,y[:neg] in pixels, for --obj-id (not supported yet)");
-  app.add_option("--box", o.boxes, "box prompt x,y,w,h[:neg] in pixels (not supported yet)");
+  app.add_option("--box", o.boxes,
+                 "box exemplar x,y,w,h[:neg] in pixels on the --start frame (repeatable; with every --prompt, or "
+                 "alone)");
   app.add_option("--obj-id", o.obj_id, "object that --point prompts refine or create");
-  app.add_option("--frame", o.frame, "frame of the --point / --box prompts (default: --start)");
+  app.add_option("--frame", o.frame, "frame of the --point prompts (default: --start)");
 }
 
 void check_track_prompt_options(const TrackPromptOptions& o, const std::vector<std::string>& prompts) {
@@ -38,12 +40,24 @@ std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, int
                  " is outside the video (", num_frames, " frames: 0..", num_frames - 1, ")");
     for (const auto& p : o.points) check_point(parse_point_arg(p), width, height, "--point " + p);
     for (const auto& b : o.boxes) check_box(parse_box_arg(b), width, height, "--box " + b);
-    fail(o.points.empty() ? "--box" : "--point",
-         ": point and box prompts are not supported yet (geometry in the detector and points in the tracker are "
-         "not implemented); use --prompt TEXT");
+    if (!o.points.empty())
+      fail(
+          "--point: point prompts are not supported yet (points in the tracker are not implemented); use --prompt "
+          "TEXT or --box");
   }
   if (o.requests.empty()) return {};
   return read_track_requests(o.requests, num_frames);
+}
+
+std::vector<sam31::BoxExemplar> track_box_exemplars(const TrackPromptOptions& o, int width, int height) {
+  std::vector<sam31::BoxExemplar> out;
+  for (const auto& text : o.boxes) {
+    const BoxArg b = parse_box_arg(text);
+    // As an official request would carry it: normalised x, y, w, h (float32), then the official conversion.
+    const auto n = normalised(b, width, height);
+    out.push_back(sam31::box_exemplar_from_xywh(n[0], n[1], n[2], n[3], b.positive));
+  }
+  return out;
 }
 
 bool is_image_file(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/track_requests.h"
+#include "models/sam31/box_exemplars.h"
 
 namespace segmux::apps {
 
@@ -20,9 +21,12 @@ struct TrackPromptOptions {
 void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o);
 // Before the input is opened: which forms go together (usage errors).
 void check_track_prompt_options(const TrackPromptOptions& o, const std::vector<std::string>& prompts);
-// With the input open: the requests file, or the geometry (checked against the frame size, then
+// With the input open: the requests file, or the geometry (checked against the frame size; points
 // refused as not supported yet). Returns the requests to run (empty without --requests).
 std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, int num_frames, int width, int height);
+// The --box exemplars, normalised to a width x height video (checked by prepare_track_prompts); they
+// join every --prompt on the prompted frame (--start), or stand alone.
+std::vector<sam31::BoxExemplar> track_box_exemplars(const TrackPromptOptions& o, int width, int height);
 
 // A single image file (official is_image_type: an image extension), not a video or frame folder.
 bool is_image_file(const std::string& path);

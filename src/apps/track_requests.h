@@ -1,14 +1,15 @@
 // `segmux track --requests FILE.json`: a list of official-style requests (the SAM 3.1 predictor's
 // handle_request / handle_stream_request), run in order on the input video:
-//   {"type": "add_prompt", "frame_index": 0, "text": "dog", "output_prob_thresh"?: 0.5}
+//   {"type": "add_prompt", "frame_index": 0, "text"?: "dog", "bounding_boxes"?: [[x, y, w, h]],
+//    "bounding_box_labels"?: [1], "output_prob_thresh"?: 0.5}
 //   {"type": "remove_object", "obj_id": 2, "frame_index"?: 5}
 //   {"type": "propagate_in_video", "propagation_direction"?: "both", "start_frame_index"?: 0,
 //    "max_frame_num_to_track"?: 10}
 //   {"type": "reset_session"}
 // The file is a JSON array of requests or {"requests": [...]}; "session_id" keys are ignored. The whole
-// file is checked before anything runs; an error names the request (index and type). Points and boxes
-// ("points"/"point_labels", "bounding_boxes"/"bounding_box_labels", pixel-free normalised [0, 1] as
-// officially) are checked and then refused as not supported yet.
+// file is checked before anything runs; an error names the request (index and type). Boxes are the
+// detector's exemplars (normalised [0, 1] as officially); points ("points"/"point_labels") are checked
+// and then refused as not supported yet.
 #pragma once
 #include <functional>
 #include <optional>

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "io/json_limits.h"
+#include "pipeline/predictor/box_prompts.h"
 
 namespace segmux::service {
 
@@ -59,9 +60,22 @@ struct Checker {
         bad("'", labels, "' must list one label per entry of '", key, "'");
     }
     if (has("points") && !has("obj_id")) bad("points need an 'obj_id'");
-    if (has("points") || has("bounding_boxes"))
-      bad("point and box prompts are not supported yet (geometry in the detector and points in the tracker are "
-          "not implemented); use a text prompt");
+    if (has("points"))
+      bad("point prompts are not supported yet (points in the tracker are not implemented); use a text prompt or "
+          "bounding_boxes");
+    if (has("bounding_boxes") && !has("bounding_box_labels")) bad("'bounding_boxes' need 'bounding_box_labels'");
+  }
+  // The checked boxes (official add_prompt: bounding_boxes normalised x, y, w, h; labels 1 / 0).
+  void boxes(OfficialRequest& q) const {
+    if (!has("bounding_boxes")) return;
+    for (const auto& item : r.at("bounding_boxes"))
+      q.boxes_xywh.push_back({item[0].get<float>(), item[1].get<float>(), item[2].get<float>(), item[3].get<float>()});
+    for (const auto& l : r.at("bounding_box_labels")) {
+      if (!(l.is_boolean() || l.is_number_integer()) ||
+          (l.is_number_integer() && l.get<int64_t>() != 0 && l.get<int64_t>() != 1))
+        bad("'bounding_box_labels' entries must be 1 (positive) or 0 (negative), got ", describe_json(l));
+      q.box_labels.push_back(l.is_boolean() ? int(l.get<bool>()) : int(l.get<int64_t>()));
+    }
   }
 };
 
@@ -84,9 +98,12 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
     if (!c.has("frame_index")) c.bad("no 'frame_index'");
     q.frame_index = c.frame("frame_index");
     c.geometry();
-    if (!c.has("text") || !r.at("text").is_string() || r.at("text").get<std::string>().empty())
-      c.bad("'text' must be a non-empty string");
-    q.text = r.at("text").get<std::string>();
+    c.boxes(q);
+    if (c.has("text") || q.boxes_xywh.empty()) {
+      if (!c.has("text") || !r.at("text").is_string() || r.at("text").get<std::string>().empty())
+        c.bad("'text' must be a non-empty string (or give 'bounding_boxes')");
+      q.text = r.at("text").get<std::string>();
+    }
     if (c.has("output_prob_thresh")) {
       const json& t = r.at("output_prob_thresh");
       if (!t.is_number() || t.get<double>() < 0 || t.get<double>() >= 1)
@@ -138,9 +155,15 @@ bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest&
                           const std::function<bool(const pipeline::FrameOutput&)>& emit) {
   try {
     switch (q.type) {
-      case OfficialRequest::Type::AddPrompt:
-        emit(concepts.add_text_prompt(q.frame_index, q.text, q.output_prob_thresh));
+      case OfficialRequest::Type::AddPrompt: {
+        pipeline::Prompt p;
+        p.boxes_xywh = q.boxes_xywh;
+        p.box_labels = q.box_labels;
+        const auto boxes = pipeline::prompt_box_exemplars(p);
+        emit(concepts.add_text_prompt(q.frame_index, q.text.empty() ? std::string(pipeline::kBoxOnlyText) : q.text,
+                                      q.output_prob_thresh, boxes));
         return true;
+      }
       case OfficialRequest::Type::RemoveObject:
         SEGMUX_CHECK(concepts.remove_object(q.obj_id), "no object ", q.obj_id,
                      " is tracked at this point (it was never created, or was removed)");

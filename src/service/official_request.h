@@ -1,19 +1,22 @@
 // One official SAM 3.1 request (the predictor's handle_request / handle_stream_request) checked and
 // mapped onto the session API: shared by `segmux track --requests` (apps/track_requests.h) and
 // `segmux serve` (service.h), so that both read the same fields with the same errors.
-//   {"type": "add_prompt", "frame_index": 0, "text": "dog", "output_prob_thresh"?: 0.5}
+//   {"type": "add_prompt", "frame_index": 0, "text"?: "dog", "bounding_boxes"?: [[x, y, w, h]],
+//    "bounding_box_labels"?: [1], "output_prob_thresh"?: 0.5}   (text and/or boxes: detector exemplars)
 //   {"type": "remove_object", "obj_id": 2, "frame_index"?: 5}
 //   {"type": "propagate_in_video", "propagation_direction"?: "both", "start_frame_index"?: 0,
 //    "max_frame_num_to_track"?: 10}
 //   {"type": "reset_session"}
-// Points and boxes ("points"/"point_labels", "bounding_boxes"/"bounding_box_labels", normalised [0, 1]
-// as officially) are checked and then refused as not supported yet.
+// Points ("points"/"point_labels", normalised [0, 1] as officially) are checked and then refused as not
+// supported yet.
 #pragma once
+#include <array>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/session_api.h"
@@ -24,8 +27,10 @@ struct OfficialRequest {
   enum class Type { AddPrompt, RemoveObject, Propagate, ResetSession } type = Type::AddPrompt;
   std::string name;  // "request 3 (remove_object)" for messages
   int frame_index = 0;
-  std::optional<int> remove_frame_index;  // remove_object's optional frame_index
-  std::string text;
+  std::optional<int> remove_frame_index;         // remove_object's optional frame_index
+  std::string text;                              // empty: boxes alone
+  std::vector<std::array<float, 4>> boxes_xywh;  // add_prompt bounding_boxes (normalised), checked
+  std::vector<int> box_labels;                   // 1 positive, 0 negative
   std::optional<float> output_prob_thresh;
   int64_t obj_id = -1;
   pipeline::PropagationDirection direction = pipeline::PropagationDirection::Both;

@@ -57,7 +57,7 @@ void SessionBackend::release_frame(int frame_index) {
 DetectorOutput SessionBackend::detect(int frame_index) {
   own_text();
   own_frame(frame_index);
-  return shared_.real_.detect(frame_index);
+  return pipeline::detect_with_exemplars(shared_.real_, frame_index, boxes_);
 }
 
 TrackerOutput SessionBackend::propagate(const TrackerStateView& state, int frame_index, bool reverse) {
@@ -92,6 +92,7 @@ void SessionBackend::reset() {
   while (!state_ids_.empty()) drop_state(state_ids_.begin()->first);
   while (!frames_.empty()) release_frame(frames_.begin()->first);
   text_.clear();
+  boxes_.clear();
 }
 
 TrackerStateView SessionBackend::global(const TrackerStateView& state) {

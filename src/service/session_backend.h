@@ -40,6 +40,9 @@ class SessionBackend : public pipeline::ModelBackend {
   void run_backbone(int frame_index, const pipeline::RgbFrame& frame) override;
   void release_frame(int frame_index) override;
   pipeline::DetectorOutput detect(int frame_index) override;
+  void set_box_exemplars(int frame_index, const std::vector<sam31::BoxExemplar>& boxes) override {
+    pipeline::set_frame_exemplars(boxes_, frame_index, boxes);
+  }
   pipeline::TrackerOutput propagate(const pipeline::TrackerStateView& state, int frame_index, bool reverse) override;
   void encode_memory(const pipeline::TrackerStateView& state, int frame_index, const Tensor& masks,
                      const Tensor& object_score_logits) override;
@@ -60,6 +63,7 @@ class SessionBackend : public pipeline::ModelBackend {
   std::vector<std::string> text_;
   std::map<int, pipeline::RgbFrame> frames_;  // frames this session holds features of (kept to re-run)
   std::map<int, int> state_ids_;              // session state id -> backend state id
+  pipeline::FrameExemplars boxes_;            // this session's box exemplars by frame
 };
 
 }  // namespace segmux::service

@@ -54,7 +54,7 @@ TEST(Detector, GraphHasTheContractSignature) {
   for (int v : g.inputs) ins.push_back(g.value(v).name);
   for (int v : g.outputs) outs.push_back(g.value(v).name);
   EXPECT_EQ(ins, (std::vector<std::string>{"fpn0", "fpn1", "fpn2", "pos2", "language_features", "language_mask",
-                                           "text_ids"}));
+                                           "text_ids", "boxes", "box_labels", "box_padding"}));
   EXPECT_EQ(outs, (std::vector<std::string>{"pred_logits", "pred_boxes", "pred_boxes_xyxy", "pred_masks",
                                             "presence_logit_dec", "queries", "semantic_seg"}));
   for (auto& n : g.nodes) EXPECT_EQ(n.domain, "") << n.describe() << " is not a standard ONNX op";
@@ -62,8 +62,14 @@ TEST(Detector, GraphHasTheContractSignature) {
 
 TEST(Detector, GeometryEncoderAndPrompt) {
   const auto& r = run_once();
-  expect_close("geometry", r.out.at("dbg_geometry"), r.fixture.at("call.geometry_encoder.out.0"));
-  expect_close("prompt", r.out.at("dbg_prompt"), r.fixture.at("call.fusion_encoder.kwargs.prompt"));
+  // No box: every box slot is padding; the geometry is the CLS token (slot N) alone.
+  const int64_t N = r.cfg.detector_max_boxes, T = r.cfg.text_context_length;
+  expect_close("geometry", take(r.out.at("dbg_geometry"), 0, N, 1), r.fixture.at("call.geometry_encoder.out.0"));
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < T; ++i) rows.push_back(i);
+  rows.push_back(T + N);
+  expect_close("prompt", take_indices(r.out.at("dbg_prompt"), 0, rows),
+               r.fixture.at("call.fusion_encoder.kwargs.prompt"));
 }
 
 TEST(Detector, FusionEncoderMemory) {
@@ -156,7 +162,8 @@ TEST(Detector, BatchEntriesAreIndependent) {
     return t;
   };
   std::map<std::string, Tensor> in2 = a;
-  for (const char* k : {"fpn0", "fpn1", "fpn2", "pos2"}) in2[k] = cat(a.at(k), b.at(k));
+  for (const char* k : {"fpn0", "fpn1", "fpn2", "pos2", "boxes", "box_labels", "box_padding"})
+    in2[k] = cat(a.at(k), b.at(k));
   in2["text_ids"] = Tensor::from_vector<int64_t>({2}, {0, 1});
   auto out2 = two.run(in2);
   auto oa = one.run(a), ob = one.run(b);

@@ -268,3 +268,45 @@ TEST_F(Service, UploadsAreCheckedAndResolved) {
 }
 
 }  // namespace
+
+// Box exemplars through serve (issue 12): an add_prompt with bounding_boxes (no text) gives the official
+// add_prompt outputs of tests/fixtures/sam31-tiny-prompts' exemplar cases, and another session's text
+// prompt on the shared model is not touched by its boxes.
+TEST_F(Service, BoxExemplarsStayInTheirSession) {
+  const fs::path cases_path =
+      fs::path(SEGMUX_SOURCE_DIR) / "tests/fixtures/sam31-tiny-prompts/video/exemplar_cases.json";
+  if (!fs::exists(cases_path)) GTEST_SKIP() << "sam31-tiny-prompts fixtures not found";
+  const json cases = segmux::read_untrusted_json_file(cases_path.string());
+  const std::string a = start(), b = start();
+  for (const auto& c : cases["cases"]) {
+    svc_->handle({{"type", "reset_session"}, {"session_id", a}});  // each case after a reset, as recorded
+    json req = c["request"];
+    req["session_id"] = a;
+    const json got = svc_->handle(req);
+    const json& ref = c["outputs"];
+    ASSERT_EQ(got.at("outputs").at("out_obj_ids").get<std::vector<int64_t>>(),
+              ref.at("obj_ids").get<std::vector<int64_t>>())
+        << c["name"];
+    for (size_t k = 0; k < ref["masks_rle"].size(); ++k) {
+      const json& m = ref["masks_rle"][k];
+      const json& g = got["outputs"]["out_binary_masks"][k];
+      pl::RleMask want{m["size"][0], m["size"][1], m["counts"].get<std::vector<int64_t>>()};
+      pl::RleMask have = pl::coco_rle_from_string(g["counts"], g["size"][0], g["size"][1]);
+      EXPECT_GE(pl::mask_iou(pl::rle_decode(have), pl::rle_decode(want)), 0.98) << c["name"] << " object " << k;
+    }
+    const json& prompted = (*trace_)["add_prompt"];
+    svc_->handle({{"type", "reset_session"}, {"session_id", b}});
+    json text = svc_->handle({{"type", "add_prompt"},
+                              {"session_id", b},
+                              {"frame_index", prompted.value("frame_index", 0)},
+                              {"text", (*trace_)["prompt"]}});
+    expect_matches_trace(text, prompted["outputs"]);
+  }
+  EXPECT_EQ(status_of({{"type", "add_prompt"},
+                       {"session_id", a},
+                       {"frame_index", 0},
+                       {"bounding_boxes", {{0.5, 0.5, 0.0, 0.1}}},
+                       {"bounding_box_labels", {1}}}),
+            400);
+  EXPECT_NE(last_error_.find("empty box"), std::string::npos) << last_error_;
+}

@@ -87,7 +87,7 @@ TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
   nlohmann::json cases = nlohmann::json::parse(slurp(kSet + "/image/cases.json"));
   int compared = 0;
   for (const auto& c : cases["cases"]) {
-    if (c["steps"].size() != 1 || c["steps"][0]["kind"] != "text") continue;  // box prompts: not supported yet
+    if (c["steps"].size() != 1 || c["steps"][0]["kind"] != "text") continue;  // box prompts: the next test
     const std::string name = c["name"], text = c["text_used"];
     const fs::path out = tmp_ / name;
     CliResult r = run_segmux("segment " + kSet + "/" + c["image"].get<std::string>() + " --prompt " + text + " --out " +
@@ -120,6 +120,48 @@ TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
   EXPECT_GE(compared, 3) << "the fixture's text-only cases";
 }
 
+// Box exemplars (official add_geometric_prompt after set_text_prompt, or boxes alone with the text
+// "visual"): the fixture's box cases through `segment --box`.
+TEST_F(Segment, BoxCasesEqualTheOfficialImageProcessor) {
+  nlohmann::json cases = nlohmann::json::parse(slurp(kSet + "/image/cases.json"));
+  int compared = 0;
+  for (const auto& c : cases["cases"]) {
+    std::string args;
+    bool has_box = false;
+    for (const auto& step : c["steps"]) {
+      if (step["kind"] == "text") args += " --prompt " + step["text"].get<std::string>();
+      if (step["kind"] != "box") continue;
+      has_box = true;
+      const auto& b = step["box_xywh_px"];
+      args += " --box " + std::to_string(b[0].get<int>()) + "," + std::to_string(b[1].get<int>()) + "," +
+              std::to_string(b[2].get<int>()) + "," + std::to_string(b[3].get<int>()) +
+              (step["label"].get<bool>() ? "" : ":neg");
+    }
+    if (!has_box) continue;
+    const std::string name = c["name"];
+    const fs::path out = tmp_ / name;
+    CliResult r = run_segmux(
+        "segment " + kSet + "/" + c["image"].get<std::string>() + args + " --out " + out.string() + " " + model(),
+        tmp_);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    const std::string stem = fs::path(c["image"].get<std::string>()).stem().string();
+    nlohmann::json got = nlohmann::json::parse(slurp(out / (stem + ".json")));
+    const auto& ref = c["outputs"];
+    ASSERT_EQ(got["objects"].size(), ref["query_indices"].size()) << name << ": kept queries differ";
+    for (size_t k = 0; k < ref["query_indices"].size(); ++k) {
+      const auto& o = got["objects"][k];
+      EXPECT_EQ(o["prompt"], c["text_used"]) << name;
+      EXPECT_NEAR(o["score"].get<double>(), ref["scores"][k].get<double>(), 1e-4) << name << " object " << k;
+      for (int i = 0; i < 4; ++i)
+        EXPECT_NEAR(o["box_xyxy_px"][i].get<double>(), ref["boxes_xyxy_px"][k][i].get<double>(), 0.05)
+            << name << " object " << k << " box";
+      EXPECT_GE(iou(decode(o["mask_rle"]), decode_fixture(ref["masks_rle"][k])), 0.995) << name << " object " << k;
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 5) << "the fixture's box cases";
+}
+
 TEST_F(Segment, BadInputLeavesNothing) {
   const fs::path out = tmp_ / "bad";
   CliResult r = run_segmux(
@@ -128,10 +170,13 @@ TEST_F(Segment, BadInputLeavesNothing) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("empty"), std::string::npos) << r.err;
   r = run_segmux(
-      "segment " + kSet + "/images/frame00.png --prompt shape --box 10,10,20,20 --out " + out.string() + " " + model(),
+      "segment " + kSet + "/images/frame00.png --prompt shape --box 300,10,40,20 --out " + out.string() + " " + model(),
       tmp_);
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("not supported yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not inside the 320x240 frame"), std::string::npos) << r.err;
+  r = run_segmux("segment " + kSet + "/images/frame00.png --out " + out.string() + " " + model(), tmp_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no prompt"), std::string::npos) << r.err;
   r = run_segmux("segment " + kSet + "/images/missing.png --prompt shape --out " + out.string() + " " + model(), tmp_);
   EXPECT_EQ(r.code, 1);
   r = run_segmux(

@@ -138,6 +138,7 @@ const std::map<std::string, FieldIO>& fields() {
     add_int("maskmem_downsample_kernel", &ModelConfig::maskmem_downsample_kernel);
     add_int("interactive_mask_downsample_kernel", &ModelConfig::interactive_mask_downsample_kernel);
     add_int("geo_roi_size", &ModelConfig::geo_roi_size);
+    add_int("detector_max_boxes", &ModelConfig::detector_max_boxes);
     add_int("pixel_decoder_stages", &ModelConfig::pixel_decoder_stages);
     add_int("obj_ptr_proj_layers", &ModelConfig::obj_ptr_proj_layers);
     add_int("mlp_head_layers", &ModelConfig::mlp_head_layers);
@@ -296,6 +297,7 @@ void validate_config(const ModelConfig& c) {
   positive(c.maskmem_downsample_kernel, "maskmem_downsample_kernel");
   positive(c.interactive_mask_downsample_kernel, "interactive_mask_downsample_kernel");
   positive(c.geo_roi_size, "geo_roi_size");
+  positive(c.detector_max_boxes, "detector_max_boxes");
   positive(c.mlp_head_layers, "mlp_head_layers");
   positive(c.obj_ptr_proj_layers, "obj_ptr_proj_layers");
   for (auto [v, name] : {std::pair{c.fusion_enc_layers, "fusion_enc_layers"},

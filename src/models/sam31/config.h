@@ -57,6 +57,7 @@ struct ModelConfig {
   int maskmem_downsample_kernel = 3;
   int interactive_mask_downsample_kernel = 4;                // tracker.interactive_mask_downsample conv
   int geo_roi_size = 7;                                      // geometry encoder box ROI-align pooling size
+  int detector_max_boxes = 8;  // ours: box exemplars one detector run takes (fixed input, padding mask)
   int pixel_decoder_stages = 3;                              // segmentation head upsampling stages
   int obj_ptr_proj_layers = 3;                               // tracker obj_ptr_proj MLP depth
   int mlp_head_layers = 3;                                   // bbox/presence/mask-embed/iou/obj-score MLP depth

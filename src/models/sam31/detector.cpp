@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/sam31/contract.h"
+#include "models/sam31/geometry_encoder.h"
 #include "models/sam31/layers.h"
 
 namespace segmux::sam31 {
@@ -13,7 +14,6 @@ namespace L = layers;
 namespace {
 
 const std::string kDet = "detector";
-const std::string kGeo = "detector.geometry_encoder";
 const std::string kEnc = "detector.transformer.encoder";
 const std::string kDec = "detector.transformer.decoder";
 const std::string kSeg = "detector.segmentation_head";
@@ -27,22 +27,20 @@ struct Ctx {
   int64_t B;
 };
 
-int bool_const(ir::GraphBuilder& b, const Shape& s, const std::string& name) {
-  return b.constant(Tensor(DType::boolean, s), name);  // zero-filled = all False
-}
-
 // Pre-norm TransformerEncoderLayer (encoder.py forward_pre) used by the geometry encoder
 // (seq-first, pos on cross-attention keys only) and the fusion encoder (batch-first, pos on
 // self-attention q/k only).
 int encoder_layer(Ctx& c, const std::string& p, int tgt, int tgt_pos, int memory, int memory_pos,
-                  int memory_key_padding_mask, bool seq_first) {
+                  int memory_key_padding_mask, bool seq_first, int tgt_key_padding_mask = -1) {
   auto& b = c.b;
   L::MhaOptions mo;
   mo.heads = c.cfg.attn_heads;
   mo.seq_first = seq_first;
+  L::MhaOptions so = mo;
+  so.key_padding_mask = tgt_key_padding_mask;
   int t2 = L::layer_norm(b, c.w, tgt, p + ".norm1");
   int qk = tgt_pos >= 0 ? L::add(b, t2, tgt_pos) : t2;
-  tgt = L::add(b, tgt, L::multihead_attention(b, c.w, p + ".self_attn", qk, qk, t2, mo));
+  tgt = L::add(b, tgt, L::multihead_attention(b, c.w, p + ".self_attn", qk, qk, t2, so));
   t2 = L::layer_norm(b, c.w, tgt, p + ".norm2");
   L::MhaOptions co = mo;
   co.key_padding_mask = memory_key_padding_mask;
@@ -53,18 +51,14 @@ int encoder_layer(Ctx& c, const std::string& p, int tgt, int tgt_pos, int memory
   return L::add(b, tgt, t2);
 }
 
-// SequenceGeometryEncoder for a prompt without points or boxes: the CLS token alone, projected,
-// normed and encoded against the level-2 image tokens. Returns (1, B, D).
-int geometry_encoder_text_only(Ctx& c, int img, int img_pos) {
-  auto& b = c.b;
-  ir::Scope s(b, "geometry_encoder");
-  const int64_t D = c.cfg.d_model;
-  int cls = L::reshape(b, L::param(b, c.w, kGeo + ".cls_embed.weight"), {1, 1, D});
-  cls = L::expand(b, cls, {1, c.B, D});
-  int x = L::layer_norm(b, c.w, L::linear(b, c.w, cls, kGeo + ".final_proj"), kGeo + ".norm");
-  for (int l = 0; l < c.cfg.geo_layers; ++l)
-    x = encoder_layer(c, kGeo + ".encode." + std::to_string(l), x, -1, img, img_pos, -1, true);
-  return L::layer_norm(b, c.w, x, kGeo + ".encode_norm");
+// SequenceGeometryEncoder on the box exemplars (geometry_encoder.h), its layers being the pre-norm
+// encoder layer above (seq-first, pos on the cross-attention keys, padded box slots masked).
+GeometryEncoderOut geometry_encoder(Ctx& c, int img, int img_pos, int boxes, int box_labels, int box_padding) {
+  ir::Scope s(c.b, "geometry_encoder");
+  return build_geometry_encoder(c.b, c.w, c.cfg, c.B, GeometryEncoderInputs{img, boxes, box_labels, box_padding},
+                                [&](const std::string& p, int tgt, int tgt_padding) {
+                                  return encoder_layer(c, p, tgt, -1, img, img_pos, -1, true, tgt_padding);
+                                });
 }
 
 // TransformerEncoderFusion: image tokens (HW,B,D) attend to themselves (pos on q/k) and to the
@@ -257,6 +251,10 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   int lang = b.input(names::detector::kLanguageFeatures, DType::f32, {T, opt.num_texts, D});
   int lang_mask = b.input(names::detector::kLanguageMask, DType::boolean, {opt.num_texts, T});
   int text_ids = b.input(names::detector::kTextIds, DType::i64, {B});
+  const int64_t N = cfg.detector_max_boxes;
+  int box_in = b.input(names::detector::kBoxes, DType::f32, {B, N, 4});
+  int box_labels = b.input(names::detector::kBoxLabels, DType::i64, {B, N});
+  int box_padding = b.input(names::detector::kBoxPadding, DType::boolean, {B, N});
 
   // Sam3Image._encode_prompt: text of each batch entry, image tokens of level 2 (seq-first).
   int txt = L::gather(b, lang, text_ids, 1);            // T,B,D
@@ -264,9 +262,9 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   int img = L::transpose(b, L::reshape(b, fpn.back(), {B, D, G * G}), {2, 0, 1});
   int img_pos = L::transpose(b, L::reshape(b, pos2, {B, D, G * G}), {2, 0, 1});
 
-  int geo = geometry_encoder_text_only(c, img, img_pos);
-  int prompt = L::concat(b, {txt, geo}, 0);                                          // S,B,D
-  int prompt_mask = L::concat(b, {txt_mask, bool_const(b, {B, 1}, "geo_mask")}, 1);  // B,S
+  GeometryEncoderOut geo = geometry_encoder(c, img, img_pos, box_in, box_labels, box_padding);
+  int prompt = L::concat(b, {txt, geo.tokens}, 0);             // S,B,D
+  int prompt_mask = L::concat(b, {txt_mask, geo.padding}, 1);  // B,S
 
   int memory = fusion_encoder(c, img, img_pos, prompt, prompt_mask);
   DecoderOut dec = decoder(c, memory, img_pos, prompt, prompt_mask, G, G);
@@ -288,7 +286,10 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
   b.output(queries, names::detector::kQueries);
   b.output(sem, names::detector::kSemanticSeg);
   if (opt.debug_outputs) {
-    b.output(L::identity(b, geo), "dbg_geometry");
+    b.output(L::identity(b, geo.tokens), "dbg_geometry");
+    b.output(L::identity(b, geo.box_tokens), "dbg_geometry_box_tokens");
+    b.output(L::identity(b, geo.pooled), "dbg_geometry_roi_align");
+    b.output(L::identity(b, geo.pos_enc), "dbg_geometry_box_pos_enc");
     b.output(L::identity(b, prompt), "dbg_prompt");
     b.output(L::identity(b, memory), "dbg_memory");
     b.output(L::concat(b, dec.layer_presence, 0), "dbg_presence_layers");
@@ -309,11 +310,14 @@ std::string detector_contract(const ModelConfig& cfg) {
   const DetectorOptions o;
   const int64_t B = o.batch, D = cfg.d_model, G = cfg.token_grid(), T = cfg.text_context_length;
   const int64_t Q = cfg.num_queries, M = cfg.low_res_mask_size();
+  const int64_t N = cfg.detector_max_boxes;
   contract::Table t("detector",
-                    "SAM 3.1 grounding for a text prompt (Sam3Image.forward_grounding): geometry encoder (CLS "
-                    "token only), fusion encoder (" +
-                        std::to_string(cfg.fusion_enc_layers) + " layers), DETR decoder (" +
-                        std::to_string(cfg.dec_layers) + " layers, " + std::to_string(Q) +
+                    "SAM 3.1 grounding (Sam3Image.forward_grounding) for a text prompt and up to " + std::to_string(N) +
+                        " box exemplars: geometry encoder (boxes: label embedding, direct projection, RoIAlign " +
+                        std::to_string(cfg.geo_roi_size) + "x" + std::to_string(cfg.geo_roi_size) +
+                        " pooling, sine box encoding; CLS token; " + std::to_string(cfg.geo_layers) +
+                        " layers), fusion encoder (" + std::to_string(cfg.fusion_enc_layers) +
+                        " layers), DETR decoder (" + std::to_string(cfg.dec_layers) + " layers, " + std::to_string(Q) +
                         " queries, presence token, boxRPB log), dot-product scoring with the joint presence "
                         "logit, segmentation head. Batch B = " +
                         std::to_string(B) + " frame(s), each grounding one prompt of the text batch.");
@@ -329,6 +333,10 @@ std::string detector_contract(const ModelConfig& cfg) {
   t.input("language_mask", {o.num_texts, T}, "bool", "True = padding", "text_encoder language_mask");
   t.input("text_ids", {B}, "i64", "which prompt of the text batch each batch entry grounds (0 = the text prompt)",
           "pipeline");
+  t.input("boxes", {B, N, 4}, "f32", "box exemplars, normalised cxcywh (x, y over the frame's width, height)",
+          "pipeline (request boxes)");
+  t.input("box_labels", {B, N}, "i64", "1 = positive exemplar, 0 = negative", "pipeline");
+  t.input("box_padding", {B, N}, "bool", "True = empty slot (all True = text only)", "pipeline");
   t.output("pred_logits", {B, Q, 1}, "f32",
            "final joint logits inverse_sigmoid(sigmoid(cls) * sigmoid(presence)), clamped to +-10",
            "pipeline detection scores (sigmoid)");
@@ -339,8 +347,10 @@ std::string detector_contract(const ModelConfig& cfg) {
   t.output("queries", {B, Q, D}, "f32", "final (normed) query states", "debug / parity");
   t.output("semantic_seg", {B, 1, M, M}, "f32", "semantic logits (unused downstream)", "none");
   t.note(
-      "Geometry prompts (points / boxes / exemplars) are not supported by this candidate: the geometry "
-      "encoder runs its text-only path (CLS token), as in the text-prompted video run.");
+      "Box exemplars are the geometry prompt of the official detector (points are the tracker's). Empty slots "
+      "are masked everywhere the prompt is used, so a run with every slot empty is the text-only grounding "
+      "(geometry = the CLS token). The official video path grounds a box-only prompt with the literal text "
+      "'<text placeholder>' (text_ids stays 0); the caller encodes that text.");
   t.note(
       "The decoder runs in eval mode: no DAC query doubling; the presence-logit clamp of the official "
       "code is a no-op and is not applied.");

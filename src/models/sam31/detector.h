@@ -1,5 +1,6 @@
 // Candidate `detector`: SAM 3.1 grounding (Sam3Image.forward_grounding) as an IR graph, for a text
-// prompt: geometry encoder (text-only prompt = its CLS token path), fusion encoder, DETR decoder with
+// prompt and box exemplars: geometry encoder (geometry_encoder.h: cfg.detector_max_boxes box slots with
+// a padding mask; no box = the CLS token alone, the text-only grounding), fusion encoder, DETR decoder with
 // presence token and box relative-position bias (boxRPB "log"), dot-product scoring with the joint
 // (presence-weighted) final logit of supervise_joint_box_scores, and the segmentation head.
 //

@@ -31,6 +31,9 @@ inline constexpr const char* kPos2 = "pos2";
 inline constexpr const char* kLanguageFeatures = "language_features";
 inline constexpr const char* kLanguageMask = "language_mask";
 inline constexpr const char* kTextIds = "text_ids";
+inline constexpr const char* kBoxes = "boxes";             // box exemplars, normalised cxcywh
+inline constexpr const char* kBoxLabels = "box_labels";    // 1 positive, 0 negative
+inline constexpr const char* kBoxPadding = "box_padding";  // True = no box in this slot
 inline constexpr const char* kPredLogits = "pred_logits";
 inline constexpr const char* kPredBoxes = "pred_boxes";
 inline constexpr const char* kPredBoxesXyxy = "pred_boxes_xyxy";

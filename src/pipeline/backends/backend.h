@@ -11,11 +11,13 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "models/sam31/box_exemplars.h"
 
 namespace segmux::pipeline {
 
@@ -34,9 +36,9 @@ struct BackendGeometry {
 
 // Detector output for one frame, all queries, before NMS (official forward_grounding output).
 struct DetectorOutput {
-  Tensor pred_logits;  // f32 [Q]: class logit with the presence logit already folded in
-  Tensor boxes_xyxy;   // f32 [Q, 4]: normalised to [0, 1]
-  Tensor mask_logits;  // f32 [Q, Hm, Wm], Hm = Wm = low_res_mask_size
+  Tensor pred_logits;     // f32 [Q]: class logit with the presence logit already folded in
+  Tensor boxes_xyxy;      // f32 [Q, 4]: normalised to [0, 1]
+  Tensor mask_logits;     // f32 [Q, Hm, Wm], Hm = Wm = low_res_mask_size
   Tensor presence_logit;  // f32 [1]: the presence logit alone (image processor); undefined if not known
 };
 
@@ -88,8 +90,15 @@ class ModelBackend {
     fail("this model backend cannot run the backbone on a pre-processed input");
   }
 
-  // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text.
+  // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text
+  // (and the frame's box exemplars, if any).
   virtual DetectorOutput detect(int frame_index) = 0;
+
+  // Box exemplars of one frame (official per_frame_geometric_prompt): detect(frame_index) grounds
+  // them with the text until reset(); an empty list clears them. Backends without geometry refuse.
+  virtual void set_box_exemplars(int /*frame_index*/, const std::vector<sam31::BoxExemplar>& boxes) {
+    SEGMUX_CHECK(boxes.empty(), "this model backend does not take box exemplars");
+  }
 
   // Tracker propagation of one state onto a cached frame: memory attention over the frames the glue
   // selects from state.memory_frames, multiplex mask decoder per bucket, demux to data space.
@@ -128,5 +137,27 @@ class ModelBackend {
   // Session reset: forget text, frames and all states.
   virtual void reset() = 0;
 };
+
+// Box exemplars by frame, for backends that wrap another one (a concept's, a server session's): each
+// detection hands the wrapped backend the frame's exemplars and takes them back afterwards, so that
+// wrappers sharing one backend never see each other's.
+using FrameExemplars = std::map<int, std::vector<sam31::BoxExemplar>>;
+inline void set_frame_exemplars(FrameExemplars& m, int frame, const std::vector<sam31::BoxExemplar>& boxes) {
+  if (boxes.empty())
+    m.erase(frame);
+  else
+    m[frame] = boxes;
+}
+inline DetectorOutput detect_with_exemplars(ModelBackend& real, int frame, const FrameExemplars& m) {
+  auto it = m.find(frame);
+  if (it == m.end()) return real.detect(frame);
+  real.set_box_exemplars(frame, it->second);
+  struct Clear {
+    ModelBackend& b;
+    int f;
+    ~Clear() { b.set_box_exemplars(f, {}); }
+  } clear{real, frame};
+  return real.detect(frame);
+}
 
 }  // namespace segmux::pipeline

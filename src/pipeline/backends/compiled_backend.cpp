@@ -192,13 +192,17 @@ class CompiledBackend : public ModelBackend {
     const FrameFeatures& f = features(frame_index);
     SEGMUX_CHECK(lang_features_.defined(), "detect: no text encoded (add a prompt first)");
     namespace det = sam31::names::detector;
-    auto out = detector_.run({{det::fpn(0), f.det_fpn[0]},
-                              {det::fpn(1), f.det_fpn[1]},
-                              {det::fpn(2), f.det_fpn[2]},
-                              {det::kPos2, f.pos2},
-                              {det::kLanguageFeatures, lang_features_},
-                              {det::kLanguageMask, lang_mask_},
-                              {det::kTextIds, Tensor::from_vector<int64_t>({1}, {0})}});
+    auto ex = box_exemplars_.find(frame_index);
+    std::map<std::string, Tensor> in =
+        sam31::detector_box_inputs(cfg_, ex == box_exemplars_.end() ? std::vector<sam31::BoxExemplar>{} : ex->second);
+    in.insert({{det::fpn(0), f.det_fpn[0]},
+               {det::fpn(1), f.det_fpn[1]},
+               {det::fpn(2), f.det_fpn[2]},
+               {det::kPos2, f.pos2},
+               {det::kLanguageFeatures, lang_features_},
+               {det::kLanguageMask, lang_mask_},
+               {det::kTextIds, Tensor::from_vector<int64_t>({1}, {0})}});
+    auto out = detector_.run(in);
     DetectorOutput d;
     const Tensor& logits = out.at(det::kPredLogits);
     d.pred_logits = logits.reshaped({logits.numel()});
@@ -388,7 +392,16 @@ class CompiledBackend : public ModelBackend {
     // Memories are kept in mux space; the removed objects' slots are dead in the state's buckets.
   }
   void drop_state(int state_id) override { states_.erase(state_id); }
+  void set_box_exemplars(int frame_index, const std::vector<sam31::BoxExemplar>& boxes) override {
+    sam31::detector_box_inputs(cfg_, boxes);  // checks them now, naming the box at fault
+    if (boxes.empty())
+      box_exemplars_.erase(frame_index);
+    else
+      box_exemplars_[frame_index] = boxes;
+  }
+
   void reset() override {
+    box_exemplars_.clear();
     states_.clear();
     frames_.clear();
     lang_features_ = Tensor();
@@ -490,6 +503,7 @@ class CompiledBackend : public ModelBackend {
   ModelConfig cfg_;
   sam31::Tokenizer tok_;
   Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
+  std::map<int, std::vector<sam31::BoxExemplar>> box_exemplars_;  // by frame
   Tensor lang_features_, lang_mask_;
   static constexpr size_t kMaxCachedTexts = 64;
   std::map<std::vector<std::string>, std::pair<Tensor, Tensor>> text_cache_;

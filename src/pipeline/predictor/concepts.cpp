@@ -98,7 +98,10 @@ class ConceptBackend : public ModelBackend {
   void release_frame(int frame) override { shared_.release(id_, frame); }
   DetectorOutput detect(int frame) override {
     shared_.select_text(text_);
-    return shared_.real().detect(frame);
+    return detect_with_exemplars(shared_.real(), frame, boxes_);
+  }
+  void set_box_exemplars(int frame, const std::vector<sam31::BoxExemplar>& boxes) override {
+    set_frame_exemplars(boxes_, frame, boxes);
   }
   TrackerOutput propagate(const TrackerStateView& state, int frame, bool reverse) override {
     return shared_.real().propagate(global(state), frame, reverse);
@@ -119,6 +122,7 @@ class ConceptBackend : public ModelBackend {
   }
   // A concept's reset leaves the other concepts' text, frames and states alone.
   void reset() override {
+    boxes_.clear();
     for (int s : shared_.states_of(id_)) drop_state(s);
     shared_.release_all(id_);
   }
@@ -132,6 +136,7 @@ class ConceptBackend : public ModelBackend {
   ConceptSet::SharedBackend& shared_;
   const int id_;
   std::vector<std::string> text_;
+  FrameExemplars boxes_;
 };
 
 }  // namespace
@@ -205,7 +210,8 @@ FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
 }
 
 FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text,
-                                        std::optional<float> output_prob_thresh) {
+                                        std::optional<float> output_prob_thresh,
+                                        const std::vector<sam31::BoxExemplar>& boxes) {
   SEGMUX_CHECK(!text.empty(), "add_prompt: the prompt has no text");
   SEGMUX_CHECK(!output_prob_thresh || (*output_prob_thresh >= 0.f && *output_prob_thresh < 1.f),
                "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
@@ -223,7 +229,7 @@ FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text
   Concept& c = **it;
   c.output_prob_thresh = output_prob_thresh;
   c.prompt_frame = frame_index;
-  return labelled(c, c.control->add_text_prompt(frame_index, text));
+  return labelled(c, c.control->add_text_prompt(frame_index, text, boxes));
 }
 
 bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,

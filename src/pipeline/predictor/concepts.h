@@ -33,8 +33,10 @@ class ConceptSet {
   // Adds the concept `text` prompted on `frame_index` (or restarts it if present) and returns its
   // outputs on that frame (nothing hidden, as the official add_prompt). output_prob_thresh: objects
   // of this concept whose score is not above it are left out of every output (unset: none).
+  // Box exemplars join the text on that frame's detection (the prompt's concept is its text).
   FrameOutput add_text_prompt(int frame_index, const std::string& text,
-                              std::optional<float> output_prob_thresh = std::nullopt);
+                              std::optional<float> output_prob_thresh = std::nullopt,
+                              const std::vector<sam31::BoxExemplar>& boxes = {});
 
   // Every concept over the same frames (VideoControlPlane::propagate), frame by frame; `sink` gets one
   // merged output per frame (objects by ascending id). Returns false if stopped by the sink or cancel().
@@ -51,7 +53,7 @@ class ConceptSet {
   // The last propagation outputs of a frame, without removed objects and with current scores (the
   // official remove_object response); nullopt if the frame was not propagated (or outputs not kept).
   std::optional<FrameOutput> frame_outputs(int frame_index) const;
-  void reset();                        // forgets every concept; ids start at 0 again
+  void reset();  // forgets every concept; ids start at 0 again
 
   bool empty() const { return concepts_.empty(); }
   std::vector<std::string> prompts() const;

@@ -79,13 +79,15 @@ void VideoControlPlane::ensure_frame_features(int frame_index) {
   }
 }
 
-FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::string& text) {
+FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::string& text,
+                                               const std::vector<sam31::BoxExemplar>& boxes) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "add_prompt: frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
   reset();  // a text prompt resets the session (official add_prompt -> reset_state)
   prompt_ = text;
   prompted_frames_.insert(frame_index);
   backend_.encode_text({text, "visual", "geometric"});
+  backend_.set_box_exemplars(frame_index, boxes);  // official per_frame_geometric_prompt
   PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt);
   return postprocess(pending, {});
 }

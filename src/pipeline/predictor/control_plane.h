@@ -97,8 +97,10 @@ class VideoControlPlane {
   VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config);
 
   // Text prompt on a frame (official add_prompt): resets the session state, encodes the text batch
-  // [text, "visual", "geometric"], runs one frame and returns its outputs (nothing hidden).
-  FrameOutput add_text_prompt(int frame_index, const std::string& text);
+  // [text, "visual", "geometric"], runs one frame and returns its outputs (nothing hidden). Box
+  // exemplars (official bounding_boxes) join the text on that frame's detection only.
+  FrameOutput add_text_prompt(int frame_index, const std::string& text,
+                              const std::vector<sam31::BoxExemplar>& boxes = {});
 
   // Runs frames in order (official propagate_in_video): reverse starts at start_frame - 1. Outputs are
   // delivered through `sink` in frame order of processing, hotstart_delay frames late and in batches

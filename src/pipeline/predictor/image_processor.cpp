@@ -140,9 +140,20 @@ void ImageProcessor::set_image(const RgbImage& image) {
 
 ImageObjects ImageProcessor::segment(const std::string& text) {
   SEGMUX_CHECK(!text.empty(), "the prompt is empty");
+  return segment(text, {});
+}
+
+ImageObjects ImageProcessor::segment(const std::string& text, const std::vector<sam31::BoxExemplar>& boxes) {
+  SEGMUX_CHECK(!text.empty() || !boxes.empty(), "segment: neither a text nor a box prompt");
   SEGMUX_CHECK(width_ > 0, "segment: no image (set_image first)");
   // The detector grounds entry 0 of the official text batch; the other two are its placeholders.
-  backend_.encode_text({text, "visual", "geometric"});
+  // Boxes alone: the official processor encodes the text "visual" for them.
+  backend_.encode_text({text.empty() ? std::string("visual") : text, "visual", "geometric"});
+  backend_.set_box_exemplars(kImageFrame, boxes);
+  struct Clear {  // the boxes belong to this call only
+    ModelBackend& b;
+    ~Clear() { b.set_box_exemplars(kImageFrame, {}); }
+  } clear{backend_};
   return select_image_objects(backend_.detect(kImageFrame), width_, height_, threshold_);
 }
 

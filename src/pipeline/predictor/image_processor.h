@@ -2,8 +2,8 @@
 // facebookresearch/sam3, sam3_image_processor.py): the image resized to the model size and normalised
 // in float32, the detector run once for the text prompt, and every query kept whose score
 // sigmoid(pred_logit) * sigmoid(presence_logit) is above the threshold (default 0.5). No NMS, no
-// tracking. Masks are the query's mask logits bilinearly resized to the image size (align_corners =
-// False), sigmoid > 0.5; boxes are the detector's boxes in pixels. Objects keep the query order.
+// tracking (box exemplars: segment(text, boxes)). Masks are the query's mask logits bilinearly resized to the image
+// size (align_corners = False), sigmoid > 0.5; boxes are the detector's boxes in pixels. Objects keep the query order.
 #pragma once
 #include <array>
 #include <string>
@@ -42,6 +42,9 @@ class ImageProcessor {
   void set_image(const RgbImage& image);
   // Encodes `text` (official set_text_prompt) and returns the objects the detector finds for it.
   ImageObjects segment(const std::string& text);
+  // With box exemplars (official add_geometric_prompt, each box added in turn): the text and the
+  // boxes together. An empty text grounds the boxes alone with the official placeholder text "visual".
+  ImageObjects segment(const std::string& text, const std::vector<sam31::BoxExemplar>& boxes);
 
  private:
   ModelBackend& backend_;

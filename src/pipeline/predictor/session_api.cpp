@@ -1,6 +1,7 @@
 #include "pipeline/predictor/session_api.h"
 
 #include "core/error.h"
+#include "pipeline/predictor/box_prompts.h"
 
 namespace segmux::pipeline {
 
@@ -31,10 +32,13 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
 
 FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
   Session& s = get(id);
-  SEGMUX_CHECK(prompt.boxes_xywh.empty() && prompt.points_xy.empty() && !prompt.obj_id,
-               "add_prompt: box and point prompts are not supported yet (text only)");
-  SEGMUX_CHECK(prompt.text.has_value() && !prompt.text->empty(), "add_prompt: the prompt has no text");
-  return s.concepts->add_text_prompt(frame_index, *prompt.text, prompt.output_prob_thresh);
+  SEGMUX_CHECK(prompt.points_xy.empty() && !prompt.obj_id,
+               "add_prompt: point prompts are not supported yet (text and box exemplars)");
+  const std::vector<sam31::BoxExemplar> boxes = prompt_box_exemplars(prompt);
+  const bool has_text = prompt.text.has_value() && !prompt.text->empty();
+  SEGMUX_CHECK(has_text || !boxes.empty(), "add_prompt: the prompt has neither text nor boxes");
+  return s.concepts->add_text_prompt(frame_index, has_text ? *prompt.text : std::string(kBoxOnlyText),
+                                     prompt.output_prob_thresh, boxes);
 }
 
 void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRequest& req,

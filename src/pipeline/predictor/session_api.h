@@ -33,8 +33,9 @@
 
 namespace segmux::pipeline {
 
-// A prompt. Only text is supported now; boxes (normalised xywh with labels) and points (normalised xy
-// with labels, for one object id) have their fields so that they can be added without changing the API.
+// A prompt: text and/or box exemplars (normalised xywh with labels; boxes alone are grounded with the
+// official "<text placeholder>" text). Points (normalised xy with labels, for one object id) have
+// their fields so that they can be added without changing the API.
 struct Prompt {
   std::optional<std::string> text;
   std::vector<std::array<float, 4>> boxes_xywh;  // normalised [0, 1]

@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "models/sam31/backbone.h"
+#include "models/sam31/box_exemplars.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/memory_encoder.h"
 #include "models/sam31/tensor_names.h"
@@ -36,6 +37,16 @@ std::vector<std::string> fixture_modules(const std::string& fixture_dir, const s
   SEGMUX_CHECK(!labels.empty(), "fixture folder '", dir.string(), "' has no ", prefix, "*.safetensors");
   std::sort(labels.begin(), labels.end());
   return labels;
+}
+
+bool has_fixture_modules(const std::string& fixture_dir, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(fixture_dir) / "modules", ec)) {
+    const std::string file = e.path().filename().string();
+    if (e.path().extension() == ".safetensors" && file.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 namespace {
@@ -127,7 +138,9 @@ std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, co
 
 // ---- detector ----------------------------------------------------------------------------------
 
-std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+namespace {
+
+std::vector<ParityCase> detector_text_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
   // Two official groundings are stored:
   // - frame 0 (add_prompt pass): its image features are modules/backbone.safetensors out.det.*; its
   //   outputs are the raw per-frame tensors video/raw_frame_000_add_prompt.safetensors (pre-NMS logits,
@@ -149,6 +162,7 @@ std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, co
   a.inputs["language_features"] = f.at("in.language_features");
   a.inputs["language_mask"] = f.at("in.language_mask");
   a.inputs["text_ids"] = Tensor::from_vector<int64_t>({1}, {0});
+  for (auto& [name, t] : detector_box_inputs(cfg, {})) a.inputs[name] = t;  // text only: no box
   a.expected["pred_logits"] = raw.at("grounding_pred_logits_preNMS").reshaped({1, Q, 1});
   a.expected["presence_logit_dec"] = raw.at("grounding_presence_logit").reshaped({1, 1});
   a.expected["pred_boxes_xyxy"] = raw.at("det_boxes_xyxy").reshaped({1, Q, 4});
@@ -172,6 +186,20 @@ std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, co
   for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
     m.expected[name] = fixture::tensor(f, std::string("out.") + name);
   cases.push_back(std::move(m));
+  return cases;
+}
+
+}  // namespace
+
+std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
+  std::vector<ParityCase> cases;
+  if (std::filesystem::exists(fixture_dir + "/modules/detector.safetensors"))
+    cases = detector_text_cases(fixture_dir, cfg);
+  const bool has_exemplars = has_fixture_modules(fixture_dir, "detector_exemplar_");
+  SEGMUX_CHECK(!cases.empty() || has_exemplars, "fixture folder '", fixture_dir,
+               "' has neither modules/detector.safetensors nor modules/detector_exemplar_*.safetensors");
+  if (has_exemplars)
+    for (ParityCase& c : detector_exemplar_parity_cases(fixture_dir, cfg)) cases.push_back(std::move(c));
   return cases;
 }
 

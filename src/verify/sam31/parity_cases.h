@@ -42,7 +42,10 @@ std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_
 // Per candidate (also used directly by the candidates' unit tests).
 std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+// The detector's cases: the text groundings (modules/detector.safetensors) and the box-exemplar ones
+// (modules/detector_exemplar_*.safetensors, detector_exemplar_parity.cpp), whichever the folder holds.
 std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+std::vector<ParityCase> detector_exemplar_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
@@ -50,5 +53,7 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
 // The module files of a fixture folder whose names start with `prefix` (modules/<prefix>*.safetensors),
 // as labels (file names without extension), sorted. Error naming the folder when there is none.
 std::vector<std::string> fixture_modules(const std::string& fixture_dir, const std::string& prefix);
+// Whether the folder holds any modules/<prefix>*.safetensors.
+bool has_fixture_modules(const std::string& fixture_dir, const std::string& prefix);
 
 }  // namespace segmux::sam31
