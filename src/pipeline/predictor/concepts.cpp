@@ -110,6 +110,10 @@ class ConceptBackend : public ModelBackend {
                  MaskInputKind kind, bool conditioning) override {
     shared_.real().add_masks(global(state), frame, obj_ids, masks, kind, conditioning);
   }
+  TrackerOutput add_points(const TrackerStateView& state, int frame, int64_t obj_id, const PointInputs& points,
+                           bool conditioning) override {
+    return shared_.real().add_points(global(state), frame, obj_id, points, conditioning);
+  }
   void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) override {
     shared_.real().remove_objects(global(state), removed);
   }
@@ -204,11 +208,7 @@ FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
   return r;
 }
 
-FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text,
-                                        std::optional<float> output_prob_thresh) {
-  SEGMUX_CHECK(!text.empty(), "add_prompt: the prompt has no text");
-  SEGMUX_CHECK(!output_prob_thresh || (*output_prob_thresh >= 0.f && *output_prob_thresh < 1.f),
-               "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
+ConceptSet::Concept& ConceptSet::concept_for(const std::string& text) {
   auto it = std::find_if(concepts_.begin(), concepts_.end(), [&](const auto& c) { return c->text == text; });
   if (it == concepts_.end()) {
     auto c = std::make_unique<Concept>();
@@ -220,7 +220,15 @@ FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text
     concepts_.push_back(std::move(c));
     it = std::prev(concepts_.end());
   }
-  Concept& c = **it;
+  return **it;
+}
+
+FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text,
+                                        std::optional<float> output_prob_thresh) {
+  SEGMUX_CHECK(!text.empty(), "add_prompt: the prompt has no text");
+  SEGMUX_CHECK(!output_prob_thresh || (*output_prob_thresh >= 0.f && *output_prob_thresh < 1.f),
+               "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
+  Concept& c = concept_for(text);
   c.output_prob_thresh = output_prob_thresh;
   c.prompt_frame = frame_index;
   return labelled(c, c.control->add_text_prompt(frame_index, text));
@@ -338,6 +346,51 @@ std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
     out.prompts.push_back(k.prompts[i]);
   }
   return out;
+}
+
+FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points,
+                                         bool clear_old_points) {
+  Concept* c = nullptr;
+  for (auto& k : concepts_)
+    if (k->control->has_object(obj_id)) c = k.get();
+  if (!c) c = concepts_.empty() ? &concept_for("") : concepts_.front().get();
+  const bool first = !c->control->has_prompt() && c->control->object_ids().empty();
+  VideoControlPlane::PointResult r = c->control->add_point_prompt(frame_index, obj_id, points, clear_old_points);
+  c->prompt_frame = first ? frame_index : std::min(c->prompt_frame, frame_index);
+  // The frame's outputs as last kept, the object's entry replaced (dropped when its mask is empty).
+  FrameOutput out = frame_outputs(frame_index).value_or(FrameOutput{});
+  out.frame_index = frame_index;
+  for (size_t i = 0; i < out.obj_ids.size(); ++i)
+    if (out.obj_ids[i] == obj_id) {
+      const auto at = long(i);
+      out.obj_ids.erase(out.obj_ids.begin() + at);
+      out.probs.erase(out.probs.begin() + at);
+      out.boxes_xywh.erase(out.boxes_xywh.begin() + at);
+      out.masks.erase(out.masks.begin() + at);
+      out.prompts.erase(out.prompts.begin() + at);
+      break;
+    }
+  FrameOutput mine;
+  mine.frame_index = frame_index;
+  if (r.mask.area() > 0) {
+    const auto box = mask_to_box_xyxy(r.mask);
+    const float W = float(frames_.width()), H = float(frames_.height());
+    mine.obj_ids = {obj_id};
+    mine.probs = {r.prob};
+    mine.boxes_xywh = {{box[0] / W, box[1] / H, (box[2] - box[0]) / W, (box[3] - box[1]) / H}};
+    mine.masks.push_back(std::move(r.mask));
+    mine.prompts = {c->text};
+  }
+  std::vector<FrameOutput> parts;
+  parts.push_back(std::move(out));
+  parts.push_back(std::move(mine));
+  FrameOutput merged = merge(std::move(parts));
+  if (keep_outputs_) {
+    KeptFrame& k = kept_[frame_index];
+    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh, {}, merged.prompts, merged.stats};
+    for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
+  }
+  return merged;
 }
 
 void ConceptSet::reset() {

@@ -36,6 +36,12 @@ class ConceptSet {
   FrameOutput add_text_prompt(int frame_index, const std::string& text,
                               std::optional<float> output_prob_thresh = std::nullopt);
 
+  // A point / box prompt for one object (official add_prompt with points, model-input pixels): refines
+  // the object in the concept holding it, else adds it as a new object (to the first concept, or to a
+  // concept without text when there is none: points only). Returns the frame's outputs: the kept
+  // outputs of that frame (keep_outputs) with the object's new mask, else the object alone.
+  FrameOutput add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
+
   // Every concept over the same frames (VideoControlPlane::propagate), frame by frame; `sink` gets one
   // merged output per frame (objects by ascending id). Returns false if stopped by the sink or cancel().
   bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
@@ -71,6 +77,7 @@ class ConceptSet {
  private:
   struct Concept;
   FrameOutput labelled(const Concept& c, FrameOutput out) const;
+  Concept& concept_for(const std::string& text);  // the concept of `text`, created if absent
 
   struct KeptFrame {  // keep_outputs(): a frame's merged outputs
     std::vector<int64_t> obj_ids;

@@ -1,6 +1,7 @@
 #include "pipeline/predictor/session_api.h"
 
 #include "core/error.h"
+#include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::pipeline {
 
@@ -31,8 +32,13 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
 
 FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
   Session& s = get(id);
-  SEGMUX_CHECK(prompt.boxes_xywh.empty() && prompt.points_xy.empty() && !prompt.obj_id,
-               "add_prompt: box and point prompts are not supported yet (text only)");
+  if (is_tracker_prompt(prompt))
+    return s.concepts->add_point_prompt(frame_index, *prompt.obj_id,
+                                        tracker_point_inputs(prompt, backend_.geometry().image_size),
+                                        prompt.clear_old_points);
+  SEGMUX_CHECK(prompt.boxes_xywh.empty(),
+               "add_prompt: box exemplars (boxes without obj_id) are not supported in "
+               "videos; give obj_id to prompt the tracker with a box");
   SEGMUX_CHECK(prompt.text.has_value() && !prompt.text->empty(), "add_prompt: the prompt has no text");
   return s.concepts->add_text_prompt(frame_index, *prompt.text, prompt.output_prob_thresh);
 }
