@@ -1,7 +1,7 @@
 // Geometry prompts on the command line: --point x,y[:neg] and --box x,y,w,h[:neg], in pixels of the
 // input (x to the right, y down, from the top-left corner). Parsed and checked against the frame size;
-// the models cannot use them yet (geometry in the detector, points in the tracker), so the commands
-// refuse them with a clear "not supported yet" error after validation rather than ignore them.
+// `track` gives them to the tracker for one object (--obj-id); `segment --box` (detector exemplars) is
+// the detector's.
 #pragma once
 #include <array>
 #include <string>

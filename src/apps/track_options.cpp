@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
 #include "apps/cli.h"
 #include "apps/prompt_args.h"
 #include "core/error.h"
@@ -13,9 +14,9 @@ void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o) {
   app.add_option("--requests", o.requests,
                  "JSON file of official-style requests (add_prompt, remove_object, propagate_in_video, "
                  "reset_session) run in order instead of --prompt");
-  app.add_option("--point", o.points, "point prompt x,y[:neg] in pixels, for --obj-id (not supported yet)");
-  app.add_option("--box", o.boxes, "box prompt x,y,w,h[:neg] in pixels (not supported yet)");
-  app.add_option("--obj-id", o.obj_id, "object that --point prompts refine or create");
+  app.add_option("--point", o.points, "point prompt x,y[:neg] in pixels for the object --obj-id (repeatable)");
+  app.add_option("--box", o.boxes, "box prompt x,y,w,h in pixels for the object --obj-id (one)");
+  app.add_option("--obj-id", o.obj_id, "object that --point / --box create (new id) or refine (an id of --prompt)");
   app.add_option("--frame", o.frame, "frame of the --point / --box prompts (default: --start)");
 }
 
@@ -29,21 +30,55 @@ void check_track_prompt_options(const TrackPromptOptions& o, const std::vector<s
   for (const auto& p : o.points) parse_point_arg(p);
   for (const auto& b : o.boxes) parse_box_arg(b);
   SEGMUX_USAGE_CHECK(o.points.empty() || o.obj_id, "--point needs --obj-id (the object the points belong to)");
+  SEGMUX_USAGE_CHECK(o.boxes.empty() || o.obj_id,
+                     "--box needs --obj-id (box exemplars for the detector are not "
+                     "supported in videos; a box with --obj-id prompts the tracker)");
+  SEGMUX_USAGE_CHECK(o.boxes.size() <= 1, "--box: an object takes one box, got ", o.boxes.size());
+  for (const auto& b : o.boxes)
+    SEGMUX_USAGE_CHECK(parse_box_arg(b).positive, "--box ", b, ": a tracker box is positive (no :neg)");
+  SEGMUX_USAGE_CHECK(!o.obj_id || !o.points.empty() || !o.boxes.empty(), "--obj-id needs --point or --box");
   SEGMUX_USAGE_CHECK(!o.obj_id || *o.obj_id >= 0, "--obj-id ", o.obj_id.value_or(0), " is negative");
 }
 
-std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, int num_frames, int width, int height) {
-  if (!o.points.empty() || !o.boxes.empty()) {
-    SEGMUX_CHECK(!o.frame || (*o.frame >= 0 && *o.frame < num_frames), "--frame ", o.frame.value_or(0),
-                 " is outside the video (", num_frames, " frames: 0..", num_frames - 1, ")");
-    for (const auto& p : o.points) check_point(parse_point_arg(p), width, height, "--point " + p);
-    for (const auto& b : o.boxes) check_box(parse_box_arg(b), width, height, "--box " + b);
-    fail(o.points.empty() ? "--box" : "--point",
-         ": point and box prompts are not supported yet (geometry in the detector and points in the tracker are "
-         "not implemented); use --prompt TEXT");
+std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, const std::vector<std::string>& prompts,
+                                                int start, const std::string& direction, int num_frames, int width,
+                                                int height) {
+  if (o.points.empty() && o.boxes.empty())
+    return o.requests.empty() ? std::vector<TrackRequest>{} : read_track_requests(o.requests, num_frames);
+  SEGMUX_CHECK(!o.frame || (*o.frame >= 0 && *o.frame < num_frames), "--frame ", o.frame.value_or(0),
+               " is outside the video (", num_frames, " frames: 0..", num_frames - 1, ")");
+  // The official request sequence: text prompts and a propagation first (a refinement needs outputs
+  // on its frame), then the points / box, then a propagation that carries them through the video.
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : prompts) list.push_back({{"type", "add_prompt"}, {"frame_index", start}, {"text", p}});
+  const nlohmann::json propagate = {{"type", "propagate_in_video"}, {"propagation_direction", direction}};
+  if (!prompts.empty()) list.push_back(propagate);
+  const int frame = o.frame.value_or(start);
+  nlohmann::json add = {{"type", "add_prompt"}, {"frame_index", frame}, {"obj_id", *o.obj_id}};
+  for (const auto& text : o.points) {
+    const PointArg p = parse_point_arg(text);
+    check_point(p, width, height, "--point " + text);
+    const auto xy = normalised(p, width, height);
+    add["points"].push_back({xy[0], xy[1]});
+    add["point_labels"].push_back(p.positive ? 1 : 0);
   }
-  if (o.requests.empty()) return {};
-  return read_track_requests(o.requests, num_frames);
+  for (const auto& text : o.boxes) {
+    const BoxArg b = parse_box_arg(text);
+    check_box(b, width, height, "--box " + text);
+    const auto xywh = normalised(b, width, height);
+    add["bounding_boxes"].push_back({xywh[0], xywh[1], xywh[2], xywh[3]});
+  }
+  list.push_back(add);
+  nlohmann::json again = propagate;
+  again["start_frame_index"] = prompts.empty() ? frame : start;
+  list.push_back(again);
+  std::vector<TrackRequest> out;
+  bool have_prompt = false;
+  for (size_t i = 0; i < list.size(); ++i)
+    out.push_back(service::parse_official_request(
+        list[i], list[i].contains("obj_id") ? "--point / --box" : "request " + std::to_string(i), num_frames,
+        have_prompt));
+  return out;
 }
 
 bool is_image_file(const std::string& path) {

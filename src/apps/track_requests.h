@@ -6,9 +6,8 @@
 //    "max_frame_num_to_track"?: 10}
 //   {"type": "reset_session"}
 // The file is a JSON array of requests or {"requests": [...]}; "session_id" keys are ignored. The whole
-// file is checked before anything runs; an error names the request (index and type). Points and boxes
-// ("points"/"point_labels", "bounding_boxes"/"bounding_box_labels", pixel-free normalised [0, 1] as
-// officially) are checked and then refused as not supported yet.
+// file is checked before anything runs; an error names the request (index and type). add_prompt with
+// obj_id takes points / one box for that object instead of a text (service/official_request.h).
 #pragma once
 #include <functional>
 #include <optional>

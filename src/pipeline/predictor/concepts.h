@@ -60,6 +60,7 @@ class ConceptSet {
   void reset();                        // forgets every concept; ids start at 0 again
 
   bool empty() const { return concepts_.empty(); }
+  int image_size() const { return backend_.geometry().image_size; }  // model input (point coordinates)
   std::vector<std::string> prompts() const;
   std::vector<int64_t> object_ids() const;  // every concept's, ascending
   // The concept holding `obj_id`, if any.
