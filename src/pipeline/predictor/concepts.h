@@ -44,6 +44,9 @@ class ConceptSet {
 
   // Every concept over the same frames (VideoControlPlane::propagate), frame by frame; `sink` gets one
   // merged output per frame (objects by ascending id). Returns false if stopped by the sink or cancel().
+  // After point prompts on a session whose outputs are kept (keep_outputs) and already propagated, it
+  // is the official partial propagation instead: the tracker alone for the prompted objects, merged
+  // into the kept outputs of every frame (no detector, no new objects).
   bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
   // Stops a running propagate() after the frame in progress (callable from another thread).
   void cancel() { cancel_ = true; }
@@ -90,6 +93,11 @@ class ConceptSet {
   };
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;
+  // Official propagation_partial: after point prompts, the next propagation over frames with kept
+  // outputs runs the tracker for the added / refined objects only and merges them into those outputs.
+  std::set<int64_t> touched_;  // objects added or refined by points since the last propagation
+  bool propagated_ = false;    // a full propagation has run (its outputs are kept)
+  bool propagate_partial(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
 
   ModelBackend& backend_;
   FrameSource& frames_;

@@ -135,6 +135,14 @@ class VideoControlPlane {
     bool new_object = false;
   };
   PointResult add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
+  // The tracker alone on one frame for the states holding `ids` (official propagation_partial after
+  // points: no detector, memory encoded on the frame): each requested object's mask at video
+  // resolution and its tracker score logit.
+  struct TrackedObject {
+    BinaryMask mask;
+    float score_logit = 0.f;
+  };
+  std::map<int64_t, TrackedObject> track_objects(int frame_index, bool reverse, const std::set<int64_t>& ids);
   bool has_object(int64_t obj_id) const;
   // Forgets prompts, objects, states and cached features.
   void reset();

@@ -91,4 +91,41 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   return r;
 }
 
+std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_objects(int frame_index, bool reverse,
+                                                                                     const std::set<int64_t>& ids) {
+  ensure_frame_features(frame_index);
+  std::map<int64_t, TrackedObject> out;
+  const int H = frames_.height(), W = frames_.width();
+  std::vector<float> plane(size_t(H) * size_t(W));
+  for (auto& s : states_) {
+    if (std::none_of(s.obj_ids.begin(), s.obj_ids.end(), [&](int64_t id) { return ids.count(id) > 0; })) continue;
+    TrackerOutput t = backend_.propagate(view(s), frame_index, reverse);
+    MaskStack low = MaskStack::from_tensor(t.low_res_masks, "tracker low-res masks");
+    std::vector<float> sc = tensor_to_floats(t.object_score_logits, "tracker object scores");
+    SEGMUX_CHECK(low.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id,
+                 " returned ", low.count, " masks for ", s.obj_ids.size(), " objects");
+    fill_holes_in_mask_scores(low, cfg_.fill_hole_area);
+    // Memory of the frame (official run_mem_encoder=True), as apply_memory_encoding encodes it.
+    MaskStack hi = suppress_area_shrinkage(resize_bilinear(low, geo_.input_mask_size, geo_.input_mask_size));
+    std::vector<float> presence(size_t(hi.count));
+    for (int j = 0; j < hi.count; ++j) {
+      const float* p = hi.mask(j);
+      presence[size_t(j)] = std::any_of(p, p + hi.plane(), [](float v) { return v > 0.f; }) ? 10.f : -10.f;
+    }
+    MemoryFrame& mf = s.memory[frame_index];
+    mf.frame_index = frame_index;
+    backend_.encode_memory(view(s), frame_index, hi.to_tensor(),
+                           Tensor::from_vector<float>({int64_t(presence.size())}, presence));
+    s.tracked_frames.insert(frame_index);
+    for (int j = 0; j < low.count; ++j) {
+      const int64_t id = s.obj_ids[size_t(j)];
+      if (!ids.count(id)) continue;
+      resize_bilinear(low.mask(j), low.height, low.width, plane.data(), H, W);
+      out[id] = {binarize(plane.data(), H, W), sc[size_t(j)]};
+    }
+  }
+  prompted_frames_.insert(frame_index);
+  return out;
+}
+
 }  // namespace segmux::pipeline
