@@ -466,7 +466,7 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
     for (const auto& m : out.masks) k.masks.push_back(rle_encode(m));
     if (!sink(std::move(out))) return false;
   }
-  touched_.clear();
+  // touched_ stays: the other direction of a "both" request, and later propagations, are partial too.
   return true;
 }
 

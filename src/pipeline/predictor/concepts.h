@@ -95,7 +95,7 @@ class ConceptSet {
   std::map<int, KeptFrame> kept_;
   // Official propagation_partial: after point prompts, the next propagation over frames with kept
   // outputs runs the tracker for the added / refined objects only and merges them into those outputs.
-  std::set<int64_t> touched_;  // objects added or refined by points since the last propagation
+  std::set<int64_t> touched_;  // objects added or refined by points since the last full propagation
   bool propagated_ = false;    // a full propagation has run (its outputs are kept)
   bool propagate_partial(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
 
