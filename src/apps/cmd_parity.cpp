@@ -39,7 +39,12 @@ int parity_main(int argc, char** argv) {
   app.add_option("--engine", engine, "with --video: smx (default, our runtime) or ort (ONNX Runtime on the ONNX files)")
       ->check(CLI::IsMember({"smx", "ort"}));
   app.add_option("--model", model_dir, "with --video: run this model folder or package (segmux deploy) instead");
+  bool requests = false;
+  app.add_flag("--requests", requests,
+               "with --video: replay the trace's request list (video/trace.json \"requests\": text, points, "
+               "remove_object, propagations, reset_session) and compare every response; exit 1 if any differs");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  SEGMUX_USAGE_CHECK(!requests || video, "--requests goes with --video");
   if (video) {
     pipeline::VideoParityOptions v;
     v.fixture_dir = opt.fixture_dir;
@@ -48,6 +53,14 @@ int parity_main(int argc, char** argv) {
     v.model_dir = model_dir;
     v.num_threads = opt.num_threads;
     v.engine = engine;
+    if (requests) {
+      const pipeline::RequestReplayReport rep = pipeline::run_request_replay(v, std::cout);
+      int differ = 0;
+      for (const auto& q : rep.requests) differ += !q.matched;
+      std::cout << "request replay: " << rep.requests.size() << " requests, " << differ << " differ -> "
+                << (differ == 0 && !rep.requests.empty() ? "PASS" : "FAIL") << "\n";
+      return differ == 0 && !rep.requests.empty() ? 0 : 1;
+    }
     return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;
