@@ -48,11 +48,16 @@ int parity_main(int argc, char** argv) {
   add_precision_option(app, precision,
                        "with --video and the fixture's weights: fp32 or bf16 (MatMul/Gemm/Conv weights in bf16), "
                        "checked against the same tolerances");
+  bool requests = false;
+  app.add_flag("--requests", requests,
+               "with --video: replay the trace's request list (video/trace.json \"requests\": text, points, "
+               "remove_object, propagations, reset_session) and compare every response; exit 1 if any differs");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(video || app.count("--precision") == 0,
                      "--precision goes with --video (the candidate checks compare fp32 builds)");
   SEGMUX_USAGE_CHECK(model_dir.empty() || app.count("--precision") == 0,
                      "--precision and --model exclude each other (a package's precision was chosen by segmux deploy)");
+  SEGMUX_USAGE_CHECK(!requests || video, "--requests goes with --video");
   if (video) {
     pipeline::VideoParityOptions v;
     v.fixture_dir = opt.fixture_dir;
@@ -63,6 +68,14 @@ int parity_main(int argc, char** argv) {
     v.engine = engine;
     v.trace_calls = trace_calls;
     v.precision = precision;
+    if (requests) {
+      const pipeline::RequestReplayReport rep = pipeline::run_request_replay(v, std::cout);
+      int differ = 0;
+      for (const auto& q : rep.requests) differ += !q.matched;
+      std::cout << "request replay: " << rep.requests.size() << " requests, " << differ << " differ -> "
+                << (differ == 0 && !rep.requests.empty() ? "PASS" : "FAIL") << "\n";
+      return differ == 0 && !rep.requests.empty() ? 0 : 1;
+    }
     return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;

@@ -226,10 +226,11 @@ int run_track(int argc, char** argv) {
   const int n = reader->num_frames();
   SEGMUX_USAGE_CHECK(start >= 0 && start < n, "--start ", start, " is outside the video (", n, " frames: 0..", n - 1,
                      ")");
-  const std::vector<TrackRequest> requests = prepare_track_prompts(popt, n, reader->width(), reader->height());
+  const std::vector<TrackRequest> requests =
+      prepare_track_prompts(popt, prompts, start, direction, n, reader->width(), reader->height());
   const auto boxes = track_box_exemplars(popt, reader->width(), reader->height());
   SEGMUX_USAGE_CHECK(boxes.empty() || !popt.frame || *popt.frame == start,
-                     "--box prompts go on the --start frame: give --start ", popt.frame.value_or(0));
+                     "--box exemplars go on the --start frame: give --start ", popt.frame.value_or(0));
   if (prompts.empty() && !boxes.empty()) prompts = {kBoxOnlyText};  // official: boxes alone
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
@@ -242,7 +243,7 @@ int run_track(int argc, char** argv) {
   opt.write_masks = masks != "none";
   opt.color_masks = masks == "color";
   opt.rle = parse_rle_form(rle);
-  opt.prompt = popt.requests.empty() ? prompts.front() : "";
+  opt.prompt = requests.empty() ? prompts.front() : "";
   opt.prompts = prompts;
   opt.source = input;
   opt.fps = reader->fps();

@@ -1,7 +1,7 @@
 // Geometry prompts on the command line: --point x,y[:neg] and --box x,y,w,h[:neg], in pixels of the
 // input (x to the right, y down, from the top-left corner). Parsed and checked against the frame size.
-// Boxes are the detector's exemplars (segment, track); points (the tracker's) are refused with a clear
-// "not supported yet" error after validation rather than ignored.
+// Boxes without an object id are the detector's exemplars (segment, track); points, and a box with
+// --obj-id, go to the tracker for that object (track).
 #pragma once
 #include <array>
 #include <string>

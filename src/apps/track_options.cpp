@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
 #include "apps/cli.h"
 #include "apps/prompt_args.h"
 #include "core/error.h"
@@ -13,12 +14,12 @@ void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o) {
   app.add_option("--requests", o.requests,
                  "JSON file of official-style requests (add_prompt, remove_object, propagate_in_video, "
                  "reset_session) run in order instead of --prompt");
-  app.add_option("--point", o.points, "point prompt x,y[:neg] in pixels, for --obj-id (not supported yet)");
+  app.add_option("--point", o.points, "point prompt x,y[:neg] in pixels for the object --obj-id (repeatable)");
   app.add_option("--box", o.boxes,
-                 "box exemplar x,y,w,h[:neg] in pixels on the --start frame (repeatable; with every --prompt, or "
-                 "alone)");
-  app.add_option("--obj-id", o.obj_id, "object that --point prompts refine or create");
-  app.add_option("--frame", o.frame, "frame of the --point prompts (default: --start)");
+                 "box x,y,w,h[:neg] in pixels: without --obj-id a box exemplar for the detector on the --start frame "
+                 "(repeatable; with every --prompt, or alone); with --obj-id the tracker's box for that object (one)");
+  app.add_option("--obj-id", o.obj_id, "object that --point / --box create (new id) or refine (an id of --prompt)");
+  app.add_option("--frame", o.frame, "frame of the --point / --box prompts (default: --start)");
 }
 
 void check_track_prompt_options(const TrackPromptOptions& o, const std::vector<std::string>& prompts) {
@@ -31,28 +32,62 @@ void check_track_prompt_options(const TrackPromptOptions& o, const std::vector<s
   for (const auto& p : o.points) parse_point_arg(p);
   for (const auto& b : o.boxes) parse_box_arg(b);
   SEGMUX_USAGE_CHECK(o.points.empty() || o.obj_id, "--point needs --obj-id (the object the points belong to)");
+  if (o.obj_id) {  // the tracker's box for that object
+    SEGMUX_USAGE_CHECK(o.boxes.size() <= 1, "--box: an object takes one box, got ", o.boxes.size());
+    for (const auto& b : o.boxes)
+      SEGMUX_USAGE_CHECK(parse_box_arg(b).positive, "--box ", b, ": a tracker box is positive (no :neg)");
+  }
+  SEGMUX_USAGE_CHECK(!o.obj_id || !o.points.empty() || !o.boxes.empty(), "--obj-id needs --point or --box");
   SEGMUX_USAGE_CHECK(!o.obj_id || *o.obj_id >= 0, "--obj-id ", o.obj_id.value_or(0), " is negative");
 }
 
-std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, int num_frames, int width, int height) {
-  if (!o.points.empty() || !o.boxes.empty()) {
-    SEGMUX_CHECK(!o.frame || (*o.frame >= 0 && *o.frame < num_frames), "--frame ", o.frame.value_or(0),
-                 " is outside the video (", num_frames, " frames: 0..", num_frames - 1, ")");
-    for (const auto& p : o.points) check_point(parse_point_arg(p), width, height, "--point " + p);
-    for (const auto& b : o.boxes) check_box(parse_box_arg(b), width, height, "--box " + b);
-    if (!o.points.empty())
-      fail(
-          "--point: point prompts are not supported yet (points in the tracker are not implemented); use --prompt "
-          "TEXT or --box");
+std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, const std::vector<std::string>& prompts,
+                                                int start, const std::string& direction, int num_frames, int width,
+                                                int height) {
+  if (o.points.empty() && (o.boxes.empty() || o.boxes_are_exemplars()))
+    return o.requests.empty() ? std::vector<TrackRequest>{} : read_track_requests(o.requests, num_frames);
+  SEGMUX_CHECK(!o.frame || (*o.frame >= 0 && *o.frame < num_frames), "--frame ", o.frame.value_or(0),
+               " is outside the video (", num_frames, " frames: 0..", num_frames - 1, ")");
+  // The official request sequence: text prompts and a propagation first (a refinement needs outputs
+  // on its frame), then the points / box, then a propagation that carries them through the video.
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : prompts) list.push_back({{"type", "add_prompt"}, {"frame_index", start}, {"text", p}});
+  const nlohmann::json propagate = {{"type", "propagate_in_video"}, {"propagation_direction", direction}};
+  if (!prompts.empty()) list.push_back(propagate);
+  const int frame = o.frame.value_or(start);
+  nlohmann::json add = {{"type", "add_prompt"}, {"frame_index", frame}, {"obj_id", *o.obj_id}};
+  for (const auto& text : o.points) {
+    const PointArg p = parse_point_arg(text);
+    check_point(p, width, height, "--point " + text);
+    const auto xy = normalised(p, width, height);
+    add["points"].push_back({xy[0], xy[1]});
+    add["point_labels"].push_back(p.positive ? 1 : 0);
   }
-  if (o.requests.empty()) return {};
-  return read_track_requests(o.requests, num_frames);
+  for (const auto& text : o.boxes) {
+    const BoxArg b = parse_box_arg(text);
+    check_box(b, width, height, "--box " + text);
+    const auto xywh = normalised(b, width, height);
+    add["bounding_boxes"].push_back({xywh[0], xywh[1], xywh[2], xywh[3]});
+  }
+  list.push_back(add);
+  nlohmann::json again = propagate;
+  again["start_frame_index"] = prompts.empty() ? frame : start;
+  list.push_back(again);
+  std::vector<TrackRequest> out;
+  bool have_prompt = false;
+  for (size_t i = 0; i < list.size(); ++i)
+    out.push_back(service::parse_official_request(
+        list[i], list[i].contains("obj_id") ? "--point / --box" : "request " + std::to_string(i), num_frames,
+        have_prompt));
+  return out;
 }
 
 std::vector<sam31::BoxExemplar> track_box_exemplars(const TrackPromptOptions& o, int width, int height) {
   std::vector<sam31::BoxExemplar> out;
+  if (!o.boxes_are_exemplars()) return out;
   for (const auto& text : o.boxes) {
     const BoxArg b = parse_box_arg(text);
+    check_box(b, width, height, "--box " + text);
     // As an official request would carry it: normalised x, y, w, h (float32), then the official conversion.
     const auto n = normalised(b, width, height);
     out.push_back(sam31::box_exemplar_from_xywh(n[0], n[1], n[2], n[3], b.positive));

@@ -7,9 +7,9 @@
 //    "max_frame_num_to_track"?: 10}
 //   {"type": "reset_session"}
 // The file is a JSON array of requests or {"requests": [...]}; "session_id" keys are ignored. The whole
-// file is checked before anything runs; an error names the request (index and type). Boxes are the
-// detector's exemplars (normalised [0, 1] as officially); points ("points"/"point_labels") are checked
-// and then refused as not supported yet.
+// file is checked before anything runs; an error names the request (index and type). Boxes without
+// obj_id are the detector's exemplars (normalised [0, 1] as officially); add_prompt with obj_id takes
+// points / one box for that object instead (service/official_request.h).
 #pragma once
 #include <functional>
 #include <optional>

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "io/json_limits.h"
 #include "pipeline/predictor/box_prompts.h"
+#include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::service {
 
@@ -59,11 +60,9 @@ struct Checker {
       if (has(labels) && (!r.at(labels).is_array() || r.at(labels).size() != list.size()))
         bad("'", labels, "' must list one label per entry of '", key, "'");
     }
-    if (has("points") && !has("obj_id")) bad("points need an 'obj_id'");
-    if (has("points"))
-      bad("point prompts are not supported yet (points in the tracker are not implemented); use a text prompt or "
-          "bounding_boxes");
-    if (has("bounding_boxes") && !has("bounding_box_labels")) bad("'bounding_boxes' need 'bounding_box_labels'");
+    if (has("points") && !has("obj_id")) bad("points need an 'obj_id' (the object they create or refine)");
+    if (has("bounding_boxes") && !has("obj_id") && !has("bounding_box_labels"))
+      bad("'bounding_boxes' need 'bounding_box_labels'");
   }
   // The checked boxes (official add_prompt: bounding_boxes normalised x, y, w, h; labels 1 / 0).
   void boxes(OfficialRequest& q) const {
@@ -76,6 +75,42 @@ struct Checker {
         bad("'bounding_box_labels' entries must be 1 (positive) or 0 (negative), got ", describe_json(l));
       q.box_labels.push_back(l.is_boolean() ? int(l.get<bool>()) : int(l.get<int64_t>()));
     }
+  }
+  // A tracker prompt (obj_id): points with labels 0 / 1 (2 / 3: box corners) and at most one box.
+  pipeline::Prompt tracker() const {
+    pipeline::Prompt p;
+    p.obj_id = integer("obj_id");
+    if (*p.obj_id < 0) bad("'obj_id' ", *p.obj_id, " is negative");
+    if (has("text")) bad("a prompt has either 'text' or points / a box for one object, not both");
+    if (!has("points") && !has("bounding_boxes")) bad("'obj_id' is given without 'points' or 'bounding_boxes'");
+    if (has("points")) {
+      if (!has("point_labels")) bad("'points' need 'point_labels' (1 positive, 0 negative)");
+      for (const auto& q : r.at("points")) p.points_xy.push_back({q[0].get<float>(), q[1].get<float>()});
+      for (const auto& l : r.at("point_labels")) {
+        if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 3)
+          bad("'point_labels' entries must be 1 (positive), 0 (negative), 2 or 3 (box corners), got ",
+              describe_json(l));
+        p.point_labels.push_back(int(l.get<int64_t>()));
+      }
+    }
+    if (has("bounding_boxes")) {
+      const json& boxes = r.at("bounding_boxes");
+      if (boxes.size() != 1) bad("an object takes one box, 'bounding_boxes' has ", boxes.size());
+      p.boxes_xywh.push_back(
+          {boxes[0][0].get<float>(), boxes[0][1].get<float>(), boxes[0][2].get<float>(), boxes[0][3].get<float>()});
+      if (has("bounding_box_labels")) {
+        const json& l = r.at("bounding_box_labels")[0];
+        if (!(l.is_number_integer() || l.is_boolean()) || (l.is_number_integer() && l.get<int64_t>() != 1) ||
+            (l.is_boolean() && !l.get<bool>()))
+          bad("a tracker box must be positive ('bounding_box_labels' [1]), got ", describe_json(l));
+      }
+    }
+    if (has("clear_old_points")) {
+      if (!r.at("clear_old_points").is_boolean()) bad("'clear_old_points' must be true or false");
+      p.clear_old_points = r.at("clear_old_points").get<bool>();
+    }
+    if (has("output_prob_thresh")) bad("'output_prob_thresh' applies to text prompts only");
+    return p;
   }
 };
 
@@ -98,7 +133,13 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
     if (!c.has("frame_index")) c.bad("no 'frame_index'");
     q.frame_index = c.frame("frame_index");
     c.geometry();
-    c.boxes(q);
+    if (c.has("obj_id")) {  // the tracker's prompt for one object
+      q.tracker = c.tracker();
+      q.obj_id = *q.tracker->obj_id;
+      have_prompt = true;
+      return q;
+    }
+    c.boxes(q);  // without obj_id: box exemplars for the detector
     if (c.has("text") || q.boxes_xywh.empty()) {
       if (!c.has("text") || !r.at("text").is_string() || r.at("text").get<std::string>().empty())
         c.bad("'text' must be a non-empty string (or give 'bounding_boxes')");
@@ -118,7 +159,7 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
     q.obj_id = c.integer("obj_id");
     if (q.obj_id < 0) c.bad("'obj_id' ", q.obj_id, " is negative");
     if (c.has("frame_index")) q.remove_frame_index = q.frame_index = c.frame("frame_index");
-    if (!have_prompt) c.bad("no text prompt was added before it");
+    if (!have_prompt) c.bad("no prompt (text or points) was added before it");
   } else if (type == "propagate_in_video") {
     c.only({"propagation_direction", "start_frame_index", "max_frame_num_to_track", "output_prob_thresh"}, extra_keys);
     q.type = OfficialRequest::Type::Propagate;
@@ -140,7 +181,7 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
       if (m < 0) c.bad("'max_frame_num_to_track' ", m, " is negative");
       q.max_frame_num_to_track = int(std::min<int64_t>(m, num_frames));
     }
-    if (!have_prompt) c.bad("no text prompt was added before it");
+    if (!have_prompt) c.bad("no prompt (text or points) was added before it");
   } else if (type == "reset_session") {
     c.only({}, extra_keys);
     q.type = OfficialRequest::Type::ResetSession;
@@ -156,6 +197,11 @@ bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest&
   try {
     switch (q.type) {
       case OfficialRequest::Type::AddPrompt: {
+        if (q.tracker) {
+          const pipeline::PointInputs pts = pipeline::tracker_point_inputs(*q.tracker, concepts.image_size());
+          emit(concepts.add_point_prompt(q.frame_index, q.obj_id, pts, q.tracker->clear_old_points));
+          return true;
+        }
         pipeline::Prompt p;
         p.boxes_xywh = q.boxes_xywh;
         p.box_labels = q.box_labels;

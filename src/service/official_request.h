@@ -7,8 +7,10 @@
 //   {"type": "propagate_in_video", "propagation_direction"?: "both", "start_frame_index"?: 0,
 //    "max_frame_num_to_track"?: 10}
 //   {"type": "reset_session"}
-// Points ("points"/"point_labels", normalised [0, 1] as officially) are checked and then refused as not
-// supported yet.
+//   {"type": "add_prompt", "frame_index": 6, "obj_id": 2, "points": [[0.61, 0.37]], "point_labels": [1],
+//    "bounding_boxes"?: [[x, y, w, h]], "clear_old_points"?: true}   (tracker prompt for one object)
+// Points and boxes are normalised [0, 1] as officially; point labels 1 positive, 0 negative (2 / 3 box
+// corners). Boxes without obj_id are the detector's exemplars (labels 1 / 0).
 #pragma once
 #include <array>
 #include <functional>
@@ -36,6 +38,7 @@ struct OfficialRequest {
   pipeline::PropagationDirection direction = pipeline::PropagationDirection::Both;
   std::optional<int> start_frame_index;
   std::optional<int> max_frame_num_to_track;
+  std::optional<pipeline::Prompt> tracker;  // add_prompt with obj_id: points and / or one box
 };
 
 // Checks one request against a video of num_frames frames. `name` prefixes every error ("request 3");

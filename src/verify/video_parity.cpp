@@ -189,4 +189,88 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   return rep;
 }
 
+RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostream& log) {
+  const std::string dir = opt.fixture_dir;
+  const std::string trace_path = dir + "/video/trace.json";
+  nlohmann::json trace = read_untrusted_json_file(trace_path);
+  SEGMUX_CHECK(trace.is_object() && trace.contains("requests") && trace["requests"].is_array(), "'", trace_path,
+               "' has no request list ('requests')");
+  ModelSource src;
+  src.model_dir = opt.model_dir;
+  if (opt.model_dir.empty()) {
+    src.weights = opt.weights.empty() ? dir + "/weights.safetensors" : opt.weights;
+    src.config = dir + "/config.json";
+    src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
+  }
+  src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
+  src.num_threads = opt.num_threads;
+  src.engine = opt.engine;
+  OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
+  VideoPredictor predictor(*model.backend, load_control_config(dir + "/config.json"));
+  const std::string session = predictor.start_session(open_video(dir + "/video/frames"));
+  predictor.keep_outputs(session, true);  // remove_object answers with the frame's kept outputs
+  RequestReplayReport rep;
+  int index = 0;
+  for (const auto& r : trace["requests"]) {
+    const std::string type = r.at("type").get<std::string>();
+    const std::string label = "request " + std::to_string(index) + " (" + type + ")";
+    VideoParityReport one;
+    std::ostringstream lines;
+    if (type == "add_prompt") {
+      Prompt p;
+      if (r.contains("text")) p.text = r["text"].get<std::string>();
+      if (r.contains("obj_id")) p.obj_id = r["obj_id"].get<int64_t>();
+      if (r.contains("points"))
+        for (const auto& q : r["points"]) p.points_xy.push_back({q[0].get<float>(), q[1].get<float>()});
+      if (r.contains("point_labels")) p.point_labels = r["point_labels"].get<std::vector<int>>();
+      p.clear_old_points = r.value("clear_old_points", true);
+      const int f = r.at("frame_index").get<int>();
+      compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f),
+                    predictor.add_prompt(session, f, p), one, lines);
+    } else if (type == "remove_object") {
+      const int f = r.at("frame_index").get<int>();
+      predictor.remove_object(session, r.at("obj_id").get<int64_t>(), f);
+      FrameOutput got = predictor.frame_outputs(session, f).value_or(FrameOutput{});
+      compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f), got, one, lines);
+    } else if (type == "propagate_in_video") {
+      std::map<int, RefFrame> refs;
+      for (const auto& y : r.at("yields"))
+        refs[y["frame_index"].get<int>()] = parse_ref(y, y["frame_index"].get<int>());
+      PropagateRequest req;
+      const std::string d = r.value("propagation_direction", "both");
+      req.direction = d == "forward"    ? PropagationDirection::Forward
+                      : d == "backward" ? PropagationDirection::Backward
+                                        : PropagationDirection::Both;
+      predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
+        auto it = refs.find(out.frame_index);
+        if (it == refs.end()) {
+          ++one.id_mismatches;
+          lines << label << " frame " << out.frame_index << ": not emitted officially  MISS\n";
+        } else {
+          compare_frame(label + " frame " + std::to_string(out.frame_index), it->second, out, one, lines);
+          refs.erase(it);
+        }
+        return true;
+      });
+      for (auto& [f, ref] : refs) {
+        ++one.id_mismatches;
+        lines << label << " frame " << f << ": emitted officially, not by us  MISS\n";
+      }
+    } else if (type == "reset_session") {
+      predictor.reset_session(session);
+      predictor.keep_outputs(session, true);
+    } else {
+      fail("'", trace_path, "' request ", index, ": unknown type '", type, "'");
+    }
+    log << lines.str();
+    const bool ok = type == "reset_session" || one.passed();
+    log << label << ": " << (ok ? "match" : "DIFFERS") << " (" << one.frames_compared << " frames, id "
+        << one.id_mismatches << ", prob " << one.prob_mismatches << ", mask " << one.mask_misses << ")\n";
+    rep.requests.push_back({type, ok, one});
+    ++index;
+  }
+  predictor.close_session(session);
+  return rep;
+}
+
 }  // namespace segmux::pipeline

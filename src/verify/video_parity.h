@@ -11,6 +11,7 @@
 #pragma once
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "pipeline/masks/rle.h"
 #include "core/cpu_cores.h"
@@ -52,5 +53,18 @@ struct VideoParityReport {
 bool mask_within_parity_bar(const BinaryMask& reference, const BinaryMask& got, long long* diff_pixels = nullptr);
 
 VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log);
+
+// The request list of a trace (video/trace.json "requests": add_prompt with text or points,
+// remove_object, propagate_in_video, reset_session) replayed in order on one session, each request's
+// outputs (or propagation yields) compared with the official ones under the bar above.
+struct RequestReplayReport {
+  struct Request {
+    std::string type;
+    bool matched = false;
+    VideoParityReport frames;
+  };
+  std::vector<Request> requests;
+};
+RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostream& log);
 
 }  // namespace segmux::pipeline

@@ -141,7 +141,7 @@ def main():
             rows = dt.eval('[...document.querySelectorAll("#objects li")].map(li => Number(li.dataset.objId))')
             check(rows == ids, 'object list %s' % rows)
             points = dt.eval('(() => { const b = document.getElementById("points"); return [b.disabled, b.title]; })()')
-            check(points[0] and 'not implemented' in points[1], 'the point control: %s' % points)
+            check(points[0] and 'not built yet' in points[1], 'the point control: %s' % points)
             # Click Remove on the second object, as a person would.
             gone = ids[1]
             dt.eval('document.querySelector(\'#objects li[data-obj-id="%d"] button.remove\').click()' % gone)

@@ -173,14 +173,11 @@ TEST_F(Service, BadRequestsGetA4xxAndChangeNothing) {
                        {"obj_id", 0}}),
             400);
   EXPECT_NE(last_error_.find("[0, 1]"), std::string::npos) << last_error_;
-  EXPECT_EQ(status_of({{"type", "add_prompt"},
-                       {"session_id", id},
-                       {"frame_index", 0},
-                       {"points", {{0.5, 0.5}}},
-                       {"point_labels", {1}},
-                       {"obj_id", 0}}),
-            400);
-  EXPECT_NE(last_error_.find("not supported yet"), std::string::npos) << last_error_;
+  EXPECT_EQ(
+      status_of(
+          {{"type", "add_prompt"}, {"session_id", id}, {"frame_index", 0}, {"points", {{0.5, 0.5}}}, {"obj_id", 0}}),
+      400);
+  EXPECT_NE(last_error_.find("'points' need 'point_labels'"), std::string::npos) << last_error_;
   EXPECT_EQ(status_of({{"type", "add_prompt"}, {"session_id", id}, {"frame_index", 0}, {"txt", "x"}}), 400);
   EXPECT_EQ(status_of({{"type", "remove_object"}, {"session_id", id}, {"obj_id", 0}}), 400);  // no prompt yet
   EXPECT_THROW(svc_->stream({{"type", "propagate_in_video"}, {"session_id", id}}), ServiceError);

@@ -451,19 +451,25 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
       R"([{"type": "add_prompt", "frame_index": 0, "text": "shape"}, {"type": "remove_object", "obj_id": 77}])",
       "request 1 (remove_object): no object 77");
   bad("json", R"([{"type": )", "--requests");
-  bad("points",
-      R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
-      "not supported yet");
+  bad("refine",
+      R"([{"type": "add_prompt", "frame_index": 0, "text": "shape"},
+          {"type": "add_prompt", "frame_index": 5, "points": [[0.5, 0.5]], "point_labels": [1], "obj_id": 1}])",
+      "request 1 (add_prompt): add_prompt: object 1 cannot be refined on frame 5 before");
+  bad("labels", R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "obj_id": 1}])",
+      "request 0 (add_prompt): 'points' need 'point_labels'");
+  bad("exemplar",
+      R"([{"type": "add_prompt", "frame_index": 0, "text": "a", "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]]}])",
+      "box exemplars");
   Result r = segmux("track " + kTiny + "/video/frames --requests " + tmp("unknown.json") + " --start 2 " +
                     tiny_model_args() + " --out " + tmp("usage") + " --quiet");
   EXPECT_EQ(r.code, 2);
   expect_failure(r, tmp("usage"), "--requests replaces --start");
   r = track(tmp("pt"), "--point 500,10 --obj-id 1");
   expect_failure(r, tmp("pt"), "outside the 320x240 frame");
-  r = track(tmp("bx"), "--box 10,10,0,4");
+  r = track(tmp("bx"), "--box 10,10,0,4 --obj-id 1");
   expect_failure(r, tmp("bx"), "is empty");
-  r = track(tmp("pt3"), "--point 10,10 --obj-id 1");
-  expect_failure(r, tmp("pt3"), "not supported yet");  // boxes: test_track_exemplars.cpp
+  r = track(tmp("bx3"), "--box 10,10,20,20:neg --obj-id 4");
+  expect_failure(r, tmp("bx3"), "a tracker box is positive");  // exemplars (no --obj-id): test_track_exemplars.cpp
   r = track(tmp("pt2"), "--point 1,2:maybe --obj-id 1");
   expect_failure(r, tmp("pt2"), "'neg' or 'pos'");
 }
@@ -521,5 +527,31 @@ TEST_F(Track, RequestsEqualTheOfficialSequence) {
       // Tolerance of `segmux parity --video` (tracker-side bf16 flips move a few pixels).
       EXPECT_GE(uni ? double(inter) / double(uni) : 1.0, 0.98) << "frame " << index << " object " << id;
     }
+  }
+}
+
+// Point and box prompts from the command line (the fixture's clicks: frame 6, object 2 refined, a new
+// object 0; the tiny model's interactive head says 'no object' for every click, as officially).
+TEST_F(Track, PointAndBoxPromptsRunAsTheOfficialRequestSequence) {
+  // Points only: a new object from one click on frame 0 (official trace request 8: no object emitted).
+  Result r = segmux("track " + kTiny + "/video/frames --point 225,196 --obj-id 0 " + tiny_model_args() + " --out " +
+                    tmp("pt_only") + " --quiet --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(slurp(fs::path(tmp("pt_only")) / "tracks.json"));
+  ASSERT_EQ(j["frames"].size(), 16u);
+  for (const auto& f : j["frames"]) EXPECT_TRUE(f["objects"].empty()) << f["frame_index"];
+  // A box for a new object (official request 12's corners).
+  r = segmux("track " + kTiny + "/video/frames --box 75,31,223,73 --obj-id 0 " + tiny_model_args() + " --out " +
+             tmp("box_only") + " --quiet --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Text, propagation, then a refinement of object 2 on frame 6 and a propagation from the start.
+  r = segmux("track " + kTiny + "/video/frames --prompt shape --point 196,90 --obj-id 2 --frame 6 " +
+             tiny_model_args() + " --out " + tmp("refine") + " --quiet --overlay none");
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(slurp(fs::path(tmp("refine")) / "tracks.json"));
+  ASSERT_EQ(j["frames"].size(), 16u);
+  for (const auto& f : j["frames"]) {
+    if (f["frame_index"] != 6) continue;
+    for (const auto& o : f["objects"]) EXPECT_NE(o["id"], 2) << "object 2 is 'no object' after the click";
   }
 }

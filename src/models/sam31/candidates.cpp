@@ -5,6 +5,7 @@
 #include "models/sam31/detector.h"
 #include "models/sam31/interactive_decoder.h"
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/point_decoder.h"
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/text_encoder.h"
@@ -30,6 +31,7 @@ std::vector<Candidate> make_table() {
   namespace det = names::detector;
   namespace id = names::interactive_decoder;
   namespace pd = names::propagation_decoder;
+  namespace pt = names::point_decoder;
   namespace me = names::memory_encoder;
   return {
       {CandidateId::text_encoder,
@@ -70,6 +72,16 @@ std::vector<Candidate> make_table() {
        build_interactive_decoder,
        nullptr,
        interactive_decoder_contract},
+      {CandidateId::point_decoder,
+       "point_decoder",
+       "per object given points or a box",
+       {kPointDecoderFeaturesVariant},
+       {pt::kImage, pt::kFpn0, pt::kFpn1, pt::kPointCoords, pt::kPointLabels, pt::kPointValid, pt::kMultimask},
+       {pt::kMasks, pt::kIouPred, pt::kObjectScoreLogit, pt::kBestMaskIndex, pt::kMask, pt::kIou, pt::kLowResMask,
+        pt::kObjPtr},
+       build_point_decoder,
+       build_point_decoder_variant,
+       point_decoder_contract},
       {CandidateId::propagation_decoder,
        "propagation_decoder",
        "per frame and tracker bucket",

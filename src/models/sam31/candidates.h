@@ -18,6 +18,7 @@ enum class CandidateId {
   backbone,
   detector,
   interactive_decoder,
+  point_decoder,
   propagation_decoder,
   memory_encoder,
 };
@@ -44,14 +45,14 @@ struct CompiledFile {
   std::string variant;
 };
 
-// All six, in pipeline order.
+// All seven, in pipeline order.
 const std::vector<Candidate>& candidates();
 const Candidate& candidate(CandidateId id);
 // The candidate named `name`, or nullptr.
 const Candidate* find_candidate(std::string_view name);
 // The candidate names, comma separated (for error messages and --help).
 std::string candidate_names();
-// The compiled files of a model folder (seven): every candidate's default build, plus the memory
+// The compiled files of a model folder (eight): every candidate's default build, plus the memory
 // encoder for image-size masks (frames where masks are given).
 const std::vector<CompiledFile>& compiled_files();
 

@@ -124,6 +124,11 @@ const std::map<std::string, FieldIO>& fields() {
     add_int("num_maskmem", &ModelConfig::num_maskmem);
     add_int("max_obj_ptrs_in_encoder", &ModelConfig::max_obj_ptrs_in_encoder);
     add_int("max_cond_frames_in_attn", &ModelConfig::max_cond_frames_in_attn);
+    add_int("max_prompt_points", &ModelConfig::max_prompt_points);
+    add_int("multimask_min_pt_num", &ModelConfig::multimask_min_pt_num);
+    add_int("multimask_max_pt_num", &ModelConfig::multimask_max_pt_num);
+    add_double("multimask_stability_delta", &ModelConfig::multimask_stability_delta);
+    add_double("multimask_stability_thresh", &ModelConfig::multimask_stability_thresh);
     add_double("rope_theta", &ModelConfig::rope_theta);
     add_int("text_output_dim", &ModelConfig::text_output_dim);
     add_int("text_mlp_ratio", &ModelConfig::text_mlp_ratio);
@@ -219,8 +224,17 @@ ModelConfig from_fixture_json(const json& j, const std::string& what) {
     const json& s = j["control_plane_and_tracker_settings"];
     for (auto it = s.begin(); s.is_object() && it != s.end(); ++it) {
       if (!it->is_object()) continue;
-      for (const char* key : {"num_maskmem", "max_obj_ptrs_in_encoder", "max_cond_frames_in_attn"})
+      for (const char* key : {"num_maskmem", "max_obj_ptrs_in_encoder", "max_cond_frames_in_attn",
+                              "multimask_min_pt_num", "multimask_max_pt_num"})
         if (it->contains(key)) set_field(cfg, key, (*it)[key], what);
+      // The interactive head's dynamic multimask fallback (the multiplex head has it switched off).
+      const auto extra = it->find("interactive_sam_mask_decoder_extra_args");
+      if (extra != it->end() && extra->is_object()) {
+        if (extra->contains("dynamic_multimask_stability_delta"))
+          set_field(cfg, "multimask_stability_delta", (*extra)["dynamic_multimask_stability_delta"], what);
+        if (extra->contains("dynamic_multimask_stability_thresh"))
+          set_field(cfg, "multimask_stability_thresh", (*extra)["dynamic_multimask_stability_thresh"], what);
+      }
     }
   }
   validate_in(cfg, what);
@@ -300,6 +314,7 @@ void validate_config(const ModelConfig& c) {
   positive(c.detector_max_boxes, "detector_max_boxes");
   positive(c.mlp_head_layers, "mlp_head_layers");
   positive(c.obj_ptr_proj_layers, "obj_ptr_proj_layers");
+  positive(c.max_prompt_points, "max_prompt_points");
   for (auto [v, name] : {std::pair{c.fusion_enc_layers, "fusion_enc_layers"},
                          {c.dec_layers, "dec_layers"},
                          {c.geo_layers, "geo_layers"},

@@ -41,6 +41,13 @@ struct ModelConfig {
   int max_obj_ptrs_in_encoder = 16;
   int max_cond_frames_in_attn = 4;  // conditioning frames the memory attention may use
 
+  // Point / box prompts of the tracker (official interactive SAM head settings).
+  int max_prompt_points = 16;    // point slots of the point_decoder graph (clicks + box corners)
+  int multimask_min_pt_num = 0;  // multimask output when min <= clicks <= max (_use_multimask)
+  int multimask_max_pt_num = 1;
+  double multimask_stability_delta = 0.05;   // dynamic_multimask_stability_delta
+  double multimask_stability_thresh = 0.98;  // dynamic_multimask_stability_thresh
+
   // Sizes that are fixed constants in the official builder (not reduced in the fixtures) but that
   // the state dict and the candidates depend on. Kept here so nothing hard-codes them.
   double rope_theta = 10000.0;        // ViT 2-D axial RoPE and the tracker's RoPE attention

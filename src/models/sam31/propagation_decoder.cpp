@@ -80,22 +80,6 @@ int memory_attention_layer(GraphBuilder& b, const Weights& w, const std::string&
   return tgt;
 }
 
-// ConvTranspose2d(kernel 2, stride 2) on channels-last tokens (1, h*w, Cin) -> NCHW (1, Cout, 2h, 2w),
-// as a MatMul (the 2x2 outputs of one input pixel do not overlap).
-int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& name, int tokens, int64_t h, int64_t wd) {
-  Scope s(b, name);
-  Tensor wt = as_f32(w.get(name + ".weight"));  // (Cin, Cout, 2, 2)
-  SEGMUX_CHECK(wt.rank() == 4 && wt.dim(2) == 2 && wt.dim(3) == 2, name, ": expected a 2x2 transposed conv");
-  const int64_t cin = wt.dim(0), cout = wt.dim(1);
-  Tensor wm = wt.reshaped({cin, cout * 4});  // [in, o*4 + a*2 + c] is already the memory order
-  int y = b.op1("MatMul", {tokens, b.constant(wm.clone(), "weight")});
-  y = reshape(b, y, {1, h, wd, cout, 2, 2});
-  y = transpose(b, y, {0, 3, 1, 4, 2, 5});
-  y = reshape(b, y, {1, cout, 2 * h, 2 * wd});
-  Tensor bias = as_f32(w.get(name + ".bias")).reshaped({1, cout, 1, 1});
-  return add(b, y, b.constant(bias.clone(), "bias"));
-}
-
 // NCHW (1, C, h, w) -> tokens (1, h*w, C)
 int nchw_to_tokens(GraphBuilder& b, int x, int64_t c, int64_t hw) {
   return transpose(b, reshape(b, x, {1, c, hw}), {0, 2, 1});

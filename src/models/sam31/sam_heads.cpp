@@ -36,26 +36,27 @@ Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t g) {
   return pe;
 }
 
-int sam_attention(GraphBuilder& b, const Weights& w, const std::string& p, int q, int k, int v, int heads) {
+int sam_attention(GraphBuilder& b, const Weights& w, const std::string& p, int q, int k, int v, int heads,
+                  int key_bias) {
   Scope s(b, p.substr(p.rfind('.') + 1));
   int qh = split_heads(b, linear(b, w, q, p + ".q_proj"), heads, false);
   int kh = split_heads(b, linear(b, w, k, p + ".k_proj"), heads, false);
   int vh = split_heads(b, linear(b, w, v, p + ".v_proj"), heads, false);
-  int o = merge_heads(b, sdpa(b, qh, kh, vh), false);
+  int o = merge_heads(b, sdpa(b, qh, kh, vh, key_bias), false);
   return linear(b, w, o, p + ".out_proj");
 }
 
 TwoWayResult two_way_transformer(GraphBuilder& b, const Weights& w, const std::string& tw, int tokens, int keys,
-                                 int key_pe, int depth, int heads) {
+                                 int key_pe, int depth, int heads, int token_key_bias) {
   int queries = tokens;
   for (int l = 0; l < depth; ++l) {
     Scope sl(b, "twoway" + std::to_string(l));
     const std::string p = tw + ".layers." + std::to_string(l);
     if (l == 0) {  // skip_first_layer_pe: no residual, no positional add
-      queries = sam_attention(b, w, p + ".self_attn", queries, queries, queries, heads);
+      queries = sam_attention(b, w, p + ".self_attn", queries, queries, queries, heads, token_key_bias);
     } else {
       int q = add(b, queries, tokens);
-      queries = add(b, queries, sam_attention(b, w, p + ".self_attn", q, q, queries, heads));
+      queries = add(b, queries, sam_attention(b, w, p + ".self_attn", q, q, queries, heads, token_key_bias));
     }
     queries = layer_norm(b, w, queries, p + ".norm1", 1e-5f);
     int q = add(b, queries, tokens), k = add(b, keys, key_pe);
@@ -65,7 +66,7 @@ TwoWayResult two_way_transformer(GraphBuilder& b, const Weights& w, const std::s
     queries = layer_norm(b, w, add(b, queries, m), p + ".norm3", 1e-5f);
     q = add(b, queries, tokens);
     k = add(b, keys, key_pe);
-    keys = add(b, keys, sam_attention(b, w, p + ".cross_attn_image_to_token", k, q, queries, heads));
+    keys = add(b, keys, sam_attention(b, w, p + ".cross_attn_image_to_token", k, q, queries, heads, token_key_bias));
     keys = layer_norm(b, w, keys, p + ".norm4", 1e-5f);
   }
   int q = add(b, queries, tokens), k = add(b, keys, key_pe);
@@ -84,6 +85,20 @@ int layer_norm_2d(GraphBuilder& b, const Weights& w, int x, const std::string& p
   Tensor wr = as_f32(wt).reshaped({1, wt.numel(), 1, 1}).clone();
   Tensor br = as_f32(w.get(prefix + ".bias")).reshaped({1, wt.numel(), 1, 1}).clone();
   return add(b, mul(b, b.constant(wr, "weight"), y), b.constant(br, "bias"));
+}
+
+int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& name, int tokens, int64_t h, int64_t wd) {
+  Scope s(b, name);
+  Tensor wt = as_f32(w.get(name + ".weight"));  // (Cin, Cout, 2, 2)
+  SEGMUX_CHECK(wt.rank() == 4 && wt.dim(2) == 2 && wt.dim(3) == 2, name, ": expected a 2x2 transposed conv");
+  const int64_t cin = wt.dim(0), cout = wt.dim(1);
+  Tensor wm = wt.reshaped({cin, cout * 4});  // [in, o*4 + a*2 + c] is already the memory order
+  int y = b.op1("MatMul", {tokens, b.constant(wm.clone(), "weight")});
+  y = reshape(b, y, {1, h, wd, cout, 2, 2});
+  y = transpose(b, y, {0, 3, 1, 4, 2, 5});
+  y = reshape(b, y, {1, cout, 2 * h, 2 * wd});
+  Tensor bias = as_f32(w.get(name + ".bias")).reshaped({1, cout, 1, 1});
+  return add(b, y, b.constant(bias.clone(), "bias"));
 }
 
 }  // namespace segmux::sam31

@@ -20,16 +20,25 @@ inline const std::string kTrackerPrefix = "tracker.model.";
 Tensor random_fourier_dense_pe(const Tensor& gaussian_matrix, int64_t grid);
 
 // SAM's Attention (q/k/v projections to an internal dim, heads, out projection) on (1, L, D) values.
-int sam_attention(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int q, int k, int v, int heads);
+// key_bias (optional, >= 0): an additive (1, 1, 1, Lk) bias on the scores (-1e30 drops a padded key).
+int sam_attention(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int q, int k, int v, int heads,
+                  int key_bias = -1);
 
 // SAM's TwoWayTransformer (sam/transformer.py): tokens (1, T, D) attend to image keys (1, L, D) with
 // key positional encoding key_pe (1, L, D); returns the final queries (1, T, D) and keys (1, L, D).
+// token_key_bias (optional): (1, 1, 1, T) additive bias wherever the tokens are the keys (self
+// attention, image-to-token attention), so padded prompt tokens take no part in the result.
 struct TwoWayResult {
   int queries;
   int keys;
 };
 TwoWayResult two_way_transformer(ir::GraphBuilder& b, const Weights& w, const std::string& prefix, int tokens, int keys,
-                                 int key_pe, int depth, int heads);
+                                 int key_pe, int depth, int heads, int token_key_bias = -1);
+
+// ConvTranspose2d(kernel 2, stride 2) on channels-last tokens (1, h*w, Cin) -> NCHW (1, Cout, 2h, 2w),
+// as a MatMul (the 2x2 outputs of one input pixel do not overlap).
+int conv_transpose_2x2(ir::GraphBuilder& b, const Weights& w, const std::string& name, int tokens, int64_t h,
+                       int64_t wd);
 
 // LayerNorm2d (sam/common.py, model_misc.py) on NCHW, written out as the official module computes it:
 // mean and biased variance over C, (x - u) / sqrt(var + eps), then the per-channel affine

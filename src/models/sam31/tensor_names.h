@@ -51,6 +51,27 @@ inline constexpr const char* kObjectScoreLogit = "object_score_logit";
 inline constexpr const char* kSamObjectScoreLogit = "sam_object_score_logit";
 }  // namespace interactive_decoder
 
+namespace point_decoder {
+inline constexpr const char* kImage = "image";
+inline constexpr const char* kFpn0 = "fpn0";
+inline constexpr const char* kFpn1 = "fpn1";
+inline constexpr const char* kImageEmbeddings = "image_embeddings";  // variant "features"
+inline constexpr const char* kHighResS0 = "high_res_s0";             // variant "features"
+inline constexpr const char* kHighResS1 = "high_res_s1";             // variant "features"
+inline constexpr const char* kPointCoords = "point_coords";
+inline constexpr const char* kPointLabels = "point_labels";
+inline constexpr const char* kPointValid = "point_valid";
+inline constexpr const char* kMultimask = "multimask";
+inline constexpr const char* kMasks = "masks";
+inline constexpr const char* kIouPred = "iou_pred";
+inline constexpr const char* kObjectScoreLogit = "object_score_logit";
+inline constexpr const char* kBestMaskIndex = "best_mask_index";
+inline constexpr const char* kMask = "mask";
+inline constexpr const char* kIou = "iou";
+inline constexpr const char* kLowResMask = "low_res_mask";
+inline constexpr const char* kObjPtr = "obj_ptr";
+}  // namespace point_decoder
+
 namespace propagation_decoder {
 inline constexpr const char* kImage = "image";
 inline constexpr const char* kImagePos = "image_pos";

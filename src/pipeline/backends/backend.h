@@ -65,6 +65,13 @@ struct TrackerStateView {
   int num_frames = 0;                      // frames in the video (temporal position encodings)
 };
 
+// Point / box prompts of ONE object on one frame (official add_new_points), in model-input pixels
+// (relative coordinates * image_size): labels 1 positive, 0 negative, 2 / 3 box top-left / bottom-right.
+struct PointInputs {
+  std::vector<float> xy;  // x0, y0, x1, y1, ...
+  std::vector<int64_t> labels;
+};
+
 enum class MaskInputKind {
   NewObjects,   // new objects from detections (official add_new_masks(add_mask_to_memory=True))
   Recondition,  // existing objects re-anchored to detector masks (add_new_masks(reconditioning=True))
@@ -129,6 +136,15 @@ class ModelBackend {
   virtual void add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
                          const Tensor& masks, MaskInputKind kind, bool conditioning) = 0;
 
+  // Point / box prompts for one object of a state on a cached frame (official add_new_points with
+  // the interactive head, then propagate_in_video_preflight): the object's mask and score replace its
+  // outputs of this frame, the state's memory of this frame is re-encoded with the object as the
+  // frame's conditioning object, stored as a conditioning frame iff `conditioning`. Returns the
+  // object's low-res mask (f32 [1, Hm, Wm], -1024 where the object is absent) and score logit [1].
+  virtual TrackerOutput add_points(const TrackerStateView& /*state*/, int /*frame_index*/, int64_t /*obj_id*/,
+                                   const PointInputs& /*points*/, bool /*conditioning*/) {
+    fail("this model backend cannot run point or box prompts");
+  }
   // Objects were removed from a state (state shows the buckets after removal; removed_obj_ids were
   // in it before) or the whole state was dropped (drop_state).
   virtual void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) = 0;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "ir/builder.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/point_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/tracker_io.h"
 #include "pipeline/masks/mask_ops.h"
@@ -112,7 +114,7 @@ struct Runner {
 struct FrameFeatures {
   Tensor det_fpn[3];
   Tensor pos2;
-  Tensor interactive2;
+  Tensor interactive0, interactive1, interactive2;  // levels 0 / 1 for point prompts only
   Tensor propagation2;
   Tensor high_res_s0, high_res_s1;
   int video_width = 0, video_height = 0;
@@ -132,7 +134,7 @@ struct StateMemory {
 class CompiledBackend : public ModelBackend {
  public:
   CompiledBackend(ModelConfig cfg, const CandidateRunnerFactory& open, sam31::Tokenizer tok)
-      : cfg_(std::move(cfg)), tok_(std::move(tok)) {
+      : cfg_(std::move(cfg)), tok_(std::move(tok)), open_(open) {
     using sam31::CandidateId;
     auto load = [&](CandidateId id, const std::string& variant = "") {
       for (const sam31::CompiledFile& f : sam31::compiled_files())
@@ -177,6 +179,8 @@ class CompiledBackend : public ModelBackend {
     FrameFeatures f;
     for (int l = 0; l < 3; ++l) f.det_fpn[l] = out.at(bb::fpn(bb::kDetHead, l));
     f.pos2 = out.at(bb::pos(2));
+    f.interactive0 = out.at(bb::fpn(bb::kInteractiveHead, 0));
+    f.interactive1 = out.at(bb::fpn(bb::kInteractiveHead, 1));
     f.interactive2 = out.at(bb::fpn(bb::kInteractiveHead, 2));
     f.propagation2 = out.at(bb::fpn(bb::kPropagationHead, 2));
     f.high_res_s0 = out.at(bb::kHighResS0);
@@ -361,7 +365,66 @@ class CompiledBackend : public ModelBackend {
         if (!given.count(int(j)) && !had_input.count(int(j)))
           std::memcpy(low_c.data<float>() + size_t(j * hm * hm), low.data<float>() + size_t(j * hm * hm),
                       size_t(hm * hm) * sizeof(float));
-    // The frame's tracker outputs are these consolidated masks (what the official stores for it).
+    // The objects given masks here are this frame's conditioning objects, whether or not the frame
+    // becomes a conditioning frame (official: mask_as_output marks every object of its batch).
+    store_consolidated_frame(sm, a, t, low_c, scores, ptrs, given, conditioning);
+  }
+
+  TrackerOutput add_points(const TrackerStateView& state, int t, int64_t obj_id, const PointInputs& points,
+                           bool conditioning) override {
+    StateMemory& sm = states_[state.state_id];
+    MultiplexAssignment a{state.buckets};
+    const FrameFeatures& f = features(t);
+    const int M = cfg_.multiplex_count;
+    const int64_t n = int64_t(state.obj_ids.size()), hm = cfg_.low_res_mask_size(), D = cfg_.d_model;
+    auto at = std::find(state.obj_ids.begin(), state.obj_ids.end(), obj_id);
+    SEGMUX_CHECK(at != state.obj_ids.end(), "add_points: object ", obj_id, " is not in tracker state ", state.state_id);
+    const int row = int(at - state.obj_ids.begin());
+    if (!point_) {
+      for (const sam31::CompiledFile& file : sam31::compiled_files())
+        if (file.candidate == sam31::CandidateId::point_decoder && file.variant.empty())
+          point_ = Runner{file.file, open_(file)};
+      SEGMUX_CHECK(point_.has_value(), "no compiled file for candidate point_decoder");
+    }
+    // The other objects of the state keep their outputs of this frame; when those are gone (an
+    // ordinary frame the propagation has moved past) they are computed again from the memory bank.
+    const bool has_memory = !sm.bank.cond_frames.empty() || !sm.bank.non_cond_frames.empty();
+    if (n > 1 && has_memory && !sm.pending.count(t)) propagate(state, t, false);
+    const auto in = sam31::point_decoder_prompt_inputs(cfg_, sam31::PointPrompt{points.xy, points.labels});
+    namespace pt = sam31::names::point_decoder;
+    auto out = point_->run({{pt::kImage, f.interactive2},
+                            {pt::kFpn0, f.interactive0},
+                            {pt::kFpn1, f.interactive1},
+                            {pt::kPointCoords, in.coords},
+                            {pt::kPointLabels, in.labels},
+                            {pt::kPointValid, in.valid},
+                            {pt::kMultimask, in.multimask}});
+    // The state's outputs of this frame, the clicked object's replaced (others without any: absent).
+    Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
+    for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
+    for (int64_t i = 0; i < n; ++i) scores.data<float>()[i] = -10.0f;
+    if (auto it = sm.pending.find(t); it != sm.pending.end()) {
+      low = demux(a, M, it->second.low_res, n);
+      scores = demux(a, M, it->second.scores, n);
+      ptrs = demux(a, M, it->second.stored_obj_ptr, n);
+    }
+    const Tensor& mask = out.at(pt::kLowResMask);
+    std::memcpy(low.data<float>() + size_t(row) * size_t(hm * hm), mask.data<float>(), size_t(hm * hm) * 4);
+    scores.data<float>()[row] = out.at(pt::kObjectScoreLogit).data<float>()[0];
+    std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at(pt::kObjPtr).data<float>(), size_t(D) * 4);
+    store_consolidated_frame(sm, a, t, low, scores, ptrs, {row}, conditioning);
+    return {mask.reshaped({1, hm, hm}).clone(), Tensor::from_vector<float>({1}, {scores.data<float>()[row]})};
+  }
+
+  // A frame whose outputs were given (masks, points): they become the state's outputs there and its
+  // memory as the official preflight encodes it (low-res masks upsampled to the image size,
+  // non-overlapping; `cond_objects` = the frame's conditioning objects).
+  void store_consolidated_frame(StateMemory& sm, const MultiplexAssignment& a, int t, const Tensor& low_c,
+                                const Tensor& scores, const Tensor& ptrs, const std::set<int>& cond_objects,
+                                bool conditioning) {
+    const FrameFeatures& f = features(t);
+    const int M = cfg_.multiplex_count;
+    const int64_t n = low_c.dim(0), hm = cfg_.low_res_mask_size();
     StateMemory::Pending p{mux(a, M, low_c), mux(a, M, scores), mux(a, M, ptrs)};
     sm.pending[t] = p;
     const int S = cfg_.image_size;
@@ -370,9 +433,6 @@ class CompiledBackend : public ModelBackend {
       resize_bilinear(low_c.data<float>() + size_t(j) * size_t(hm * hm), int(hm), int(hm),
                       high.data<float>() + size_t(j) * size_t(S) * size_t(S), S, S);
     apply_non_overlapping_constraints(high);
-    // The objects given masks here are this frame's conditioning objects, whether or not the frame
-    // becomes a conditioning frame (official: mask_as_output marks every object of its batch).
-    std::set<int> cond_objects = given;
     Tensor pix = round_to_bf16(f.propagation2);
     Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
     sam31::StoredFrame sf;
@@ -504,6 +564,8 @@ class CompiledBackend : public ModelBackend {
   sam31::Tokenizer tok_;
   Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
   std::map<int, std::vector<sam31::BoxExemplar>> box_exemplars_;  // by frame
+  CandidateRunnerFactory open_;
+  std::optional<Runner> point_;  // loaded on the first point prompt (older model folders lack it)
   Tensor lang_features_, lang_mask_;
   static constexpr size_t kMaxCachedTexts = 64;
   std::map<std::vector<std::string>, std::pair<Tensor, Tensor>> text_cache_;
@@ -524,7 +586,8 @@ std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cf
   ExecutorOptions ex{num_threads, true};
   // The candidates run one after another: one arena of the largest plan instead of one per candidate.
   ex.shared_arena = std::make_shared<SharedArena>();
-  auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
+  // By value: the backend keeps the factory for candidates it loads later (point prompts).
+  auto open = [model_dir, ex](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
     return std::make_unique<SmxRunner>(load_compiled(model_dir + "/" + f.file + ".smx", ex));
   };
   return open_backend(cfg, open, std::move(tokenizer));

@@ -39,7 +39,8 @@ std::unique_ptr<ModelBackend> open_ort_backend(const sam31::ModelConfig& cfg, co
                                                sam31::Tokenizer tokenizer, int num_threads) {
   std::string why;
   SEGMUX_CHECK(engine_available("ort", &why), why);
-  auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
+  // By value: the backend keeps the factory for candidates it loads later (point prompts).
+  auto open = [model_dir, num_threads](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
     const std::string path = onnx_candidate_path(model_dir, f.file);
     SEGMUX_CHECK(std::filesystem::exists(path), "model folder '", model_dir, "' lacks onnx/", f.file,
                  ".onnx (the ONNX Runtime engine runs the ONNX files of a package: segmux deploy)");

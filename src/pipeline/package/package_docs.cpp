@@ -74,7 +74,7 @@ void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts, c
   }
   inv["entry_points"] = {
       {{"name", "start_session"}, {"runs", "per session"}, {"candidates", nlohmann::json::array()}},
-      {{"name", "add_prompt"}, {"runs", "per prompt"}, {"candidates", {"text_encoder"}}},
+      {{"name", "add_prompt"}, {"runs", "per prompt"}, {"candidates", {"text_encoder", "point_decoder"}}},
       {{"name", "propagate_in_video"},
        {"runs", "per frame"},
        {"candidates", {"backbone", "detector", "propagation_decoder", "memory_encoder", "interactive_decoder"}}},

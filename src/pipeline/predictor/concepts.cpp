@@ -1,6 +1,7 @@
 #include "pipeline/predictor/concepts.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/error.h"
@@ -113,6 +114,10 @@ class ConceptBackend : public ModelBackend {
                  MaskInputKind kind, bool conditioning) override {
     shared_.real().add_masks(global(state), frame, obj_ids, masks, kind, conditioning);
   }
+  TrackerOutput add_points(const TrackerStateView& state, int frame, int64_t obj_id, const PointInputs& points,
+                           bool conditioning) override {
+    return shared_.real().add_points(global(state), frame, obj_id, points, conditioning);
+  }
   void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) override {
     shared_.real().remove_objects(global(state), removed);
   }
@@ -209,12 +214,7 @@ FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
   return r;
 }
 
-FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text,
-                                        std::optional<float> output_prob_thresh,
-                                        const std::vector<sam31::BoxExemplar>& boxes) {
-  SEGMUX_CHECK(!text.empty(), "add_prompt: the prompt has no text");
-  SEGMUX_CHECK(!output_prob_thresh || (*output_prob_thresh >= 0.f && *output_prob_thresh < 1.f),
-               "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
+ConceptSet::Concept& ConceptSet::concept_for(const std::string& text) {
   auto it = std::find_if(concepts_.begin(), concepts_.end(), [&](const auto& c) { return c->text == text; });
   if (it == concepts_.end()) {
     auto c = std::make_unique<Concept>();
@@ -226,7 +226,18 @@ FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text
     concepts_.push_back(std::move(c));
     it = std::prev(concepts_.end());
   }
-  Concept& c = **it;
+  return **it;
+}
+
+FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text,
+                                        std::optional<float> output_prob_thresh,
+                                        const std::vector<sam31::BoxExemplar>& boxes) {
+  SEGMUX_CHECK(!text.empty(), "add_prompt: the prompt has no text");
+  SEGMUX_CHECK(!output_prob_thresh || (*output_prob_thresh >= 0.f && *output_prob_thresh < 1.f),
+               "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
+  Concept& c = concept_for(text);
+  propagated_ = false;  // a new or restarted concept needs a full propagation
+  touched_.clear();
   c.output_prob_thresh = output_prob_thresh;
   c.prompt_frame = frame_index;
   return labelled(c, c.control->add_text_prompt(frame_index, text, boxes));
@@ -236,6 +247,10 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
                            const std::function<bool(FrameOutput)>& sink) {
   SEGMUX_CHECK(!concepts_.empty(), "propagate_in_video: no prompt was added");
   cancel_ = false;
+  if (!touched_.empty() && propagated_ && keep_outputs_)
+    return propagate_partial(start_frame, max_frames, reverse, sink);
+  touched_.clear();
+  propagated_ = true;
   bool stopped = false;
   // Every concept runs the same frames: by default from the earliest prompted frame.
   if (start_frame < 0)
@@ -346,10 +361,127 @@ std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
   return out;
 }
 
+FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points,
+                                         bool clear_old_points) {
+  Concept* c = nullptr;
+  for (auto& k : concepts_)
+    if (k->control->has_object(obj_id)) c = k.get();
+  if (!c) c = concepts_.empty() ? &concept_for("") : concepts_.front().get();
+  const bool first = !c->control->has_prompt() && c->control->object_ids().empty();
+  touched_.insert(obj_id);
+  VideoControlPlane::PointResult r = c->control->add_point_prompt(frame_index, obj_id, points, clear_old_points);
+  c->prompt_frame = first ? frame_index : std::min(c->prompt_frame, frame_index);
+  // The frame's outputs as last kept, the object's entry replaced (dropped when its mask is empty).
+  FrameOutput out = frame_outputs(frame_index).value_or(FrameOutput{});
+  out.frame_index = frame_index;
+  for (size_t i = 0; i < out.obj_ids.size(); ++i)
+    if (out.obj_ids[i] == obj_id) {
+      const auto at = long(i);
+      out.obj_ids.erase(out.obj_ids.begin() + at);
+      out.probs.erase(out.probs.begin() + at);
+      out.boxes_xywh.erase(out.boxes_xywh.begin() + at);
+      out.masks.erase(out.masks.begin() + at);
+      out.prompts.erase(out.prompts.begin() + at);
+      break;
+    }
+  FrameOutput mine;
+  mine.frame_index = frame_index;
+  if (r.mask.area() > 0) {
+    const auto box = mask_to_box_xyxy(r.mask);
+    const float W = float(frames_.width()), H = float(frames_.height());
+    mine.obj_ids = {obj_id};
+    mine.probs = {r.prob};
+    mine.boxes_xywh = {{box[0] / W, box[1] / H, (box[2] - box[0]) / W, (box[3] - box[1]) / H}};
+    mine.masks.push_back(std::move(r.mask));
+    mine.prompts = {c->text};
+  }
+  std::vector<FrameOutput> parts;
+  parts.push_back(std::move(out));
+  parts.push_back(std::move(mine));
+  FrameOutput merged = merge(std::move(parts));
+  if (keep_outputs_) {
+    KeptFrame& k = kept_[frame_index];
+    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh, {}, merged.prompts, merged.stats};
+    for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
+  }
+  return merged;
+}
+
+bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse,
+                                   const std::function<bool(FrameOutput)>& sink) {
+  const int n = frames_.num_frames();
+  if (start_frame < 0)
+    for (const auto& c : concepts_)
+      start_frame = start_frame < 0 ? c->prompt_frame : std::min(start_frame, c->prompt_frame);
+  if (max_frames < 0) max_frames = n;
+  std::vector<int> order;
+  if (reverse)
+    for (int f = start_frame - 1; f >= std::max(start_frame - max_frames, 0); --f) order.push_back(f);
+  else
+    for (int f = start_frame; f <= std::min(start_frame + max_frames, n - 1); ++f) order.push_back(f);
+  for (int f : order) {
+    if (cancel_) return false;
+    std::map<int64_t, VideoControlPlane::TrackedObject> fresh;
+    std::map<int64_t, const Concept*> owner;
+    for (auto& c : concepts_) {
+      std::set<int64_t> mine;
+      for (int64_t id : touched_)
+        if (c->control->has_object(id)) mine.insert(id);
+      if (mine.empty()) continue;
+      for (auto& [id, t] : c->control->track_objects(f, reverse, mine)) {
+        fresh[id] = std::move(t);
+        owner[id] = c.get();
+      }
+    }
+    // The kept outputs of the frame with the prompted objects' new masks; the object-wise
+    // non-overlap by tracker probability as officially (kept objects: their current score).
+    FrameOutput kept = frame_outputs(f).value_or(FrameOutput{});
+    FrameOutput out;
+    out.frame_index = f;
+    out.stats = kept.stats;
+    std::vector<std::pair<int64_t, size_t>> rows;  // (id, index in kept) or (id, npos) for fresh
+    for (size_t i = 0; i < kept.obj_ids.size(); ++i)
+      if (!touched_.count(kept.obj_ids[i])) rows.push_back({kept.obj_ids[i], i});
+    for (const auto& [id, t] : fresh)
+      if (t.mask.area() > 0) rows.push_back({id, std::string::npos});
+    std::sort(rows.begin(), rows.end());
+    std::vector<float> tracker_probs;
+    const float W = float(frames_.width()), H = float(frames_.height());
+    for (const auto& [id, i] : rows) {
+      out.obj_ids.push_back(id);
+      if (i != std::string::npos) {
+        out.probs.push_back(kept.probs[i]);
+        out.boxes_xywh.push_back(kept.boxes_xywh[i]);
+        out.masks.push_back(std::move(kept.masks[i]));
+        out.prompts.push_back(kept.prompts[i]);
+        tracker_probs.push_back(kept.probs[i]);
+        continue;
+      }
+      VideoControlPlane::TrackedObject& t = fresh.at(id);
+      const auto box = mask_to_box_xyxy(t.mask);
+      const auto& scores = owner.at(id)->control->object_scores();
+      out.probs.push_back(scores.count(id) ? scores.at(id) : 1.0f);
+      out.boxes_xywh.push_back({box[0] / W, box[1] / H, (box[2] - box[0]) / W, (box[3] - box[1]) / H});
+      out.masks.push_back(std::move(t.mask));
+      out.prompts.push_back(owner.at(id)->text);
+      tracker_probs.push_back(1.0f / (1.0f + std::exp(-t.score_logit)));
+    }
+    object_wise_non_overlap(out.masks, tracker_probs);
+    KeptFrame& k = kept_[f];
+    k = KeptFrame{out.obj_ids, out.probs, out.boxes_xywh, {}, out.prompts, out.stats};
+    for (const auto& m : out.masks) k.masks.push_back(rle_encode(m));
+    if (!sink(std::move(out))) return false;
+  }
+  // touched_ stays: the other direction of a "both" request, and later propagations, are partial too.
+  return true;
+}
+
 void ConceptSet::reset() {
   for (auto& c : concepts_) c->control->reset();
   concepts_.clear();
   kept_.clear();
+  touched_.clear();
+  propagated_ = false;
   *max_id_ = -1;
 }
 

@@ -38,8 +38,17 @@ class ConceptSet {
                               std::optional<float> output_prob_thresh = std::nullopt,
                               const std::vector<sam31::BoxExemplar>& boxes = {});
 
+  // A point / box prompt for one object (official add_prompt with points, model-input pixels): refines
+  // the object in the concept holding it, else adds it as a new object (to the first concept, or to a
+  // concept without text when there is none: points only). Returns the frame's outputs: the kept
+  // outputs of that frame (keep_outputs) with the object's new mask, else the object alone.
+  FrameOutput add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
+
   // Every concept over the same frames (VideoControlPlane::propagate), frame by frame; `sink` gets one
   // merged output per frame (objects by ascending id). Returns false if stopped by the sink or cancel().
+  // After point prompts on a session whose outputs are kept (keep_outputs) and already propagated, it
+  // is the official partial propagation instead: the tracker alone for the prompted objects, merged
+  // into the kept outputs of every frame (no detector, no new objects).
   bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
   // Stops a running propagate() after the frame in progress (callable from another thread).
   void cancel() { cancel_ = true; }
@@ -56,6 +65,7 @@ class ConceptSet {
   void reset();  // forgets every concept; ids start at 0 again
 
   bool empty() const { return concepts_.empty(); }
+  int image_size() const { return backend_.geometry().image_size; }  // model input (point coordinates)
   std::vector<std::string> prompts() const;
   std::vector<int64_t> object_ids() const;  // every concept's, ascending
   // The concept holding `obj_id`, if any.
@@ -73,6 +83,7 @@ class ConceptSet {
  private:
   struct Concept;
   FrameOutput labelled(const Concept& c, FrameOutput out) const;
+  Concept& concept_for(const std::string& text);  // the concept of `text`, created if absent
 
   struct KeptFrame {  // keep_outputs(): a frame's merged outputs
     std::vector<int64_t> obj_ids;
@@ -84,6 +95,11 @@ class ConceptSet {
   };
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;
+  // Official propagation_partial: after point prompts, the next propagation over frames with kept
+  // outputs runs the tracker for the added / refined objects only and merges them into those outputs.
+  std::set<int64_t> touched_;  // objects added or refined by points since the last full propagation
+  bool propagated_ = false;    // a full propagation has run (its outputs are kept)
+  bool propagate_partial(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
 
   ModelBackend& backend_;
   FrameSource& frames_;

@@ -35,6 +35,8 @@ void VideoControlPlane::reset() {
   obj_id_to_score_.clear();
   meta_ = HotstartMetadata{};
   cached_frames_.clear();
+  points_.clear();
+  user_objects_.clear();
   backend_.reset();
 }
 
@@ -116,6 +118,8 @@ bool VideoControlPlane::remove_object(int64_t obj_id) {
     meta_.overlap_pair_counts = std::move(m);
   }
   obj_id_to_score_.erase(obj_id);
+  user_objects_.erase(obj_id);
+  std::erase_if(points_, [obj_id](const auto& kv) { return kv.first.first == obj_id; });
   return true;
 }
 
@@ -351,7 +355,7 @@ class VideoControlPlane::PropagationRun : public Propagation {
 
 std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_propagation(
     int start_frame, int max_frames, bool reverse, std::function<bool(FrameOutput)> sink) {
-  SEGMUX_CHECK(prompt_.has_value(), "propagate_in_video: no prompt was added");
+  SEGMUX_CHECK(prompt_.has_value() || !obj_ids_.empty(), "propagate_in_video: no prompt was added");
   const int num_frames = frames_.num_frames();
   if (start_frame < 0) start_frame = *prompted_frames_.begin();
   SEGMUX_CHECK(start_frame < num_frames, "propagate_in_video: start frame ", start_frame, " is out of range for ",

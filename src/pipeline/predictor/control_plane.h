@@ -124,6 +124,28 @@ class VideoControlPlane {
 
   // User removal of an object from every state (official remove_object).
   bool remove_object(int64_t obj_id);
+
+  // Point / box prompt for one object on a frame (official add_tracker_new_points, points in
+  // model-input pixels): a new object (obj_id not tracked: its own tracker state) or a refinement of
+  // a tracked one. The object's points on this frame replace the earlier ones unless
+  // !clear_old_points (then they are appended); the interactive head runs on all of them; the frame
+  // becomes a conditioning frame of the object's state; the object's score becomes 1. Returns the
+  // object's mask on the frame at video resolution (empty when the head says 'no object').
+  struct PointResult {
+    BinaryMask mask;
+    float prob = 1.0f;
+    bool new_object = false;
+  };
+  PointResult add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
+  // The tracker alone on one frame for the states holding `ids` (official propagation_partial after
+  // points: no detector, memory encoded on the frame): each requested object's mask at video
+  // resolution and its tracker score logit.
+  struct TrackedObject {
+    BinaryMask mask;
+    float score_logit = 0.f;
+  };
+  std::map<int64_t, TrackedObject> track_objects(int frame_index, bool reverse, const std::set<int64_t>& ids);
+  bool has_object(int64_t obj_id) const;
   // Forgets prompts, objects, states and cached features.
   void reset();
 
@@ -189,6 +211,7 @@ class VideoControlPlane {
   void ensure_frame_features(int frame_index);
   void remove_from_states(const std::vector<int64_t>& ids);
   void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
+  void insert_point_object(int frame_index, int64_t obj_id);  // control_plane_points.cpp
 
   ModelBackend& backend_;
   FrameSource& frames_;
@@ -207,6 +230,8 @@ class VideoControlPlane {
   std::set<int> cached_frames_;
   std::vector<FrameDecisions> decisions_;
   bool keep_decisions_ = true;
+  std::map<std::pair<int64_t, int>, PointInputs> points_;  // (object, frame) -> its points there
+  std::set<int64_t> user_objects_;                         // added or refined by points: kept by hot start
 };
 
 }  // namespace segmux::pipeline

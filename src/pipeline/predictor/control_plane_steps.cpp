@@ -12,7 +12,7 @@
 namespace segmux::pipeline {
 
 VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index, bool reverse, FramePhase phase) {
-  SEGMUX_CHECK(prompt_.has_value(), "no prompt: add a prompt before running frames");
+  SEGMUX_CHECK(prompt_.has_value() || !obj_ids_.empty(), "no prompt: add a prompt before running frames");
   FrameWork w;
   w.frame_index = frame_index;
   w.reverse = reverse;
@@ -21,7 +21,10 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
   w.record.frame_index = frame_index;
   w.record.tracker_obj_ids_before = obj_ids_;
   ensure_frame_features(frame_index);  // backend: backbone
-  run_detector(w);                     // backend: detector
+  if (prompt_)
+    run_detector(w);  // backend: detector (none without a text prompt: points only)
+  else
+    w.det.masks = MaskStack(0, geo_.low_res_mask_size, geo_.low_res_mask_size);
   run_tracker(w);                      // backend: propagation of every state
   match_detections(w);
   update_hotstart(w);
@@ -92,6 +95,8 @@ void VideoControlPlane::match_detections(FrameWork& w) const {
 
 void VideoControlPlane::update_hotstart(FrameWork& w) {
   w.hot = decide_hotstart(meta_, w.assoc, w.frame_index, w.reverse, cfg_);
+  for (int j = 0; j < w.trk.count(); ++j)  // objects the user prompted are never removed by hot start
+    if (user_objects_.count(w.trk.ids[size_t(j)])) w.hot.remove[size_t(j)] = false;
   for (int j = 0; j < w.trk.count(); ++j)
     if (w.hot.suppress[size_t(j)]) w.record.keep_alive_suppressed_obj_ids.push_back(w.trk.ids[size_t(j)]);
 }

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "pipeline/predictor/box_prompts.h"
+#include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::pipeline {
 
@@ -32,8 +33,11 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
 
 FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
   Session& s = get(id);
-  SEGMUX_CHECK(prompt.points_xy.empty() && !prompt.obj_id,
-               "add_prompt: point prompts are not supported yet (text and box exemplars)");
+  if (is_tracker_prompt(prompt))
+    return s.concepts->add_point_prompt(frame_index, *prompt.obj_id,
+                                        tracker_point_inputs(prompt, backend_.geometry().image_size),
+                                        prompt.clear_old_points);
+  // Without obj_id: text and / or box exemplars for the detector.
   const std::vector<sam31::BoxExemplar> boxes = prompt_box_exemplars(prompt);
   const bool has_text = prompt.text.has_value() && !prompt.text->empty();
   SEGMUX_CHECK(has_text || !boxes.empty(), "add_prompt: the prompt has neither text nor boxes");

@@ -33,16 +33,18 @@
 
 namespace segmux::pipeline {
 
-// A prompt: text and/or box exemplars (normalised xywh with labels; boxes alone are grounded with the
-// official "<text placeholder>" text). Points (normalised xy with labels, for one object id) have
-// their fields so that they can be added without changing the API.
+// A prompt: text (a concept) and / or box exemplars for the detector (boxes without obj_id: normalised
+// xywh with labels; boxes alone are grounded with the official "<text placeholder>" text), or points
+// and / or one box for one object id (the tracker's interactive head: a new object or a refinement of
+// an existing one, official add_prompt with points).
 struct Prompt {
   std::optional<std::string> text;
   std::vector<std::array<float, 4>> boxes_xywh;  // normalised [0, 1]
   std::vector<int> box_labels;                   // 1 positive, 0 negative
   std::vector<std::array<float, 2>> points_xy;   // normalised [0, 1]
   std::vector<int> point_labels;
-  std::optional<int64_t> obj_id;  // the object points refine
+  std::optional<int64_t> obj_id;  // the object the points / box prompt (new or existing: a refinement)
+  bool clear_old_points = true;   // false: the points add to the object's earlier points on that frame
   // Objects of this prompt whose score is not above it are left out of the outputs (unset: none; the
   // official 3.1 predictor accepts it and shows every object).
   std::optional<float> output_prob_thresh;

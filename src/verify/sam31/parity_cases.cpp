@@ -15,6 +15,7 @@
 #include "models/sam31/box_exemplars.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/point_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/tracker_io.h"
@@ -258,6 +259,70 @@ std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& dir,
   return cases;
 }
 
+// ---- point_decoder -----------------------------------------------------------------------------
+
+PointPrompt point_decoder_fixture_prompt(const TensorFile& f) {
+  const Tensor& xy = fixture::tensor(f, "call.interactive_sam_prompt_encoder.kwargs.points.0");
+  const Tensor& labels = fixture::tensor(f, "call.interactive_sam_prompt_encoder.kwargs.points.1");
+  SEGMUX_CHECK(xy.rank() == 3 && xy.dim(0) == 1 && xy.dim(2) == 2 && labels.numel() == xy.dim(1),
+               "fixture: point prompt of shape ", shape_str(xy.shape()), " with ", labels.numel(), " labels");
+  PointPrompt p;
+  for (int64_t i = 0; i < xy.numel(); ++i) p.xy.push_back(float(xy.get_as_double(i)));
+  for (int64_t i = 0; i < labels.numel(); ++i) p.labels.push_back(int64_t(labels.get_as_double(i)));
+  return p;
+}
+
+std::vector<ParityCase> point_decoder_parity_cases(const std::string& dir, const ModelConfig& cfg) {
+  namespace fs = std::filesystem;
+  std::vector<ParityCase> cases;
+  if (!fs::is_directory(fs::path(dir) / "modules")) return cases;
+  bool any = false;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "modules"))
+    any = any || e.path().filename().string().rfind("interactive_", 0) == 0;
+  if (!any) return cases;  // a fixture set without point prompts (e.g. sam31-tiny)
+  for (const std::string& label : fixture_modules(dir, "interactive_")) {
+    TensorFile f = read_safetensors(dir + "/modules/" + label + ".safetensors");
+    const std::string k = "call.interactive_sam_mask_decoder.";
+    ParityCase c;
+    c.label = label;
+    c.variant = kPointDecoderFeaturesVariant;
+    c.inputs["image_embeddings"] = fixture::tensor(f, k + "kwargs.image_embeddings").clone();
+    c.inputs["high_res_s0"] = fixture::tensor(f, k + "kwargs.high_res_features.0").clone();
+    c.inputs["high_res_s1"] = fixture::tensor(f, k + "kwargs.high_res_features.1").clone();
+    PointDecoderPromptInputs in = point_decoder_prompt_inputs(cfg, point_decoder_fixture_prompt(f));
+    const bool multimask = fixture::meta(f, "call_meta." + k + "kwargs.multimask_output", label) == "true";
+    in.multimask.data<float>()[0] = multimask ? 1.0f : 0.0f;  // as recorded (tests check our decision)
+    c.inputs["point_coords"] = in.coords;
+    c.inputs["point_labels"] = in.labels;
+    c.inputs["point_valid"] = in.valid;
+    c.inputs["multimask"] = in.multimask;
+    const Tensor& masks = fixture::tensor(f, k + "out.0");
+    const Tensor& ious = fixture::tensor(f, k + "out.1");
+    if (multimask) {  // the decoder returns tokens 1..; ours holds every token
+      std::vector<int64_t> multi;
+      for (int64_t i = 1; i <= cfg.num_multimask_outputs; ++i) multi.push_back(i);
+      c.expected["masks"] = masks.clone();
+      c.expected["iou_pred"] = ious.clone();
+      c.select["masks"] = {1, multi};
+      c.select["iou_pred"] = {1, multi};
+    } else {  // single mask, possibly the stability fallback
+      c.expected["mask"] = masks.clone();
+      c.expected["iou"] = ious.clone();
+    }
+    c.expected["object_score_logit"] = fixture::tensor(f, k + "out.3").clone();
+    c.expected["low_res_mask"] = fixture::tensor(f, "call.forward_sam_heads.out.low_res_masks").clone();
+    c.expected["obj_ptr"] = fixture::tensor(f, "call.forward_sam_heads.out.obj_ptr").clone();
+    // The interactive head runs in fp32 in the official code: the detector-side bar, plus mask IoU.
+    for (auto& [name, t] : c.expected) {
+      Tolerance tol;
+      tol.check_mask_iou = name == "masks" || name == "mask" || name == "low_res_mask";
+      c.tolerance[name] = tol;
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 // ---- memory_encoder ----------------------------------------------------------------------------
 
 namespace {
@@ -376,6 +441,8 @@ std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_
       return detector_parity_cases(fixture_dir, cfg);
     case CandidateId::interactive_decoder:
       return interactive_decoder_parity_cases(fixture_dir, cfg);
+    case CandidateId::point_decoder:
+      return point_decoder_parity_cases(fixture_dir, cfg);
     case CandidateId::propagation_decoder:
       return propagation_decoder_parity_cases(fixture_dir, cfg);
     case CandidateId::memory_encoder:

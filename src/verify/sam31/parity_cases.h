@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/safetensors.h"
 #include "models/sam31/candidates.h"
+#include "models/sam31/point_decoder.h"
 
 namespace segmux::sam31 {
 
@@ -47,6 +49,10 @@ std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, co
 std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> detector_exemplar_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+// Every modules/interactive_*.safetensors (none: no cases), through the `features` variant.
+std::vector<ParityCase> point_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+// The clicks of an interactive_* fixture file (model-input pixels, labels).
+PointPrompt point_decoder_fixture_prompt(const TensorFile& f);
 std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
 

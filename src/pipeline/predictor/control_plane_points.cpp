@@ -1,0 +1,131 @@
+// VideoControlPlane::add_point_prompt: point / box prompts for one object (official
+// add_tracker_new_points -> tracker add_new_points with the interactive head -> preflight memory).
+#include <algorithm>
+
+#include "core/error.h"
+#include "pipeline/predictor/control_plane.h"
+#include "pipeline/predictor/control_plane_frame.h"
+
+namespace segmux::pipeline {
+
+bool VideoControlPlane::has_object(int64_t obj_id) const {
+  return std::find(obj_ids_.begin(), obj_ids_.end(), obj_id) != obj_ids_.end();
+}
+
+// A new object from points: its own tracker state, its place in the (ascending) object list and the
+// position-indexed hot-start / confirmation metadata.
+void VideoControlPlane::insert_point_object(int frame_index, int64_t obj_id) {
+  const size_t pos = size_t(std::lower_bound(obj_ids_.begin(), obj_ids_.end(), obj_id) - obj_ids_.begin());
+  const size_t n = obj_ids_.size();
+  auto insert_at = [pos](auto& v, auto value) {
+    if (pos <= v.size()) v.insert(v.begin() + long(pos), value);
+  };
+  // Metadata vectors follow the object list once a frame has run; before that they are empty.
+  if (meta_.obj_first_frame.size() == n) {
+    insert_at(meta_.obj_first_frame, int64_t(frame_index));
+    insert_at(meta_.consecutive_unmatch_count, int64_t(0));
+    insert_at(meta_.trk_keep_alive, int64_t(cfg_.init_trk_keep_alive));
+    insert_at(meta_.last_occluded, kNeverOccluded);
+    std::vector<int64_t> pairs((n + 1) * (n + 1), 0);
+    if (meta_.overlap_pair_counts.size() == n * n)
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < n; ++j)
+          pairs[(i + (i >= pos)) * (n + 1) + (j + (j >= pos))] = meta_.overlap_pair_counts[i * n + j];
+    meta_.overlap_pair_counts = std::move(pairs);
+  }
+  // Official: status 1 with consecutive_det_num at the threshold, so the next frame confirms it.
+  if (meta_.confirmation_status.size() == n) {
+    insert_at(meta_.confirmation_status, kUnconfirmed);
+    insert_at(meta_.consecutive_det_num, int64_t(cfg_.masklet_confirmation_consecutive_det_thresh));
+  }
+  obj_ids_.insert(obj_ids_.begin() + long(pos), obj_id);
+  max_obj_id_ = std::max(max_obj_id_, obj_id);
+  if (shared_max_id_) *shared_max_id_ = std::max(*shared_max_id_, max_obj_id_);
+  TrackerState s;
+  s.id = next_state_id_++;
+  s.obj_ids = {obj_id};
+  s.buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
+  states_.push_back(std::move(s));
+}
+
+VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_index, int64_t obj_id,
+                                                                   const PointInputs& points, bool clear_old_points) {
+  SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "add_prompt: frame ", frame_index,
+               " is out of range for a video of ", frames_.num_frames(), " frames");
+  SEGMUX_CHECK(obj_id >= 0, "add_prompt: obj_id ", obj_id, " must be >= 0");
+  SEGMUX_CHECK(!points.labels.empty() && points.xy.size() == 2 * points.labels.size(),
+               "add_prompt: a point prompt needs one label per point");
+  PointResult r;
+  r.new_object = !has_object(obj_id);
+  SEGMUX_CHECK(r.new_object || prompted_frames_.count(frame_index), "add_prompt: object ", obj_id,
+               " cannot be refined on frame ", frame_index,
+               " before a prompt or a propagation has produced outputs there (propagate first)");
+  ensure_frame_features(frame_index);
+  if (r.new_object) insert_point_object(frame_index, obj_id);
+  TrackerState* state = nullptr;
+  for (auto& s : states_)
+    if (std::find(s.obj_ids.begin(), s.obj_ids.end(), obj_id) != s.obj_ids.end()) state = &s;
+  SEGMUX_CHECK(state != nullptr, "add_prompt: object ", obj_id, " has no tracker state");
+
+  // The object's points on this frame: replaced, or appended to (clear_old_points=false).
+  PointInputs& all = points_[{obj_id, frame_index}];
+  if (clear_old_points) all = PointInputs{};
+  all.xy.insert(all.xy.end(), points.xy.begin(), points.xy.end());
+  all.labels.insert(all.labels.end(), points.labels.begin(), points.labels.end());
+
+  // The clicked frame is a conditioning frame of the object's state from now on.
+  state->note_mask_inputs(frame_index, {obj_id});
+  state->memory[frame_index].conditioning = true;
+  TrackerOutput out = backend_.add_points(view(*state), frame_index, obj_id, all, true);
+  state->tracked_frames.insert(frame_index);
+  prompted_frames_.insert(frame_index);
+  user_objects_.insert(obj_id);
+  obj_id_to_score_[obj_id] = r.prob;
+
+  MaskStack m = MaskStack::from_tensor(out.low_res_masks, "point prompt mask");
+  SEGMUX_CHECK(m.count == 1, "add_points returned ", m.count, " masks for one object");
+  const int H = frames_.height(), W = frames_.width();
+  std::vector<float> plane(size_t(H) * size_t(W));
+  resize_bilinear(m.mask(0), m.height, m.width, plane.data(), H, W);
+  r.mask = binarize(plane.data(), H, W);
+  return r;
+}
+
+std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_objects(int frame_index, bool reverse,
+                                                                                     const std::set<int64_t>& ids) {
+  ensure_frame_features(frame_index);
+  std::map<int64_t, TrackedObject> out;
+  const int H = frames_.height(), W = frames_.width();
+  std::vector<float> plane(size_t(H) * size_t(W));
+  for (auto& s : states_) {
+    if (std::none_of(s.obj_ids.begin(), s.obj_ids.end(), [&](int64_t id) { return ids.count(id) > 0; })) continue;
+    TrackerOutput t = backend_.propagate(view(s), frame_index, reverse);
+    MaskStack low = MaskStack::from_tensor(t.low_res_masks, "tracker low-res masks");
+    std::vector<float> sc = tensor_to_floats(t.object_score_logits, "tracker object scores");
+    SEGMUX_CHECK(low.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id,
+                 " returned ", low.count, " masks for ", s.obj_ids.size(), " objects");
+    fill_holes_in_mask_scores(low, cfg_.fill_hole_area);
+    // Memory of the frame (official run_mem_encoder=True), as apply_memory_encoding encodes it.
+    MaskStack hi = suppress_area_shrinkage(resize_bilinear(low, geo_.input_mask_size, geo_.input_mask_size));
+    std::vector<float> presence(size_t(hi.count));
+    for (int j = 0; j < hi.count; ++j) {
+      const float* p = hi.mask(j);
+      presence[size_t(j)] = std::any_of(p, p + hi.plane(), [](float v) { return v > 0.f; }) ? 10.f : -10.f;
+    }
+    MemoryFrame& mf = s.memory[frame_index];
+    mf.frame_index = frame_index;
+    backend_.encode_memory(view(s), frame_index, hi.to_tensor(),
+                           Tensor::from_vector<float>({int64_t(presence.size())}, presence));
+    s.tracked_frames.insert(frame_index);
+    for (int j = 0; j < low.count; ++j) {
+      const int64_t id = s.obj_ids[size_t(j)];
+      if (!ids.count(id)) continue;
+      resize_bilinear(low.mask(j), low.height, low.width, plane.data(), H, W);
+      out[id] = {binarize(plane.data(), H, W), sc[size_t(j)]};
+    }
+  }
+  prompted_frames_.insert(frame_index);
+  return out;
+}
+
+}  // namespace segmux::pipeline

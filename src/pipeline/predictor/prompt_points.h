@@ -1,0 +1,15 @@
+// Point / box prompts of the session API to the tracker's model-input pixels (official add_prompt with
+// points: relative coordinates * image_size; a box is two points labelled 2 / 3, placed before the
+// clicks as the SAM predictors do), with the checks that make bad prompts clear errors.
+#pragma once
+#include "pipeline/backends/backend.h"
+#include "pipeline/predictor/session_api.h"
+
+namespace segmux::pipeline {
+
+// Whether `p` is a tracker prompt (points and / or a box for one object) rather than a text prompt.
+bool is_tracker_prompt(const Prompt& p);
+// The prompt's points (box corners first) in model-input pixels; error naming the bad point / box.
+PointInputs tracker_point_inputs(const Prompt& p, int image_size);
+
+}  // namespace segmux::pipeline
