@@ -1,0 +1,118 @@
+// bench_attention: the fused segmux::Attention CPU kernel at the propagation decoder's shapes (from
+// sam31::ModelConfig: Lq = token grid^2 image tokens, Lk = memory slots x Lq spatial keys + pointer
+// slots x multiplex_count pointer tokens, attn_heads heads of d_model / attn_heads), in GFLOP/s against
+// the FMA peak and our f32 MatMul (1024^3, B prepacked) measured in the same run. Cases: memory
+// cross-attention with every slot valid (the steady state) and with most slots padded (-1e30 key bias,
+// the first frames of a video), and the image self-attention. Also the AVX2 tile at the same shapes.
+// Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
+#include <omp.h>
+
+#include <cstdlib>
+
+#include "bench_common.h"
+#include "kernels/isa.h"
+#include "models/sam31/config.h"
+#include "models/sam31/propagation_decoder.h"
+
+using namespace segmux;
+using namespace segmux::bench;
+
+namespace {
+
+// Median and minimum seconds of `reps` timed calls after one warm-up call.
+std::pair<double, double> time_median(const std::function<void()>& fn, int reps) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_s();
+    fn();
+    t.push_back(now_s() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front()};
+}
+
+void print_load() {
+  double l[3] = {0, 0, 0};
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3) l[0] = l[1] = l[2] = -1;
+    std::fclose(f);
+  }
+  std::printf("load average: %.2f %.2f %.2f\n", l[0], l[1], l[2]);
+}
+
+// Additive key bias [1, 1, 1, Lk]: 0 on the first `valid_mem` memory slots (of `slots` x L keys) and the
+// first `valid_ptr` pointer slots (of M tokens each), -1e30 elsewhere, as the decoder builds it.
+Tensor key_bias(int64_t slots, int64_t L, int64_t ptr_slots, int64_t M, int64_t valid_mem, int64_t valid_ptr) {
+  const int64_t Lk = slots * L + ptr_slots * M;
+  Tensor m(DType::f32, {1, 1, 1, Lk});
+  float* p = m.data<float>();
+  for (int64_t j = 0; j < Lk; ++j) {
+    const bool valid = j < slots * L ? j / L < valid_mem : (j - slots * L) / M < valid_ptr;
+    p[j] = valid ? 0.f : -1e30f;
+  }
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+  sam31::ModelConfig cfg;
+  if (argc > 3) cfg.image_size = std::atoi(argv[3]);
+  const bool with_avx2 = argc > 4 ? std::atoi(argv[4]) != 0 : true;
+  omp_set_num_threads(threads);
+  print_load();
+  const double peak = measure_peak(false, threads);
+  Tensor ga = random_f32({1024, 1024}, 1), gb = random_f32({1024, 1024}, 2);
+  NodeRunner mm(cpu_provider(), make_node("MatMul"), {ga, gb}, {false, true}, threads);
+  const double gemm = 2.0 * 1024 * 1024 * 1024 / time_median([&] { mm.run(); }, 10).first / 1e9;
+
+  const int64_t H = cfg.attn_heads, hd = cfg.d_model / cfg.attn_heads, L = cfg.memory_tokens_per_frame();
+  const int64_t S = sam31::propagation_memory_slots(cfg), P = sam31::propagation_pointer_slots(cfg);
+  const int64_t M = cfg.multiplex_count, Lk = S * L + P * M;
+  std::printf(
+      "bench_attention: %d thread(s), image %d: Lq %lld, Lk %lld (%lld memory slots x %lld + %lld pointer "
+      "slots x %lld), %lld heads of %lld\n",
+      threads, cfg.image_size, (long long)L, (long long)Lk, (long long)S, (long long)L, (long long)P, (long long)M,
+      (long long)H, (long long)hd);
+  std::printf("measured: f32 FMA peak %.1f GFLOP/s, our f32 MatMul 1024^3 %.1f GFLOP/s (%.1f%% of peak)\n", peak, gemm,
+              100 * gemm / peak);
+  std::printf("%-34s %-7s %10s %10s %12s %8s %8s\n", "case", "isa", "median ms", "min ms", "GFLOP/s", "% peak",
+              "% GEMM");
+
+  Tensor q = random_f32({1, H, L, hd}, 11, -2.f, 2.f);
+  Tensor k = random_f32({1, H, Lk, hd}, 12, -2.f, 2.f), v = random_f32({1, H, Lk, hd}, 13);
+  Tensor ks = random_f32({1, H, L, hd}, 14, -2.f, 2.f), vs = random_f32({1, H, L, hd}, 15);
+  struct Case {
+    const char* name;
+    std::vector<Tensor> in;
+    int64_t lk;
+  };
+  const std::vector<Case> cases = {
+      {"cross, all slots valid", {q, k, v, key_bias(S, L, P, M, S, P)}, Lk},
+      {"cross, 1+2 memory / 3 ptr slots", {q, k, v, key_bias(S, L, P, M, 3, 3)}, Lk},
+      {"self (image tokens)", {q, ks, vs}, L},
+  };
+  const Isa native = active_isa();
+  std::vector<Isa> isas = {native};
+  if (with_avx2 && native != Isa::avx2 && int(cpu_isa()) >= int(Isa::avx2)) isas.push_back(Isa::avx2);
+  for (const Case& c : cases)
+    for (Isa isa : isas) {
+      set_active_isa(isa);  // the kernel picks its loops at creation
+      std::vector<bool> constant(c.in.size(), false);
+      NodeRunner att(cpu_provider(), make_node("Attention", {}, "segmux"), c.in, constant, threads);
+      // FLOPs of the whole q k^T and p v products (padded keys included: the figure is per call).
+      const double flops = 4.0 * double(H) * double(L) * double(c.lk) * double(hd);
+      const int r = isa == native ? reps : 1;
+      auto [med, best] = time_median([&] { att.run(); }, r);
+      const double g = flops / med / 1e9;
+      std::printf("%-34s %-7s %10.1f %10.1f %12.1f %7.1f%% %7.1f%%\n", c.name, std::string(isa_name(isa)).c_str(),
+                  1e3 * med, 1e3 * best, g, 100 * g / peak, 100 * g / gemm);
+      std::fflush(stdout);
+    }
+  set_active_isa(native);
+  print_load();
+  return 0;
+}
