@@ -28,7 +28,7 @@ namespace segmux::cpu::avx512 {
 namespace {
 
 constexpr int64_t kQT = 48;   // queries per sub-tile: 3 vectors
-constexpr int64_t kSub = 4;   // sub-tiles per tile
+constexpr int64_t kSub = 8;   // sub-tiles per tile
 constexpr int64_t kKB = 128;  // keys per block
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kDeadBias = -1e6f;  // log2 units; blocks biased below this are candidates for skipping
@@ -58,11 +58,11 @@ inline __m512 exp2_ps(__m512 x) {
 #define AX_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
 // S^T rows [R keys][48 queries] = bias + K[R, D] Q^T[D, 48]; stores them at st (row stride kQT) and
-// folds them into the block max (mx0..2). INIT 0: no bias; 1: one bias per key (bias[i]); 2: a bias
+// folds them into the block max bm[48]. The block max stays in memory: 3 more live registers make GCC
+// spill the B vectors of the inner loop. INIT 0: no bias; 1: one bias per key (bias[i]); 2: a bias
 // tile (bias + i * kQT, 48 values per key).
 template <int R, int INIT>
-inline void qk_rows(const float* K, int64_t D, const float* qt, const float* bias, float* st, __m512& mx0, __m512& mx1,
-                    __m512& mx2) {
+inline void qk_rows(const float* K, int64_t D, const float* qt, const float* bias, float* st, float* bm) {
   AX_ROWS(AX_DECL)
 #define QK_INIT(i)                                    \
   if constexpr (R > i) {                              \
@@ -96,12 +96,22 @@ inline void qk_rows(const float* K, int64_t D, const float* qt, const float* bia
     _mm512_storeu_ps(st + i * kQT, c##i##0);      \
     _mm512_storeu_ps(st + i * kQT + 16, c##i##1); \
     _mm512_storeu_ps(st + i * kQT + 32, c##i##2); \
-    mx0 = _mm512_max_ps(mx0, c##i##0);            \
-    mx1 = _mm512_max_ps(mx1, c##i##1);            \
-    mx2 = _mm512_max_ps(mx2, c##i##2);            \
   }
   AX_ROWS(QK_STORE)
 #undef QK_STORE
+  // Block max over the rows (a tree), then into bm.
+#define QK_MAX(i, j)                           \
+  if constexpr (R > j) {                       \
+    c##i##0 = _mm512_max_ps(c##i##0, c##j##0); \
+    c##i##1 = _mm512_max_ps(c##i##1, c##j##1); \
+    c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
+  }
+  QK_MAX(0, 4)
+  QK_MAX(1, 5) QK_MAX(2, 6) QK_MAX(3, 7) QK_MAX(0, 2) QK_MAX(1, 3) QK_MAX(0, 1)
+#undef QK_MAX
+      _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
+  _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
+  _mm512_storeu_ps(bm + 32, _mm512_max_ps(_mm512_loadu_ps(bm + 32), c02));
 }
 
 // O^T rows [R dims][48 queries] += V[nk, R]^T P^T[nk, 48]; V points at (key 0, first dim), row stride Dv.
@@ -142,34 +152,34 @@ inline void pv_rows(const float* V, int64_t Dv, const float* pt, int64_t nk, flo
 #undef AX_ROWS
 
 template <int INIT>
-void qk_block(const float* K, int64_t D, const float* qt, const float* bias, float* st, int64_t nk, __m512* mx) {
+void qk_block(const float* K, int64_t D, const float* qt, const float* bias, float* st, int64_t nk, float* bm) {
   const int64_t bstep = INIT == 2 ? kQT : INIT == 1 ? 1 : 0;
   int64_t j = 0;
-  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * D, D, qt, bias + j * bstep, st + j * kQT, mx[0], mx[1], mx[2]);
+  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * D, D, qt, bias + j * bstep, st + j * kQT, bm);
   const float* kj = K + j * D;
   const float* bj = bias + j * bstep;
   float* sj = st + j * kQT;
   switch (nk - j) {
     case 7:
-      qk_rows<7, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<7, INIT>(kj, D, qt, bj, sj, bm);
       break;
     case 6:
-      qk_rows<6, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<6, INIT>(kj, D, qt, bj, sj, bm);
       break;
     case 5:
-      qk_rows<5, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<5, INIT>(kj, D, qt, bj, sj, bm);
       break;
     case 4:
-      qk_rows<4, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<4, INIT>(kj, D, qt, bj, sj, bm);
       break;
     case 3:
-      qk_rows<3, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<3, INIT>(kj, D, qt, bj, sj, bm);
       break;
     case 2:
-      qk_rows<2, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<2, INIT>(kj, D, qt, bj, sj, bm);
       break;
     case 1:
-      qk_rows<1, INIT>(kj, D, qt, bj, sj, mx[0], mx[1], mx[2]);
+      qk_rows<1, INIT>(kj, D, qt, bj, sj, bm);
       break;
     default:
       break;
@@ -209,12 +219,12 @@ void pv_block(const float* V, int64_t Dv, const float* pt, int64_t nk, float* ot
 // Online softmax of one block: new running max from the block max bm, st[nk][48] -> 2^(s - max),
 // running sums and O^T rescaled by 2^(old max - new max). A query whose max is still -inf (all keys so
 // far masked) uses 0 as its max: its probabilities and its rescale factor are then 0.
-void softmax_block(float* st, int64_t nk, const __m512* bm, float* mx, float* sm, float* ot, int64_t Dv) {
+void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv) {
   __m512 msafe[3], alpha[3], sum[3];
   __mmask16 rescale = 0;
   for (int v = 0; v < 3; ++v) {
     const __m512 mold = _mm512_loadu_ps(mx + 16 * v);
-    const __m512 mnew = _mm512_max_ps(bm[v], mold);
+    const __m512 mnew = _mm512_max_ps(_mm512_loadu_ps(bm + 16 * v), mold);
     msafe[v] =
         _mm512_mask_mov_ps(mnew, _mm512_cmp_ps_mask(mnew, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), _mm512_setzero_ps());
     alpha[v] = exp2_ps(_mm512_sub_ps(mold, msafe[v]));
@@ -253,7 +263,7 @@ struct Sub {
 // Scratch layout (floats, 64-byte aligned pieces).
 inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 inline int64_t sub_floats(int64_t D, int64_t Dv) { return round16(D * kQT) + round16(Dv * kQT) + 3 * kQT; }
-int64_t scratch_floats(int64_t D, int64_t Dv) { return 16 + kSub * sub_floats(D, Dv) + 2 * kKB * kQT + kKB; }
+int64_t scratch_floats(int64_t D, int64_t Dv) { return 16 + kSub * sub_floats(D, Dv) + 2 * kKB * kQT + kKB + kQT; }
 
 class TileRunner {
  public:
@@ -362,7 +372,8 @@ class TileRunner {
   void block(Sub& s, int64_t b) {
     const int64_t j0 = b * kKB, nk = min64(kKB, t_.Lk - j0);
     const float* K = t_.k + j0 * t_.D;
-    __m512 bm[3] = {_mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY)};
+    float* bm = kbias_ + kKB;
+    for (int64_t q = 0; q < kQT; ++q) bm[q] = -INFINITY;
     if (key_only_) {
       qk_block<1>(K, t_.D, s.qt, kbias_, st_, nk, bm);
     } else if (t_.fmask || t_.bmask) {
