@@ -4,7 +4,8 @@
 // the FMA peak and our f32 MatMul (1024^3, B prepacked) measured in the same run, by wall time and by
 // CPU time (GFLOP per CPU second of all threads against one core's peak: stable on a shared machine).
 // Cases: memory cross-attention with every slot valid (the steady state) and with most slots padded
-// (-1e30 key bias, the first frames of a video), and the image self-attention; the AVX2 tile too.
+// (-1e30 key bias, the first frames of a video), and the image self-attention; the AVX2 tile too, and
+// the bf16 tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has AVX512_BF16.
 // Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
 #include <omp.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 
 #include "bench_common.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/isa.h"
 #include "models/sam31/config.h"
 #include "models/sam31/propagation_decoder.h"
@@ -48,16 +50,17 @@ Timing time_median(const std::function<void()>& fn, int reps) {
   return {t[t.size() / 2], t.front(), c[c.size() / 2]};
 }
 
-// FMA peak of one thread per CPU second (best of 3): the per-core reference of the CPU-time figures.
-double peak_per_cpu_second() {
+// FMA (or bf16 dot) peak of one thread per CPU second (best of 3): the per-core reference of the
+// CPU-time figures.
+double peak_per_cpu_second(bool bf16 = false) {
   const int64_t iters = 10'000'000;
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
     const double c0 = cpu_s();
-    const float sink = fma_loop(iters);
+    const float sink = bf16 ? bf16_dot_loop(iters) : fma_loop(iters);
     const double dt = cpu_s() - c0;
     if (sink == 12345.f) std::printf(" ");
-    best = std::max(best, double(iters) * 12 * 32 / dt / 1e9);
+    best = std::max(best, double(iters) * 12 * (bf16 ? 64 : 32) / dt / 1e9);
   }
   return best;
 }
@@ -94,7 +97,9 @@ int main(int argc, char** argv) {
   const bool with_avx2 = argc > 4 ? std::atoi(argv[4]) != 0 : true;
   omp_set_num_threads(threads);
   print_load();
+  const bool bf16 = cpu::attention_bf16_fns() != nullptr;
   const double peak = measure_peak(false, threads), core_peak = peak_per_cpu_second();
+  const double peak16 = bf16 ? measure_peak(true, threads) : 0, core_peak16 = bf16 ? peak_per_cpu_second(true) : 0;
   Tensor ga = random_f32({1024, 1024}, 1), gb = random_f32({1024, 1024}, 2);
   NodeRunner mm(cpu_provider(), make_node("MatMul"), {ga, gb}, {false, true}, threads);
   const Timing tg = time_median([&] { mm.run(); }, 10);
@@ -112,6 +117,9 @@ int main(int argc, char** argv) {
               100 * gemm / peak);
   std::printf("per CPU second (one core): FMA peak %.1f GFLOP/s, MatMul 1024^3 %.1f GFLOP/s (%.1f%% of peak)\n",
               core_peak, gemm_core, 100 * gemm_core / core_peak);
+  if (bf16)
+    std::printf("bf16 dot peak %.1f GFLOP/s, per CPU second %.1f GFLOP/s (bf16 rows: %% of these; %% GEMM: of f32)\n",
+                peak16, core_peak16);
   std::printf("%-34s %-7s %9s %9s %9s %7s %7s %9s %7s %7s\n", "case", "isa", "median ms", "min ms", "GFLOP/s", "% peak",
               "% GEMM", "GF/cpu-s", "% peak", "% GEMM");
 
@@ -129,21 +137,31 @@ int main(int argc, char** argv) {
       {"self (image tokens)", {q, ks, vs}, L},
   };
   const Isa native = active_isa();
-  std::vector<Isa> isas = {native};
-  if (with_avx2 && native != Isa::avx2 && int(cpu_isa()) >= int(Isa::avx2)) isas.push_back(Isa::avx2);
+  struct Variant {
+    Isa isa;
+    bool bf16;
+  };
+  std::vector<Variant> variants = {{native, false}};
+  if (bf16) variants.push_back({native, true});
+  if (with_avx2 && native != Isa::avx2 && int(cpu_isa()) >= int(Isa::avx2)) variants.push_back({Isa::avx2, false});
   for (const Case& c : cases)
-    for (Isa isa : isas) {
+    for (const Variant& var : variants) {
+      const Isa isa = var.isa;
       set_active_isa(isa);  // the kernel picks its loops at creation
       std::vector<bool> constant(c.in.size(), false);
-      NodeRunner att(cpu_provider(), make_node("Attention", {}, "segmux"), c.in, constant, threads);
+      std::map<std::string, ir::AttrValue> attrs;
+      if (var.bf16) attrs["segmux_precision"] = std::string("bf16");
+      NodeRunner att(cpu_provider(), make_node("Attention", attrs, "segmux"), c.in, constant, threads);
       // FLOPs of the whole q k^T and p v products (padded keys included: the figure is per call).
       const double flops = 4.0 * double(H) * double(L) * double(c.lk) * double(hd);
-      const int r = isa == native ? reps : 1;
+      const int r = isa == native ? reps : 1;  // the AVX2 tile once: it is slow
       const Timing tm = time_median([&] { att.run(); }, r);
       const double g = flops / tm.median / 1e9, gc = flops / tm.cpu / 1e9;
-      std::printf("%-34s %-7s %9.1f %9.1f %9.1f %6.1f%% %6.1f%% %9.1f %6.1f%% %6.1f%%\n", c.name,
-                  std::string(isa_name(isa)).c_str(), 1e3 * tm.median, 1e3 * tm.min, g, 100 * g / peak, 100 * g / gemm,
-                  gc, 100 * gc / core_peak, 100 * gc / gemm_core);
+      const double pk = var.bf16 ? peak16 : peak, cpk = var.bf16 ? core_peak16 : core_peak;
+      const std::string name = var.bf16 ? "bf16" : isa_name(isa);
+      std::printf("%-34s %-7s %9.1f %9.1f %9.1f %6.1f%% %6.1f%% %9.1f %6.1f%% %6.1f%%\n", c.name, name.c_str(),
+                  1e3 * tm.median, 1e3 * tm.min, g, 100 * g / pk, 100 * g / gemm, gc, 100 * gc / cpk,
+                  100 * gc / gemm_core);
       std::fflush(stdout);
     }
   set_active_isa(native);

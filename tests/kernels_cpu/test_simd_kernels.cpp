@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "harness.h"
+#include "kernels/cpu/simd.h"
 
 namespace segmux::testing_cpu {
 namespace {
@@ -253,6 +254,47 @@ TEST_P(CpuAttention, MaskedBlockWithAHugeScoreIsNotSkipped) {
     for (int64_t x = 0; x < d; ++x)
       ASSERT_EQ(got[0].data<float>()[i * d + x], v.data<float>()[300 * d + x]) << "row " << i << " dim " << x;
   expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}}, 2e-6, 1e-5, "huge score");
+}
+
+// Nodes compiled in bf16: on a CPU with AVX512_BF16 at the avx512 level the products take bf16-rounded
+// operands (Q after scaling, K, P, V; 8 significant bits), so the result is compared with the f32
+// reference at a bf16 tolerance: logits of these inputs (|q|, |k| <= 2, scale 1/sqrt(D)) are off by up to
+// ~2^-8 sqrt(D) ~ 0.02 at worst, weights by ~2 %; the errors seen are <= 3e-3 on outputs |v| <= 1, the
+// tolerance is 1e-2. Elsewhere the request falls back to the f32 tile: the same bits as a node without it.
+TEST_P(CpuAttention, Bf16NodesMatchTheReferenceAtBf16Precision) {
+  struct Case {
+    int64_t heads, lq, lk, d, dv;
+  };
+  const std::vector<Case> cases = {{2, 47, 700, 32, 32}, {1, 193, 300, 33, 7}, {2, 5, 17, 64, 64}};
+  const bool bf16_tile = GetParam() == Isa::avx512 && cpu::attention_bf16_fns(Isa::avx512) != nullptr;
+  ir::Node nb = make_node("Attention", {{"segmux_precision", std::string("bf16")}}, "segmux");
+  uint32_t seed = 101;
+  for (auto& c : cases) {
+    Tensor q = random_tensor({1, c.heads, c.lq, c.d}, seed++, -2.f, 2.f);
+    Tensor k = random_tensor({1, c.heads, c.lk, c.d}, seed++, -2.f, 2.f);
+    Tensor v = random_tensor({1, c.heads, c.lk, c.dv}, seed++);
+    Tensor slots(DType::f32, {1, 1, 1, c.lk});  // key-only: slots of 150 keys, every other one empty
+    for (int64_t j = 0; j < c.lk; ++j) slots.data<float>()[j] = (j / 150) % 2 == 0 ? 0.f : -1e30f;
+    Tensor general = random_tensor({1, 1, c.lq, c.lk}, seed++, -1.f, 1.f);  // per query and key
+    for (int64_t j = 0; j < c.lk; j += 3) general.data<float>()[j] = -INFINITY;
+    const std::string label = "bf16 attention lq " + std::to_string(c.lq) + " lk " + std::to_string(c.lk) + " d " +
+                              std::to_string(c.d) + "/" + std::to_string(c.dv);
+    for (const std::vector<Input>& in :
+         std::vector<std::vector<Input>>{{{q}, {k}, {v}}, {{q}, {k}, {v}, {slots}}, {{q}, {k}, {v}, {general}}}) {
+      const std::string l = label + " inputs " + std::to_string(in.size());
+      auto got = run_node(cpu_provider(), nb, in);
+      auto want = run_node(reference_provider(), make_node("Attention", {}, "segmux"), in, 1);
+      ASSERT_EQ(got.size(), 1u) << l;
+      if (bf16_tile) {
+        EXPECT_TRUE(close(got[0], want[0], 1e-2, 0)) << l;
+        // It is the bf16 tile: the f32 one is within 1e-5.
+        EXPECT_FALSE(close(got[0], want[0], 1e-5, 2e-6)) << l << ": bf16 request computed in f32";
+      } else {
+        auto f32 = run_node(cpu_provider(), make_node("Attention", {}, "segmux"), in);
+        EXPECT_TRUE(close(got[0], f32[0], 0, 0)) << l << ": fallback is not the f32 tile";
+      }
+    }
+  }
 }
 
 TEST_P(CpuSplitConcat, AxesSizesAndDtypes) {

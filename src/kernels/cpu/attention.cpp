@@ -2,12 +2,14 @@
 // tile at a time with a running max and sum per query row, so no Lq x Lk score matrix is ever
 // materialised. Layout: q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv] with equal leading (batch,
 // head) dims; mask (optional) broadcastable to [..., Lq, Lk], f32 (added) or bool (true = attend).
-// A query row whose keys are all masked gives zeros.
+// A query row whose keys are all masked gives zeros. Nodes compiled in bf16 (segmux_precision) use the
+// bf16 tile where the CPU has AVX512_BF16 (products of bf16-rounded operands, f32 softmax), else f32.
 //
 // One tile (a batch-head's query block against all keys) is computed by the loops of the instruction
 // set chosen at kernel creation (simd.h AttentionFns), which also set the tile's rows and scratch. The
 // portable tiles read K transposed (done once per call into a reused buffer); the AVX-512 tile reads K
 // as it is (attention_avx512.cpp).
+#include "ir/precision.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd.h"
@@ -17,7 +19,9 @@ namespace {
 
 class AttentionKernel : public Kernel {
  public:
-  explicit AttentionKernel(float scale_attr, bool has_scale) : scale_attr_(scale_attr), has_scale_(has_scale) {}
+  AttentionKernel(float scale_attr, bool has_scale, bool bf16) : scale_attr_(scale_attr), has_scale_(has_scale) {
+    if (bf16 && attention_bf16_fns()) fns_ = attention_bf16_fns();
+  }
 
   void run(KernelContext& ctx) override {
     const Tensor& q = *ctx.inputs[0];
@@ -135,7 +139,8 @@ std::unique_ptr<Kernel> make_attention(const KernelInit& init) {
   if (init.inputs.size() > 3 && init.inputs[3] && init.inputs[3]->dtype != DType::f32 &&
       init.inputs[3]->dtype != DType::boolean)
     return nullptr;
-  return std::make_unique<AttentionKernel>(init.node.attr_float("scale", 0.f), init.node.has_attr("scale"));
+  return std::make_unique<AttentionKernel>(init.node.attr_float("scale", 0.f), init.node.has_attr("scale"),
+                                           ir::wants_bf16(init.node));
 }
 
 }  // namespace segmux::cpu

@@ -19,38 +19,10 @@
 // exp2 then gives exactly 0 for every key of the block and the max does not change, so skipping gives
 // the same result as computing it. A query whose keys are all masked by a finite bias (a uniform
 // average in the reference) fails the bound and computes every block.
-#include <cmath>
-
-#include "kernels/cpu/avx512_math.h"
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/attention_avx512.h"
 
 namespace segmux::cpu::avx512 {
 namespace {
-
-constexpr int64_t kQT = 48;   // queries per sub-tile: 3 vectors
-constexpr int64_t kSub = 8;   // sub-tiles per tile
-constexpr int64_t kKB = 128;  // keys per block
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kDeadBias = -1e6f;  // log2 units; blocks biased below this are candidates for skipping
-
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-// 2^x for x <= 0 (softmax arguments; NaN propagates): x = n + r, |r| <= 1/2, 2^r by its degree-6 Taylor
-// polynomial in r ln2 (relative error < 1.3e-7), scaled by 2^n with scalef; below -160 the result is
-// exactly 0 (masked -inf scores contribute nothing).
-inline __m512 exp2_ps(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-160.f), x);  // NaN is the second operand: kept
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(1.5403530393381608e-4f);  // ln2^6 / 720
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3333558146428443e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.6181291076284772e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.5504108664821580e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.24022650695910071f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.69314718055994531f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);
-}
 
 // Accumulators of the R x 3 micro-kernels are named variables (GCC keeps an array of __m512 in memory
 // and stores it on every step). 24 accumulators + 3 B vectors + 1 broadcast fit the 32 registers.
@@ -107,7 +79,9 @@ inline void qk_rows(const float* K, int64_t D, const float* qt, const float* bia
     c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
   }
   QK_MAX(0, 4)
-  QK_MAX(1, 5) QK_MAX(2, 6) QK_MAX(3, 7) QK_MAX(0, 2) QK_MAX(1, 3) QK_MAX(0, 1)
+  QK_MAX(1, 5)
+  QK_MAX(2, 6)
+  QK_MAX(3, 7) QK_MAX(0, 2) QK_MAX(1, 3) QK_MAX(0, 1)
 #undef QK_MAX
       _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
   _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
@@ -216,22 +190,10 @@ void pv_block(const float* V, int64_t Dv, const float* pt, int64_t nk, float* ot
   }
 }
 
-// Online softmax of one block: new running max from the block max bm, st[nk][48] -> 2^(s - max),
-// running sums and O^T rescaled by 2^(old max - new max). A query whose max is still -inf (all keys so
-// far masked) uses 0 as its max: its probabilities and its rescale factor are then 0.
+// Exp pass of one block: st[nk][48] -> 2^(s - max) in place, with the running statistics.
 void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv) {
-  __m512 msafe[3], alpha[3], sum[3];
-  __mmask16 rescale = 0;
-  for (int v = 0; v < 3; ++v) {
-    const __m512 mold = _mm512_loadu_ps(mx + 16 * v);
-    const __m512 mnew = _mm512_max_ps(_mm512_loadu_ps(bm + 16 * v), mold);
-    msafe[v] =
-        _mm512_mask_mov_ps(mnew, _mm512_cmp_ps_mask(mnew, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), _mm512_setzero_ps());
-    alpha[v] = exp2_ps(_mm512_sub_ps(mold, msafe[v]));
-    rescale |= _mm512_cmp_ps_mask(alpha[v], _mm512_set1_ps(1.f), _CMP_NEQ_UQ);
-    _mm512_storeu_ps(mx + 16 * v, mnew);
-    sum[v] = _mm512_setzero_ps();
-  }
+  __m512 msafe[3], alpha[3], sum[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
   for (int64_t j = 0; j < nk; ++j) {
     float* s = st + j * kQT;
     const __m512 p0 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s), msafe[0]));
@@ -244,165 +206,38 @@ void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm,
     sum[1] = _mm512_add_ps(sum[1], p1);
     sum[2] = _mm512_add_ps(sum[2], p2);
   }
-  for (int v = 0; v < 3; ++v)
-    _mm512_storeu_ps(sm + 16 * v, _mm512_fmadd_ps(_mm512_loadu_ps(sm + 16 * v), alpha[v], sum[v]));
-  if (rescale)
-    for (int64_t d = 0; d < Dv; ++d)
-      for (int v = 0; v < 3; ++v) {
-        float* o = ot + d * kQT + 16 * v;
-        _mm512_storeu_ps(o, _mm512_mul_ps(_mm512_loadu_ps(o), alpha[v]));
-      }
+  softmax_end(alpha, sum, rescale, sm, ot, Dv);
 }
 
-// Per-tile state of one sub-tile: scaled Q^T [D][48], O^T [Dv][48], running max and sum, |q| (log2 units).
-struct Sub {
-  float *qt, *ot, *mx, *sm, *qn;
-  int64_t i0, rows;
+struct F32Ops {
+  template <class Runner>
+  explicit F32Ops(Runner&) {}
+
+  template <class Runner>
+  void block(Runner& r, int64_t g, int64_t j0, int64_t nk) {
+    const AttentionTile& t = r.t();
+    Sub& s = r.sub(g);
+    const float* K = t.k + j0 * t.D;
+    switch (r.bias_kind()) {
+      case 1:
+        qk_block<1>(K, t.D, s.qt, r.bias(), r.st(), nk, r.bm());
+        break;
+      case 2:
+        qk_block<2>(K, t.D, s.qt, r.bias(), r.st(), nk, r.bm());
+        break;
+      default:
+        qk_block<0>(K, t.D, s.qt, nullptr, r.st(), nk, r.bm());
+        break;
+    }
+    softmax_block(r.st(), nk, r.bm(), s.mx, s.sm, s.ot, t.Dv);
+    pv_block(t.v + j0 * t.Dv, t.Dv, r.st(), nk, s.ot);
+  }
 };
 
-// Scratch layout (floats, 64-byte aligned pieces).
-inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
-inline int64_t sub_floats(int64_t D, int64_t Dv) { return round16(D * kQT) + round16(Dv * kQT) + 3 * kQT; }
-int64_t scratch_floats(int64_t D, int64_t Dv) { return 16 + kSub * sub_floats(D, Dv) + 2 * kKB * kQT + kKB + kQT; }
-
-class TileRunner {
- public:
-  explicit TileRunner(const AttentionTile& t) : t_(t) {
-    float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(t.scratch) + 63) & ~uintptr_t(63));
-    nsub_ = (t.rows + kQT - 1) / kQT;
-    const float qscale = t.scale * kLog2e;
-    for (int64_t g = 0; g < nsub_; ++g) {
-      Sub& s = sub_[g];
-      s.qt = p;
-      s.ot = s.qt + round16(t.D * kQT);
-      s.mx = s.ot + round16(t.Dv * kQT);
-      s.sm = s.mx + kQT;
-      s.qn = s.sm + kQT;
-      p += sub_floats(t.D, t.Dv);
-      s.i0 = g * kQT;
-      s.rows = min64(kQT, t.rows - s.i0);
-      for (int64_t q = 0; q < kQT; ++q) {
-        float n2 = 0.f;
-        for (int64_t d = 0; d < t.D; ++d) {
-          const float x = q < s.rows ? t.q[(s.i0 + q) * t.D + d] * qscale : 0.f;
-          s.qt[d * kQT + q] = x;
-          n2 += x * x;
-        }
-        s.qn[q] = std::sqrt(n2);
-        s.mx[q] = -INFINITY;
-        s.sm[q] = 0.f;
-      }
-      for (int64_t i = 0; i < t.Dv * kQT; ++i) s.ot[i] = 0.f;
-    }
-    st_ = p;
-    mt_ = st_ + kKB * kQT;
-    kbias_ = mt_ + kKB * kQT;
-    key_only_ = (t.fmask || t.bmask) && t.mrow == 0;
-  }
-
-  void run() {
-    const int64_t nblocks = (t_.Lk + kKB - 1) / kKB;
-    bool deferred = false;
-    for (int64_t b = 0; b < nblocks; ++b) {
-      if (key_only_ && key_bias(b) < kDeadBias) {
-        deferred = true;
-        continue;
-      }
-      for (int64_t g = 0; g < nsub_; ++g) block(sub_[g], b);
-    }
-    if (deferred)
-      for (int64_t b = 0; b < nblocks; ++b) {
-        const float bmax = key_bias(b);
-        if (!(bmax < kDeadBias)) continue;
-        const float kmax = key_norm_max(b);
-        for (int64_t g = 0; g < nsub_; ++g)
-          if (!skippable(sub_[g], kmax, bmax)) block(sub_[g], b);
-      }
-    for (int64_t g = 0; g < nsub_; ++g) finish(sub_[g]);
-  }
-
- private:
-  // Keys of block b: kbias_ = their bias (log2 units); returns the largest.
-  float key_bias(int64_t b) {
-    const int64_t j0 = b * kKB, nk = min64(kKB, t_.Lk - j0);
-    float m = -INFINITY;
-    for (int64_t j = 0; j < nk; ++j) {
-      const int64_t at = t_.moff + (j0 + j) * t_.mcol;
-      const float x = t_.fmask ? t_.fmask[at] * kLog2e : t_.bmask[at] ? 0.f : -INFINITY;
-      kbias_[j] = x;
-      m = x > m ? x : m;
-    }
-    return m;
-  }
-
-  float key_norm_max(int64_t b) const {
-    const int64_t j0 = b * kKB, nk = min64(kKB, t_.Lk - j0);
-    float m = 0.f;
-    for (int64_t j = 0; j < nk; ++j) {
-      const float* k = t_.k + (j0 + j) * t_.D;
-      float n2 = 0.f;
-      for (int64_t d = 0; d < t_.D; ++d) n2 += k[d] * k[d];
-      m = n2 > m || n2 != n2 ? n2 : m;  // NaN: never skippable
-    }
-    return std::sqrt(m);
-  }
-
-  // True when no key of a deferred block can reach 2^-200 of any query's running max (see the top).
-  bool skippable(const Sub& s, float kmax, float bmax) const {
-    for (int64_t q = 0; q < s.rows; ++q) {
-      const float hi = s.qn[q] * kmax * 1.001f + 1.f + bmax + 200.f;
-      if (!(hi < s.mx[q])) return false;
-    }
-    return true;
-  }
-
-  // Bias tile [nk][48] of a general mask (per query and key), log2 units; pad queries get 0.
-  void mask_tile(const Sub& s, int64_t j0, int64_t nk) {
-    for (int64_t j = 0; j < nk; ++j)
-      for (int64_t q = 0; q < kQT; ++q) {
-        float x = 0.f;
-        if (q < s.rows) {
-          const int64_t at = t_.moff + (s.i0 + q) * t_.mrow + (j0 + j) * t_.mcol;
-          x = t_.fmask ? t_.fmask[at] * kLog2e : t_.bmask[at] ? 0.f : -INFINITY;
-        }
-        mt_[j * kQT + q] = x;
-      }
-  }
-
-  void block(Sub& s, int64_t b) {
-    const int64_t j0 = b * kKB, nk = min64(kKB, t_.Lk - j0);
-    const float* K = t_.k + j0 * t_.D;
-    float* bm = kbias_ + kKB;
-    for (int64_t q = 0; q < kQT; ++q) bm[q] = -INFINITY;
-    if (key_only_) {
-      qk_block<1>(K, t_.D, s.qt, kbias_, st_, nk, bm);
-    } else if (t_.fmask || t_.bmask) {
-      mask_tile(s, j0, nk);
-      qk_block<2>(K, t_.D, s.qt, mt_, st_, nk, bm);
-    } else {
-      qk_block<0>(K, t_.D, s.qt, nullptr, st_, nk, bm);
-    }
-    softmax_block(st_, nk, bm, s.mx, s.sm, s.ot, t_.Dv);
-    pv_block(t_.v + j0 * t_.Dv, t_.Dv, st_, nk, s.ot);
-  }
-
-  void finish(const Sub& s) {
-    for (int64_t q = 0; q < s.rows; ++q) {
-      const float inv = s.sm[q] > 0.f ? 1.f / s.sm[q] : 0.f;
-      float* dst = t_.out + (s.i0 + q) * t_.Dv;
-      for (int64_t d = 0; d < t_.Dv; ++d) dst[d] = s.ot[d * kQT + q] * inv;
-    }
-  }
-
-  const AttentionTile& t_;
-  Sub sub_[kSub];
-  int64_t nsub_;
-  float *st_, *mt_, *kbias_;
-  bool key_only_;
-};
+int64_t scratch_floats(int64_t D, int64_t Dv) { return runner_floats(D, Dv); }
 
 void tile(const AttentionTile& t) {
-  TileRunner r(t);
+  TileRunner<F32Ops> r(t);
   r.run();
 }
 

@@ -78,11 +78,16 @@ SEGMUX_DECLARE_SIMD_TABLES(generic)
 SEGMUX_DECLARE_SIMD_TABLES(avx2)
 SEGMUX_DECLARE_SIMD_TABLES(avx512)
 #undef SEGMUX_DECLARE_SIMD_TABLES
+namespace avx512 {
+extern const AttentionFns kAttentionBf16;  // bf16 products (AVX512_BF16)
+}
 
 // The tables for `isa` (default: active_isa()).
 const EltwiseFns& eltwise_fns(Isa isa = active_isa());
 const NormFns& norm_fns(Isa isa = active_isa());
 const RopeFns& rope_fns(Isa isa = active_isa());
 const AttentionFns& attention_fns(Isa isa = active_isa());
+// The bf16 attention tile at `isa`, or null where the level or the CPU has none (AVX512_BF16 needed).
+const AttentionFns* attention_bf16_fns(Isa isa = active_isa());
 
 }  // namespace segmux::cpu
