@@ -12,34 +12,16 @@
 namespace segmux::cpu::avx512 {
 namespace {
 
-constexpr int64_t kQT = 48;   // queries per sub-tile: 3 vectors
-constexpr int64_t kSub = 8;   // sub-tiles per tile
-constexpr int64_t kKB = 128;  // keys per block
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kDeadBias = -1e6f;  // log2 units; blocks biased below this are candidates for skipping
+constexpr int64_t kQT = 48;         // queries per sub-tile: 3 vectors
+constexpr int64_t kSub = 8;         // sub-tiles per tile
+constexpr int64_t kKB = 128;        // keys per block
+constexpr float kDeadBias = -1e6f;  // blocks whose key bias is below this everywhere may be skipped
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// 2^x for x <= 0 (softmax arguments; NaN propagates): x = n + r, |r| <= 1/2, 2^r by its degree-6 Taylor
-// polynomial in r ln2 (relative error < 1.3e-7), scaled by 2^n with scalef; below -160 the result is
-// exactly 0 (masked -inf scores contribute nothing).
-inline __m512 exp2_ps(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-160.f), x);  // NaN is the second operand: kept
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(1.5403530393381608e-4f);  // ln2^6 / 720
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3333558146428443e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.6181291076284772e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.5504108664821580e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.24022650695910071f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.69314718055994531f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);
-}
-
 // Softmax statistics of one block for 48 queries: the new running max from the block max bm (stored
 // into mx), the max each query subtracts (msafe: 0 while its max is -inf, all keys so far masked, so
-// that its probabilities and rescale factor are 0) and the rescale factor 2^(old max - new max).
+// that its probabilities and rescale factor are 0) and the rescale factor exp(old max - new max).
 // Returns the lanes whose factor is not 1.
 inline __mmask64 softmax_begin(const float* bm, float* mx, __m512* msafe, __m512* alpha) {
   __mmask64 rescale = 0;
@@ -48,7 +30,7 @@ inline __mmask64 softmax_begin(const float* bm, float* mx, __m512* msafe, __m512
     const __m512 mnew = _mm512_max_ps(_mm512_loadu_ps(bm + 16 * v), mold);
     msafe[v] =
         _mm512_mask_mov_ps(mnew, _mm512_cmp_ps_mask(mnew, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), _mm512_setzero_ps());
-    alpha[v] = exp2_ps(_mm512_sub_ps(mold, msafe[v]));
+    alpha[v] = exp_ps(_mm512_sub_ps(mold, msafe[v]));
     rescale |= __mmask64(_mm512_cmp_ps_mask(alpha[v], _mm512_set1_ps(1.f), _CMP_NEQ_UQ)) << (16 * v);
     _mm512_storeu_ps(mx + 16 * v, mnew);
   }
@@ -67,7 +49,7 @@ inline void softmax_end(const __m512* alpha, const __m512* sum, __mmask64 rescal
       }
 }
 
-// Per-tile state of one sub-tile: scaled Q^T [D][48], O^T [Dv][48], running max and sum, |q| (log2 units).
+// Per-tile state of one sub-tile: Q^T [D][48], O^T [Dv][48], running max and sum, |q| * |scale|.
 struct Sub {
   float *qt, *ot, *mx, *sm, *qn;
   int64_t i0, rows;
@@ -88,7 +70,6 @@ class TileRunner {
   explicit TileRunner(const AttentionTile& t) : t_(t) {
     float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(t.scratch) + 63) & ~uintptr_t(63));
     nsub_ = (t.rows + kQT - 1) / kQT;
-    const float qscale = t.scale * kLog2e;
     for (int64_t g = 0; g < nsub_; ++g) {
       Sub& s = sub_[g];
       s.qt = p;
@@ -102,11 +83,11 @@ class TileRunner {
       for (int64_t q = 0; q < kQT; ++q) {
         float n2 = 0.f;
         for (int64_t d = 0; d < t.D; ++d) {
-          const float x = q < s.rows ? t.q[(s.i0 + q) * t.D + d] * qscale : 0.f;
+          const float x = q < s.rows ? t.q[(s.i0 + q) * t.D + d] : 0.f;
           s.qt[d * kQT + q] = x;
           n2 += x * x;
         }
-        s.qn[q] = std::sqrt(n2);
+        s.qn[q] = std::sqrt(n2) * std::fabs(t.scale);  // bounds the scaled scores: |q k| scale <= qn |k|
         s.mx[q] = -INFINITY;
         s.sm[q] = 0.f;
       }
@@ -154,13 +135,13 @@ class TileRunner {
   const float* bias() const { return key_only_ ? kbias_ : mt_; }
 
  private:
-  // Keys of block b: kbias_ = their bias (log2 units); returns the largest.
+  // Keys of block b: kbias_ = their bias; returns the largest.
   float key_bias(int64_t b) {
     const int64_t j0 = b * kKB, nk = min64(kKB, t_.Lk - j0);
     float m = -INFINITY;
     for (int64_t j = 0; j < nk; ++j) {
       const int64_t at = t_.moff + (j0 + j) * t_.mcol;
-      const float x = t_.fmask ? t_.fmask[at] * kLog2e : t_.bmask[at] ? 0.f : -INFINITY;
+      const float x = t_.fmask ? t_.fmask[at] : t_.bmask[at] ? 0.f : -INFINITY;
       kbias_[j] = x;
       m = x > m ? x : m;
     }
@@ -188,14 +169,14 @@ class TileRunner {
     return true;
   }
 
-  // Bias tile [nk][48] of a general mask (per query and key), log2 units; pad queries get 0.
+  // Bias tile [nk][48] of a general mask (per query and key); pad queries get 0.
   void mask_tile(const Sub& s, int64_t j0, int64_t nk) {
     for (int64_t j = 0; j < nk; ++j)
       for (int64_t q = 0; q < kQT; ++q) {
         float x = 0.f;
         if (q < s.rows) {
           const int64_t at = t_.moff + (s.i0 + q) * t_.mrow + (j0 + j) * t_.mcol;
-          x = t_.fmask ? t_.fmask[at] * kLog2e : t_.bmask[at] ? 0.f : -INFINITY;
+          x = t_.fmask ? t_.fmask[at] : t_.bmask[at] ? 0.f : -INFINITY;
         }
         mt_[j * kQT + q] = x;
       }

@@ -4,8 +4,8 @@
 // the lanes, TileRunner of attention_avx512.h). vdpbf16ps sums pairs along the reduced dimension, so
 // the operands in the lanes are packed as pairs: Q^T as (dim 2p, 2p+1) per query, P^T as (key 2p, 2p+1)
 // per query, and the broadcast operands K (pairs of dims, its natural layout) and V (pairs of keys,
-// repacked per key block). Rounding to bf16 is to nearest even; probabilities and their sums stay f32
-// apart from the rounding of P for the product.
+// repacked per key block). The scale is applied to the f32 scores, as in the f32 tile. Rounding to bf16 is to nearest
+// even; probabilities and their sums stay f32 apart from the rounding of P for the product.
 #include "kernels/cpu/attention_avx512.h"
 
 #pragma GCC target("avx512bf16")
@@ -51,24 +51,12 @@ inline uint16_t to_bf16(float x) {  // round to nearest even; NaN stays NaN
     c##i##2 = _mm512_loadu_ps(base + i * kQT + 32); \
   }
 
-// S^T rows [R keys][48] = bias + K[R, dims] Q^T: K as bf16 pairs, kp words per key; Q^T pairs [kp][48].
+// S^T rows [R keys][48] = K[R, dims] Q^T * scale + bias: K as bf16 pairs, kp words per key; Q^T pairs
+// [kp][48].
 template <int R, int INIT>
-inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, const float* bias, float* st, float* bm) {
+inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float scale, const float* bias, float* st,
+                    float* bm) {
   BX_ROWS(BX_DECL)
-  if constexpr (INIT == 1) {
-#define BX_INIT1(i)                    \
-  if constexpr (R > i) {               \
-    c##i##0 = _mm512_set1_ps(bias[i]); \
-    c##i##1 = c##i##0;                 \
-    c##i##2 = c##i##0;                 \
-  }
-    BX_ROWS(BX_INIT1)
-#undef BX_INIT1
-  } else if constexpr (INIT == 2) {
-#define BX_INIT2(i) BX_LOAD(i, bias)
-    BX_ROWS(BX_INIT2)
-#undef BX_INIT2
-  }
   for (int64_t p = 0; p < kp; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(qt + p * kQT),
                    b1 = (__m512bh)_mm512_loadu_si512(qt + p * kQT + 16),
@@ -77,6 +65,25 @@ inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, const flo
     BX_ROWS(BX_QK)
 #undef BX_QK
   }
+  const __m512 vs = _mm512_set1_ps(scale);
+#define BX_SCALE(i)                                                           \
+  if constexpr (R > i) {                                                      \
+    c##i##0 = _mm512_mul_ps(c##i##0, vs);                                     \
+    c##i##1 = _mm512_mul_ps(c##i##1, vs);                                     \
+    c##i##2 = _mm512_mul_ps(c##i##2, vs);                                     \
+    if constexpr (INIT == 1) {                                                \
+      const __m512 b = _mm512_set1_ps(bias[i]);                               \
+      c##i##0 = _mm512_add_ps(c##i##0, b);                                    \
+      c##i##1 = _mm512_add_ps(c##i##1, b);                                    \
+      c##i##2 = _mm512_add_ps(c##i##2, b);                                    \
+    } else if constexpr (INIT == 2) {                                         \
+      c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(bias + i * kQT));      \
+      c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(bias + i * kQT + 16)); \
+      c##i##2 = _mm512_add_ps(c##i##2, _mm512_loadu_ps(bias + i * kQT + 32)); \
+    }                                                                         \
+  }
+  BX_ROWS(BX_SCALE)
+#undef BX_SCALE
 #define BX_QSTORE(i) BX_STORE(i, st)
   BX_ROWS(BX_QSTORE)
 #undef BX_QSTORE
@@ -87,7 +94,9 @@ inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, const flo
     c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
   }
   BX_MAX(0, 4)
-  BX_MAX(1, 5) BX_MAX(2, 6) BX_MAX(3, 7) BX_MAX(0, 2) BX_MAX(1, 3) BX_MAX(0, 1)
+  BX_MAX(1, 5)
+  BX_MAX(2, 6)
+  BX_MAX(3, 7) BX_MAX(0, 2) BX_MAX(1, 3) BX_MAX(0, 1)
 #undef BX_MAX
       _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
   _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
@@ -121,14 +130,15 @@ inline void pv_rows(const uint32_t* V, int64_t Dv, const uint32_t* pt, int64_t n
 #undef BX_LOAD
 
 template <int INIT>
-void qk_block(const uint32_t* K, int64_t kp, const uint32_t* qt, const float* bias, float* st, int64_t nk, float* bm) {
-  using Fn = void (*)(const uint32_t*, int64_t, const uint32_t*, const float*, float*, float*);
+void qk_block(const uint32_t* K, int64_t kp, const uint32_t* qt, float scale, const float* bias, float* st, int64_t nk,
+              float* bm) {
+  using Fn = void (*)(const uint32_t*, int64_t, const uint32_t*, float, const float*, float*, float*);
   static constexpr Fn tails[8] = {nullptr,          qk_rows<1, INIT>, qk_rows<2, INIT>, qk_rows<3, INIT>,
                                   qk_rows<4, INIT>, qk_rows<5, INIT>, qk_rows<6, INIT>, qk_rows<7, INIT>};
   const int64_t bstep = INIT == 2 ? kQT : INIT == 1 ? 1 : 0;
   int64_t j = 0;
-  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * kp, kp, qt, bias + j * bstep, st + j * kQT, bm);
-  if (j < nk) tails[nk - j](K + j * kp, kp, qt, bias + j * bstep, st + j * kQT, bm);
+  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * kp, kp, qt, scale, bias + j * bstep, st + j * kQT, bm);
+  if (j < nk) tails[nk - j](K + j * kp, kp, qt, scale, bias + j * bstep, st + j * kQT, bm);
 }
 
 void pv_block(const uint32_t* V, int64_t Dv, const uint32_t* pt, int64_t np, float* ot) {
@@ -150,8 +160,8 @@ void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, floa
     const float* s = st + j * kQT;
     const bool two = j + 1 < nk;
     for (int v = 0; v < 3; ++v) {
-      const __m512 p0 = exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]));
-      const __m512 p1 = two ? exp2_ps(_mm512_sub_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v])) : _mm512_setzero_ps();
+      const __m512 p0 = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]));
+      const __m512 p1 = two ? exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v])) : _mm512_setzero_ps();
       sum[v] = _mm512_add_ps(sum[v], _mm512_add_ps(p0, p1));
       _mm512_storeu_si512(pt + (j / 2) * kQT + 16 * v, interleave_bf16(p0, p1));
     }
@@ -220,13 +230,13 @@ struct Bf16Ops {
     }
     switch (r.bias_kind()) {
       case 1:
-        qk_block<1>(kb, kp, qt[g], r.bias(), r.st(), nk, r.bm());
+        qk_block<1>(kb, kp, qt[g], t.scale, r.bias(), r.st(), nk, r.bm());
         break;
       case 2:
-        qk_block<2>(kb, kp, qt[g], r.bias(), r.st(), nk, r.bm());
+        qk_block<2>(kb, kp, qt[g], t.scale, r.bias(), r.st(), nk, r.bm());
         break;
       default:
-        qk_block<0>(kb, kp, qt[g], nullptr, r.st(), nk, r.bm());
+        qk_block<0>(kb, kp, qt[g], t.scale, nullptr, r.st(), nk, r.bm());
         break;
     }
     softmax_block(r.st(), nk, r.bm(), s.mx, s.sm, s.ot, Dv, pb);
