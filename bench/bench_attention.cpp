@@ -4,7 +4,8 @@
 // the FMA peak and our f32 MatMul (1024^3, B prepacked) measured in the same run, by wall time and by
 // CPU time (GFLOP per CPU second of all threads against one core's peak: stable on a shared machine).
 // Cases: memory cross-attention with every slot valid (the steady state) and with most slots padded
-// (-1e30 key bias, the first frames of a video), and the image self-attention; the AVX2 tile too, and
+// (-1e30 key bias, the first frames of a video), the image self-attention and the detector's queries
+// on the image tokens with a per-query bias (general mask); the AVX2 tile too, and
 // the bf16 tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has AVX512_BF16.
 // Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
 #include <omp.h>
@@ -126,6 +127,10 @@ int main(int argc, char** argv) {
   Tensor q = random_f32({1, H, L, hd}, 11, -2.f, 2.f);
   Tensor k = random_f32({1, H, Lk, hd}, 12, -2.f, 2.f), v = random_f32({1, H, Lk, hd}, 13);
   Tensor ks = random_f32({1, H, L, hd}, 14, -2.f, 2.f), vs = random_f32({1, H, L, hd}, 15);
+  // The detector's decoder cross-attention: num_queries queries on the image tokens with a per-query
+  // additive bias (box relative position bias, [1, heads, queries, tokens]): the general-mask path.
+  const int64_t NQ = cfg.num_queries;
+  Tensor dq = random_f32({1, H, NQ, hd}, 16, -2.f, 2.f), rpb = random_f32({1, H, NQ, L}, 17, -4.f, 0.f);
   struct Case {
     const char* name;
     std::vector<Tensor> in;
@@ -135,6 +140,7 @@ int main(int argc, char** argv) {
       {"cross, all slots valid", {q, k, v, key_bias(S, L, P, M, S, P)}, Lk},
       {"cross, 1+2 memory / 3 ptr slots", {q, k, v, key_bias(S, L, P, M, 3, 3)}, Lk},
       {"self (image tokens)", {q, ks, vs}, L},
+      {"detector queries, per-query bias", {dq, ks, vs, rpb}, L},
   };
   const Isa native = active_isa();
   struct Variant {
@@ -153,7 +159,7 @@ int main(int argc, char** argv) {
       if (var.bf16) attrs["segmux_precision"] = std::string("bf16");
       NodeRunner att(cpu_provider(), make_node("Attention", attrs, "segmux"), c.in, constant, threads);
       // FLOPs of the whole q k^T and p v products (padded keys included: the figure is per call).
-      const double flops = 4.0 * double(H) * double(L) * double(c.lk) * double(hd);
+      const double flops = 4.0 * double(H) * double(c.in[0].dim(2)) * double(c.lk) * double(hd);
       const int r = isa == native ? reps : 1;  // the AVX2 tile once: it is slow
       const Timing tm = time_median([&] { att.run(); }, r);
       const double g = flops / tm.median / 1e9, gc = flops / tm.cpu / 1e9;
