@@ -4,8 +4,9 @@
 // the FMA peak and our f32 MatMul (1024^3, B prepacked) measured in the same run, by wall time and by
 // CPU time (GFLOP per CPU second of all threads against one core's peak: stable on a shared machine).
 // Cases: memory cross-attention with every slot valid (the steady state) and with most slots padded
-// (-1e30 key bias, the first frames of a video), the image self-attention and the detector's queries
-// on the image tokens with a per-query bias (general mask); the AVX2 tile too, and
+// (-1e30 key bias, the first frames of a video), the image self-attention, the detector's queries on
+// the image tokens with a per-query bias (general mask), the ViT's global and windowed attention; the
+// AVX2 tile too, and
 // the bf16 tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has AVX512_BF16.
 // Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
 #include <omp.h>
@@ -131,6 +132,15 @@ int main(int argc, char** argv) {
   // additive bias (box relative position bias, [1, heads, queries, tokens]): the general-mask path.
   const int64_t NQ = cfg.num_queries;
   Tensor dq = random_f32({1, H, NQ, hd}, 16, -2.f, 2.f), rpb = random_f32({1, H, NQ, L}, 17, -4.f, 0.f);
+  // The ViT's global blocks (every token, vit_heads heads of vit_dim / vit_heads) and windowed blocks
+  // (vit_window^2 tokens per window, the padded grid's windows in the batch dim).
+  const int64_t VH = cfg.vit_heads, vhd = cfg.vit_head_dim(), W2 = int64_t(cfg.vit_window) * cfg.vit_window;
+  const int64_t nwin = ((cfg.token_grid() + cfg.vit_window - 1) / cfg.vit_window) *
+                       ((cfg.token_grid() + cfg.vit_window - 1) / cfg.vit_window);
+  Tensor vq = random_f32({1, VH, L, vhd}, 18, -2.f, 2.f), vk = random_f32({1, VH, L, vhd}, 19, -2.f, 2.f),
+         vv = random_f32({1, VH, L, vhd}, 20);
+  Tensor wq = random_f32({nwin, VH, W2, vhd}, 21, -2.f, 2.f), wk = random_f32({nwin, VH, W2, vhd}, 22, -2.f, 2.f),
+         wv = random_f32({nwin, VH, W2, vhd}, 23);
   struct Case {
     const char* name;
     std::vector<Tensor> in;
@@ -141,6 +151,8 @@ int main(int argc, char** argv) {
       {"cross, 1+2 memory / 3 ptr slots", {q, k, v, key_bias(S, L, P, M, 3, 3)}, Lk},
       {"self (image tokens)", {q, ks, vs}, L},
       {"detector queries, per-query bias", {dq, ks, vs, rpb}, L},
+      {"ViT global block", {vq, vk, vv}, L},
+      {"ViT windowed block", {wq, wk, wv}, W2},
   };
   const Isa native = active_isa();
   struct Variant {
@@ -159,7 +171,8 @@ int main(int argc, char** argv) {
       if (var.bf16) attrs["segmux_precision"] = std::string("bf16");
       NodeRunner att(cpu_provider(), make_node("Attention", attrs, "segmux"), c.in, constant, threads);
       // FLOPs of the whole q k^T and p v products (padded keys included: the figure is per call).
-      const double flops = 4.0 * double(H) * double(c.in[0].dim(2)) * double(c.lk) * double(hd);
+      const Shape& qs = c.in[0].shape();
+      const double flops = 4.0 * double(qs[0] * qs[1] * qs[2]) * double(c.lk) * double(qs[3]);
       const int r = isa == native ? reps : 1;  // the AVX2 tile once: it is slow
       const Timing tm = time_median([&] { att.run(); }, r);
       const double g = flops / tm.median / 1e9, gc = flops / tm.cpu / 1e9;
