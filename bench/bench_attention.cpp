@@ -5,10 +5,10 @@
 // CPU time (GFLOP per CPU second of all threads against one core's peak: stable on a shared machine).
 // Cases: memory cross-attention with every slot valid (the steady state) and with most slots padded
 // (-1e30 key bias, the first frames of a video), the image self-attention, the detector's queries on
-// the image tokens with a per-query bias (general mask), the ViT's global and windowed attention; the
-// AVX2 tile too, and the bf16 tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has
-// AVX512_BF16.
-// Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
+// the image tokens with a per-query bias (general mask), the ViT's global and windowed attention, the
+// mask decoder's two-way attention (few tokens against the image tokens, both ways); the AVX2 tile too, and the bf16
+// tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has AVX512_BF16. Usage: bench_attention
+// [threads=2] [reps=3] [image_size=config] [avx2=1]
 #include <omp.h>
 
 #include <time.h>
@@ -141,6 +141,11 @@ int main(int argc, char** argv) {
          vv = random_f32({1, VH, L, vhd}, 20);
   Tensor wq = random_f32({nwin, VH, W2, vhd}, 21, -2.f, 2.f), wk = random_f32({nwin, VH, W2, vhd}, 22, -2.f, 2.f),
          wv = random_f32({nwin, VH, W2, vhd}, 23);
+  // The multiplex mask decoder's two-way transformer: M * (2 + multimask outputs) tokens against the
+  // image tokens, both ways, at d_model / twoway_attn_downsample split in attn_heads heads.
+  const int64_t NT = M * (2 + cfg.num_multimask_outputs), thd = cfg.d_model / cfg.twoway_attn_downsample / H;
+  Tensor tq = random_f32({1, H, NT, thd}, 24, -2.f, 2.f), tk = random_f32({1, H, NT, thd}, 25, -2.f, 2.f);
+  Tensor iq = random_f32({1, H, L, thd}, 26, -2.f, 2.f), ik = random_f32({1, H, L, thd}, 27, -2.f, 2.f);
   struct Case {
     const char* name;
     std::vector<Tensor> in;
@@ -153,6 +158,8 @@ int main(int argc, char** argv) {
       {"detector queries, per-query bias", {dq, ks, vs, rpb}, L},
       {"ViT global block", {vq, vk, vv}, L},
       {"ViT windowed block", {wq, wk, wv}, W2},
+      {"two-way: tokens to image", {tq, ik, ik}, L},
+      {"two-way: image to tokens", {iq, tk, tk}, NT},
   };
   const Isa native = active_isa();
   struct Variant {
