@@ -6,9 +6,9 @@
 // Cases: memory cross-attention with every slot valid (the steady state) and with most slots padded
 // (-1e30 key bias, the first frames of a video), the image self-attention, the detector's queries on
 // the image tokens with a per-query bias (general mask), the ViT's global and windowed attention, the
-// mask decoder's two-way attention (few tokens against the image tokens, both ways); the AVX2 tile too, and the bf16
-// tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has AVX512_BF16. Usage: bench_attention
-// [threads=2] [reps=3] [image_size=config] [avx2=1]
+// mask decoder's two-way attention (few tokens against the image tokens, both ways); the AVX2 tile
+// too, and the bf16 tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has
+// AVX512_BF16. Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
 #include <omp.h>
 
 #include <time.h>
