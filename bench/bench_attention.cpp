@@ -11,8 +11,6 @@
 // AVX512_BF16. Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
 #include <omp.h>
 
-#include <time.h>
-
 #include <cstdlib>
 
 #include "bench_common.h"
@@ -25,12 +23,6 @@ using namespace segmux;
 using namespace segmux::bench;
 
 namespace {
-
-double cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
 
 struct Timing {
   double median, min, cpu;  // wall seconds (median, min) and CPU seconds of all threads (median)
@@ -50,30 +42,6 @@ Timing time_median(const std::function<void()>& fn, int reps) {
   std::sort(t.begin(), t.end());
   std::sort(c.begin(), c.end());
   return {t[t.size() / 2], t.front(), c[c.size() / 2]};
-}
-
-// FMA (or bf16 dot) peak of one thread per CPU second (best of 3): the per-core reference of the
-// CPU-time figures.
-double peak_per_cpu_second(bool bf16 = false) {
-  const int64_t iters = 10'000'000;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    const double c0 = cpu_s();
-    const float sink = bf16 ? bf16_dot_loop(iters) : fma_loop(iters);
-    const double dt = cpu_s() - c0;
-    if (sink == 12345.f) std::printf(" ");
-    best = std::max(best, double(iters) * 12 * (bf16 ? 64 : 32) / dt / 1e9);
-  }
-  return best;
-}
-
-void print_load() {
-  double l[3] = {0, 0, 0};
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3) l[0] = l[1] = l[2] = -1;
-    std::fclose(f);
-  }
-  std::printf("load average: %.2f %.2f %.2f\n", l[0], l[1], l[2]);
 }
 
 // Additive key bias [1, 1, 1, Lk]: 0 on the first `valid_mem` memory slots (of `slots` x L keys) and the
