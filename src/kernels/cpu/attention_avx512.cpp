@@ -30,7 +30,7 @@ namespace {
 #define AX_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0;
 #define AX_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
-// S^T rows [R keys][48 queries] = bias + K[R, D] Q^T[D, 48]; stores them at st (row stride kQT) and
+// S^T rows [R keys][48 queries] = K[R, D] Q^T[D, 48] * scale + bias; stores them at st (row stride kQT) and
 // folds them into the block max bm[48]. The block max stays in memory: 3 more live registers make GCC
 // spill the B vectors of the inner loop. INIT 0: no bias; 1: one bias per key (bias[i]); 2: a bias
 // tile (bias + i * kQT, 48 values per key).
@@ -79,16 +79,13 @@ inline void qk_rows(const float* K, int64_t D, const float* qt, float scale, con
     c##i##1 = _mm512_max_ps(c##i##1, c##j##1); \
     c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
   }
-  QK_MAX(0, 4)
-  QK_MAX(1, 5)
-  QK_MAX(2, 6)
-  QK_MAX(3, 7)
-  QK_MAX(0, 2)
-  QK_MAX(1, 3) QK_MAX(0, 1)
+  // clang-format off
+  QK_MAX(0, 4) QK_MAX(1, 5) QK_MAX(2, 6) QK_MAX(3, 7) QK_MAX(0, 2) QK_MAX(1, 3) QK_MAX(0, 1)
 #undef QK_MAX
-      _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
+  _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
   _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
   _mm512_storeu_ps(bm + 32, _mm512_max_ps(_mm512_loadu_ps(bm + 32), c02));
+  // clang-format on
 }
 
 // O^T rows [R dims][48 queries] += V[nk, R]^T P^T[nk, 48]; V points at (key 0, first dim), row stride Dv.

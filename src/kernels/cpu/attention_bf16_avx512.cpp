@@ -93,14 +93,13 @@ inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float sca
     c##i##1 = _mm512_max_ps(c##i##1, c##j##1); \
     c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
   }
-  BX_MAX(0, 4)
-  BX_MAX(1, 5)
-  BX_MAX(2, 6)
-  BX_MAX(3, 7) BX_MAX(0, 2) BX_MAX(1, 3) BX_MAX(0, 1)
+  // clang-format off
+  BX_MAX(0, 4) BX_MAX(1, 5) BX_MAX(2, 6) BX_MAX(3, 7) BX_MAX(0, 2) BX_MAX(1, 3) BX_MAX(0, 1)
 #undef BX_MAX
-      _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
+  _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
   _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
   _mm512_storeu_ps(bm + 32, _mm512_max_ps(_mm512_loadu_ps(bm + 32), c02));
+  // clang-format on
 }
 
 // O^T rows [R dims][48] += V^T P^T: V as key pairs [np][Dv] words (starting at the first dim), P^T pairs
