@@ -197,9 +197,9 @@ void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm,
   const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
   for (int64_t j = 0; j < nk; ++j) {
     float* s = st + j * kQT;
-    const __m512 p0 = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s), msafe[0]));
-    const __m512 p1 = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16), msafe[1]));
-    const __m512 p2 = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 32), msafe[2]));
+    const __m512 p0 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s), msafe[0]));
+    const __m512 p1 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16), msafe[1]));
+    const __m512 p2 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 32), msafe[2]));
     _mm512_storeu_ps(s, p0);
     _mm512_storeu_ps(s + 16, p1);
     _mm512_storeu_ps(s + 32, p2);

@@ -19,6 +19,26 @@ constexpr float kDeadBias = -1e6f;  // blocks whose key bias is below this every
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// exp(x) for x <= 0 or NaN (softmax arguments): exp_ps (avx512_math.h) without its upper clamp and its
+// low-part add, which change nothing there (x <= 0 is below the clamp; r + 0 differs from r only for
+// r = -0, where the polynomial gives 1 either way): the same bits, two instructions fewer.
+inline __m512 exp_nonpos_ps(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);  // NaN is the second operand: kept
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
+  __m512 p = _mm512_set1_ps(1.f / 5040.f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // Softmax statistics of one block for 48 queries: the new running max from the block max bm (stored
 // into mx), the max each query subtracts (msafe: 0 while its max is -inf, all keys so far masked, so
 // that its probabilities and rescale factor are 0) and the rescale factor exp(old max - new max).
@@ -30,7 +50,7 @@ inline __mmask64 softmax_begin(const float* bm, float* mx, __m512* msafe, __m512
     const __m512 mnew = _mm512_max_ps(_mm512_loadu_ps(bm + 16 * v), mold);
     msafe[v] =
         _mm512_mask_mov_ps(mnew, _mm512_cmp_ps_mask(mnew, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), _mm512_setzero_ps());
-    alpha[v] = exp_ps(_mm512_sub_ps(mold, msafe[v]));
+    alpha[v] = exp_nonpos_ps(_mm512_sub_ps(mold, msafe[v]));
     rescale |= __mmask64(_mm512_cmp_ps_mask(alpha[v], _mm512_set1_ps(1.f), _CMP_NEQ_UQ)) << (16 * v);
     _mm512_storeu_ps(mx + 16 * v, mnew);
   }
