@@ -160,7 +160,8 @@ void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, floa
     const bool two = j + 1 < nk;
     for (int v = 0; v < 3; ++v) {
       const __m512 p0 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]));
-      const __m512 p1 = two ? exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v])) : _mm512_setzero_ps();
+      const __m512 p1 =
+          two ? exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v])) : _mm512_setzero_ps();
       sum[v] = _mm512_add_ps(sum[v], _mm512_add_ps(p0, p1));
       _mm512_storeu_si512(pt + (j / 2) * kQT + 16 * v, interleave_bf16(p0, p1));
     }
