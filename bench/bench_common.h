@@ -8,6 +8,7 @@
 #endif
 #include <immintrin.h>
 
+#include <time.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -80,6 +81,36 @@ inline double measure_peak(bool bf16, int threads) {
     if (sink[0] == 12345.f) std::printf(" ");  // keeps the loops observable
   }
   return best;
+}
+
+inline double cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// FMA (or bf16 dot) peak of one thread per CPU second (best of 3): the per-core reference of the
+// CPU-time figures.
+inline double peak_per_cpu_second(bool bf16 = false) {
+  const int64_t iters = 10'000'000;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double c0 = cpu_s();
+    const float sink = bf16 ? bf16_dot_loop(iters) : fma_loop(iters);
+    const double dt = cpu_s() - c0;
+    if (sink == 12345.f) std::printf(" ");
+    best = std::max(best, double(iters) * 12 * (bf16 ? 64 : 32) / dt / 1e9);
+  }
+  return best;
+}
+
+inline void print_load() {
+  double l[3] = {0, 0, 0};
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3) l[0] = l[1] = l[2] = -1;
+    std::fclose(f);
+  }
+  std::printf("load average: %.2f %.2f %.2f\n", l[0], l[1], l[2]);
 }
 
 inline Tensor random_f32(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "harness.h"
+#include "kernels/cpu/simd.h"
 
 namespace segmux::testing_cpu {
 namespace {
@@ -193,6 +194,106 @@ TEST_P(CpuAttention, LengthsHeadSizesAndMasks) {
     for (int64_t i = 0; i < bm.numel(); ++i) bm.data<bool>()[i] = (i % 5) != 1;
     expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {bm}}, 2e-6, 1e-5,
                              label + " bool mask");
+  }
+}
+
+// Key-only masks as the memory attention builds them: -1e30 (or false) on whole runs of keys longer than
+// a key block, so that the AVX-512 tile defers and skips blocks; odd query counts around its 48-query
+// sub-tiles and 192-row tiles, head dims that are not a multiple of 8.
+TEST_P(CpuAttention, PaddedKeySlotsLikeTheMemoryAttention) {
+  struct Case {
+    int64_t heads, lq, lk, d, dv;
+  };
+  const std::vector<Case> cases = {
+      {2, 47, 700, 32, 32}, {1, 193, 1100, 16, 24}, {3, 49, 530, 33, 7}, {1, 400, 300, 8, 8}};
+  uint32_t seed = 71;
+  for (auto& c : cases) {
+    Tensor q = random_tensor({1, c.heads, c.lq, c.d}, seed++, -2.f, 2.f);
+    Tensor k = random_tensor({1, c.heads, c.lk, c.d}, seed++, -2.f, 2.f);
+    Tensor v = random_tensor({1, c.heads, c.lk, c.dv}, seed++);
+    const std::string label = "attention h" + std::to_string(c.heads) + " lq " + std::to_string(c.lq) + " lk " +
+                              std::to_string(c.lk) + " d " + std::to_string(c.d) + "/" + std::to_string(c.dv);
+    // Slots of 150 keys, every other one empty (the first valid), as f32 -1e30 and as bool.
+    Tensor m(DType::f32, {1, 1, 1, c.lk});
+    Tensor bm(DType::boolean, {1, 1, 1, c.lk});
+    for (int64_t j = 0; j < c.lk; ++j) {
+      const bool valid = (j / 150) % 2 == 0;
+      m.data<float>()[j] = valid ? 0.f : -1e30f;
+      bm.data<bool>()[j] = valid;
+    }
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}}, 2e-6, 1e-5,
+                             label + " -1e30 slots");
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {bm}}, 2e-6, 1e-5,
+                             label + " bool slots");
+    // Every key masked: -1e30 everywhere gives the plain average of v (all scores equal), false
+    // everywhere gives zeros.
+    Tensor all(DType::f32, {1, 1, 1, c.lk});
+    std::fill(all.data<float>(), all.data<float>() + c.lk, -1e30f);
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {all}}, 2e-6, 1e-5,
+                             label + " all -1e30");
+    Tensor none(DType::boolean, {1, 1, 1, c.lk});
+    std::fill(none.data<bool>(), none.data<bool>() + c.lk, false);
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {none}}, 2e-6, 1e-5,
+                             label + " all false");
+  }
+}
+
+// A masked key block that still wins: bias -1e6 on keys 256.. 511, but one of them has a score far above
+// the bias (k aligned with every q), so the softmax is that key's v. A tile that skipped the block on its
+// bias alone would average the unmasked keys instead.
+TEST_P(CpuAttention, MaskedBlockWithAHugeScoreIsNotSkipped) {
+  const int64_t lq = 100, lk = 640, d = 16;
+  Tensor q = random_tensor({1, 1, lq, d}, 91, 0.5f, 1.5f);
+  Tensor k = random_tensor({1, 1, lk, d}, 92, -1.f, 1.f), v = random_tensor({1, 1, lk, d}, 93);
+  for (int64_t x = 0; x < d; ++x) k.data<float>()[300 * d + x] = 1e6f;
+  Tensor m(DType::f32, {1, 1, 1, lk});
+  for (int64_t j = 0; j < lk; ++j) m.data<float>()[j] = j >= 256 && j < 512 ? -1e6f : 0.f;
+  auto got = run_node(cpu_provider(), make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}});
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < lq; ++i)
+    for (int64_t x = 0; x < d; ++x)
+      ASSERT_EQ(got[0].data<float>()[i * d + x], v.data<float>()[300 * d + x]) << "row " << i << " dim " << x;
+  expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {m}}, 2e-6, 1e-5, "huge score");
+}
+
+// Nodes compiled in bf16: on a CPU with AVX512_BF16 at the avx512 level the products take bf16-rounded
+// operands (Q after scaling, K, P, V; 8 significant bits), so the result is compared with the f32
+// reference at a bf16 tolerance: logits of these inputs (|q|, |k| <= 2, scale 1/sqrt(D)) are off by up to
+// ~2^-8 sqrt(D) ~ 0.02 at worst, weights by ~2 %; the errors seen are <= 3e-3 on outputs |v| <= 1, the
+// tolerance is 1e-2. Elsewhere the request falls back to the f32 tile: the same bits as a node without it.
+TEST_P(CpuAttention, Bf16NodesMatchTheReferenceAtBf16Precision) {
+  struct Case {
+    int64_t heads, lq, lk, d, dv;
+  };
+  const std::vector<Case> cases = {{2, 47, 700, 32, 32}, {1, 193, 300, 33, 7}, {2, 5, 17, 64, 64}};
+  const bool bf16_tile = GetParam() == Isa::avx512 && cpu::attention_bf16_fns(Isa::avx512) != nullptr;
+  ir::Node nb = make_node("Attention", {{"segmux_precision", std::string("bf16")}}, "segmux");
+  uint32_t seed = 101;
+  for (auto& c : cases) {
+    Tensor q = random_tensor({1, c.heads, c.lq, c.d}, seed++, -2.f, 2.f);
+    Tensor k = random_tensor({1, c.heads, c.lk, c.d}, seed++, -2.f, 2.f);
+    Tensor v = random_tensor({1, c.heads, c.lk, c.dv}, seed++);
+    Tensor slots(DType::f32, {1, 1, 1, c.lk});  // key-only: slots of 150 keys, every other one empty
+    for (int64_t j = 0; j < c.lk; ++j) slots.data<float>()[j] = (j / 150) % 2 == 0 ? 0.f : -1e30f;
+    Tensor general = random_tensor({1, 1, c.lq, c.lk}, seed++, -1.f, 1.f);  // per query and key
+    for (int64_t j = 0; j < c.lk; j += 3) general.data<float>()[j] = -INFINITY;
+    const std::string label = "bf16 attention lq " + std::to_string(c.lq) + " lk " + std::to_string(c.lk) + " d " +
+                              std::to_string(c.d) + "/" + std::to_string(c.dv);
+    for (const std::vector<Input>& in :
+         std::vector<std::vector<Input>>{{{q}, {k}, {v}}, {{q}, {k}, {v}, {slots}}, {{q}, {k}, {v}, {general}}}) {
+      const std::string l = label + " inputs " + std::to_string(in.size());
+      auto got = run_node(cpu_provider(), nb, in);
+      auto want = run_node(reference_provider(), make_node("Attention", {}, "segmux"), in, 1);
+      ASSERT_EQ(got.size(), 1u) << l;
+      if (bf16_tile) {
+        EXPECT_TRUE(close(got[0], want[0], 1e-2, 0)) << l;
+        // It is the bf16 tile: the f32 one is within 1e-5.
+        EXPECT_FALSE(close(got[0], want[0], 1e-5, 2e-6)) << l << ": bf16 request computed in f32";
+      } else {
+        auto f32 = run_node(cpu_provider(), make_node("Attention", {}, "segmux"), in);
+        EXPECT_TRUE(close(got[0], f32[0], 0, 0)) << l << ": fallback is not the f32 tile";
+      }
+    }
   }
 }
 

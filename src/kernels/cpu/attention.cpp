@@ -2,11 +2,14 @@
 // tile at a time with a running max and sum per query row, so no Lq x Lk score matrix is ever
 // materialised. Layout: q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv] with equal leading (batch,
 // head) dims; mask (optional) broadcastable to [..., Lq, Lk], f32 (added) or bool (true = attend).
-// A query row whose keys are all masked gives zeros.
+// A query row whose keys are all masked gives zeros. Nodes compiled in bf16 (segmux_precision) use the
+// bf16 tile where the CPU has AVX512_BF16 (products of bf16-rounded operands, f32 softmax), else f32.
 //
-// K is transposed once per call into a reused buffer so both tile GEMMs read B row-major. One tile
-// (a batch-head's query block against all keys) is computed by the loops of the instruction set
-// chosen at kernel creation (simd.h AttentionFns).
+// One tile (a batch-head's query block against all keys) is computed by the loops of the instruction
+// set chosen at kernel creation (simd.h AttentionFns), which also set the tile's rows and scratch. The
+// portable tiles read K transposed (done once per call into a reused buffer); the AVX-512 tile reads K
+// as it is (attention_avx512.cpp).
+#include "ir/precision.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd.h"
@@ -14,13 +17,11 @@
 namespace segmux::cpu {
 namespace {
 
-struct ThreadScratch {
-  Scratch scores, out, stats;
-};
-
 class AttentionKernel : public Kernel {
  public:
-  explicit AttentionKernel(float scale_attr, bool has_scale) : scale_attr_(scale_attr), has_scale_(has_scale) {}
+  AttentionKernel(float scale_attr, bool has_scale, bool bf16) : scale_attr_(scale_attr), has_scale_(has_scale) {
+    if (bf16 && attention_bf16_fns()) fns_ = attention_bf16_fns();
+  }
 
   void run(KernelContext& ctx) override {
     const Tensor& q = *ctx.inputs[0];
@@ -63,33 +64,41 @@ class AttentionKernel : public Kernel {
     float* po = out.data<float>();
     const int nt = threads_of(ctx.num_threads);
 
-    // K^T per (batch, head): [BH][D][Lk].
-    float* kt = kt_.get(size_t(BH * D * Lk));
-    parallel_chunks(BH, nt, [&](int64_t b, int64_t e) {
-      for (int64_t bh = b; bh < e; ++bh) {
-        const float* src = pk + bh * Lk * D;
-        float* dst = kt + bh * D * Lk;
-        for (int64_t j0 = 0; j0 < Lk; j0 += 16)
-          for (int64_t d = 0; d < D; ++d)
-            for (int64_t j = j0; j < std::min(Lk, j0 + 16); ++j) dst[d * Lk + j] = src[j * D + d];
-      }
-    });
+    const AttentionFns& fns = *fns_;
+    // K^T per (batch, head), [BH][D][Lk], for the tiles that read it (portable levels).
+    float* kt = nullptr;
+    if (fns.wants_kt) {
+      kt = kt_.get(size_t(BH * D * Lk));
+      parallel_chunks(BH, nt, [&](int64_t b, int64_t e) {
+        for (int64_t bh = b; bh < e; ++bh) {
+          const float* src = pk + bh * Lk * D;
+          float* dst = kt + bh * D * Lk;
+          for (int64_t j0 = 0; j0 < Lk; j0 += 16)
+            for (int64_t d = 0; d < D; ++d)
+              for (int64_t j = j0; j < std::min(Lk, j0 + 16); ++j) dst[d * Lk + j] = src[j * D + d];
+        }
+      });
+    }
 
     if (int(scratch_.size()) < nt) scratch_.resize(size_t(nt));
-    const int64_t qblocks = (Lq + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+    // Rows per work item: the level's block, smaller (a multiple of its granule) when that leaves too few
+    // items to keep every thread busy.
+    int64_t qb = fns.query_block;
+    while (qb > fns.query_granule && BH * ((Lq + qb - 1) / qb) < 4 * int64_t(nt))
+      qb = std::max(fns.query_granule, (qb / 2 + fns.query_granule - 1) / fns.query_granule * fns.query_granule);
+    const int64_t qblocks = (Lq + qb - 1) / qb;
+    const size_t scratch_floats = size_t(fns.scratch_floats(D, Dv));
     const bool bool_mask = mask && mask->dtype() == DType::boolean;
     const float* fmask = mask && !bool_mask ? mask->data<float>() : nullptr;
     const bool* bmask = bool_mask ? mask->data<bool>() : nullptr;
     parallel_items(BH * qblocks, nt, [&](int64_t item, int t) {
-      ThreadScratch& ts = scratch_[size_t(t)];
       AttentionTile tile;
-      tile.scores = ts.scores.get(size_t(kAttentionQueryBlock * kAttentionKeyBlock));
-      tile.acc = ts.out.get(size_t(kAttentionQueryBlock * Dv));
-      tile.stats = ts.stats.get(size_t(2 * kAttentionQueryBlock));
-      const int64_t bh = item / qblocks, i0 = (item % qblocks) * kAttentionQueryBlock;
-      tile.rows = std::min(kAttentionQueryBlock, Lq - i0);
+      tile.scratch = scratch_[size_t(t)].get(scratch_floats);
+      const int64_t bh = item / qblocks, i0 = (item % qblocks) * qb;
+      tile.rows = std::min(qb, Lq - i0);
       tile.q = pq + (bh * Lq + i0) * D;
-      tile.kt = kt + bh * D * Lk;
+      tile.k = pk + bh * Lk * D;
+      tile.kt = kt ? kt + bh * D * Lk : nullptr;
       tile.v = pv + bh * Lk * Dv;
       tile.out = po + (bh * Lq + i0) * Dv;
       tile.D = D;
@@ -109,7 +118,7 @@ class AttentionKernel : public Kernel {
       }
       tile.mrow = mstride[size_t(r - 2)];
       tile.mcol = mstride[size_t(r - 1)];
-      tile_(tile);
+      fns.tile(tile);
     });
   }
 
@@ -117,8 +126,8 @@ class AttentionKernel : public Kernel {
   float scale_attr_;
   bool has_scale_;
   Scratch kt_;
-  std::vector<ThreadScratch> scratch_;
-  decltype(AttentionFns::tile) tile_ = attention_fns().tile;
+  std::vector<Scratch> scratch_;
+  const AttentionFns* fns_ = &attention_fns();
 };
 
 }  // namespace
@@ -130,7 +139,8 @@ std::unique_ptr<Kernel> make_attention(const KernelInit& init) {
   if (init.inputs.size() > 3 && init.inputs[3] && init.inputs[3]->dtype != DType::f32 &&
       init.inputs[3]->dtype != DType::boolean)
     return nullptr;
-  return std::make_unique<AttentionKernel>(init.node.attr_float("scale", 0.f), init.node.has_attr("scale"));
+  return std::make_unique<AttentionKernel>(init.node.attr_float("scale", 0.f), init.node.has_attr("scale"),
+                                           ir::wants_bf16(init.node));
 }
 
 }  // namespace segmux::cpu

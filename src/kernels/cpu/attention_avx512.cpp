@@ -1,196 +1,249 @@
-// AVX-512 tile of the flash-attention kernel (attention.cpp): the small GEMMs of a (query block, key
-// block) tile use one register-blocked micro-kernel (6 rows x 64 columns), then the running softmax.
-// Built with the AVX-512 flags; reached only through avx512::kAttention.
-#include <cmath>
-
-#include "kernels/cpu/avx512_math.h"
-#include "kernels/cpu/simd.h"
+// AVX-512 tile of the flash-attention kernel (attention.cpp), queries in the vector lanes.
+//
+// A tile is up to kSub sub-tiles of kQT = 48 queries (3 vectors). Scores are computed transposed,
+// S^T[key][query] = K Q^T: the micro-kernel broadcasts K elements (K read as it is, [Lk, D], so no
+// transpose per call) against Q^T held per sub-tile, and P V is computed as O^T[d][query] += V[key][d]
+// P^T[key][query] (V read as it is). With queries in lanes the online softmax needs no horizontal
+// reduction: the running max, the sum and the rescale factor of 48 queries are 3 vectors, and the
+// block max is taken on the accumulators before they are stored. The scores are rounded as the ONNX
+// graph computes them (q k, times the scale, plus the mask, each rounded; exp as exp_ps): an exp2
+// variant with the scale folded into Q was 5 % faster, but flipped a mask pixel between our engine and
+// ONNX Runtime on the fixture video (tests/video_parity/test_track_engines.cpp wants equal masks).
+//
+// Key blocks are the outer loop and the sub-tiles the inner one, so a block of K and V is read from
+// memory once per tile (kSub * 48 queries), not once per 48 queries.
+//
+// Masked key blocks: with a key-only mask (broadcast over queries, e.g. the decoder's -1e30 bias on
+// empty memory slots), a block whose every key bias is below kDeadBias is deferred until the other
+// blocks are done, then skipped for a sub-tile when a Cauchy-Schwarz bound (|q| max|k| + the block's
+// largest bias) shows that no score of it comes within 200 of each query's running max: exp then
+// gives exactly 0 for every key of the block and the max does not change, so skipping gives
+// the same result as computing it. A query whose keys are all masked by a finite bias (a uniform
+// average in the reference) fails the bound and computes every block.
+#include "kernels/cpu/attention_avx512.h"
 
 namespace segmux::cpu::avx512 {
 namespace {
 
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t max64(int64_t a, int64_t b) { return a < b ? b : a; }
+// Accumulators of the R x 3 micro-kernels are named variables (GCC keeps an array of __m512 in memory
+// and stores it on every step). 24 accumulators + 3 B vectors + 1 broadcast fit the 32 registers.
+#define AX_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0;
+#define AX_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
-// C[R x ncols] (+)= A[R x K] * B[K x ncols], ncols <= 16*NV, NV <= 4, R <= 6. Every accumulator is a
-// named variable: GCC keeps an array of __m512 accumulators in memory and stores it back on every k
-// step (store-bound, 2.3x slower). 24 accumulators + 4 B vectors + 1 broadcast fit the 32 registers.
-// Columns beyond ncols are neither read nor written (masks).
-#define SMX_DECL(i, j) __m512 c##i##j = _mm512_setzero_ps();
-#define SMX_ROW_DECL(i) SMX_DECL(i, 0) SMX_DECL(i, 1) SMX_DECL(i, 2) SMX_DECL(i, 3)
-#define SMX_LOAD(i, j) \
-  if constexpr (R > i && NV > j) c##i##j = _mm512_maskz_loadu_ps(m##j, C + i * ldc + 16 * j);
-#define SMX_ROW_LOAD(i) SMX_LOAD(i, 0) SMX_LOAD(i, 1) SMX_LOAD(i, 2) SMX_LOAD(i, 3)
-#define SMX_FMA(i, j) \
-  if constexpr (NV > j) c##i##j = _mm512_fmadd_ps(a, b##j, c##i##j);
-#define SMX_ROW_FMA(i)                                      \
-  if constexpr (R > i) {                                    \
-    const __m512 a = _mm512_set1_ps(A[i * lda + k]);        \
-    SMX_FMA(i, 0) SMX_FMA(i, 1) SMX_FMA(i, 2) SMX_FMA(i, 3) \
+// S^T rows [R keys][48 queries] = K[R, D] Q^T[D, 48] * scale + bias; stores them at st (row stride kQT) and
+// folds them into the block max bm[48]. The block max stays in memory: 3 more live registers make GCC
+// spill the B vectors of the inner loop. INIT 0: no bias; 1: one bias per key (bias[i]); 2: a bias
+// tile (bias + i * kQT, 48 values per key).
+template <int R, int INIT>
+inline void qk_rows(const float* K, int64_t D, const float* qt, float scale, const float* bias, float* st, float* bm) {
+  AX_ROWS(AX_DECL)
+  for (int64_t d = 0; d < D; ++d) {
+    const __m512 b0 = _mm512_loadu_ps(qt + d * kQT), b1 = _mm512_loadu_ps(qt + d * kQT + 16),
+                 b2 = _mm512_loadu_ps(qt + d * kQT + 32);
+#define QK_FMA(i)                                  \
+  if constexpr (R > i) {                           \
+    const __m512 a = _mm512_set1_ps(K[i * D + d]); \
+    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);     \
+    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);     \
+    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);     \
   }
-#define SMX_STORE(i, j) \
-  if constexpr (R > i && NV > j) _mm512_mask_storeu_ps(C + i * ldc + 16 * j, m##j, c##i##j);
-#define SMX_ROW_STORE(i) SMX_STORE(i, 0) SMX_STORE(i, 1) SMX_STORE(i, 2) SMX_STORE(i, 3)
-
-template <int R, int NV>
-inline void micro_kernel(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t K,
-                         int64_t ncols, bool accumulate) {
-  const __mmask16 m0 = tail_mask(ncols), m1 = tail_mask(max64(0, ncols - 16)), m2 = tail_mask(max64(0, ncols - 32)),
-                  m3 = tail_mask(max64(0, ncols - 48));
+    AX_ROWS(QK_FMA)
+#undef QK_FMA
+  }
+  const __m512 vs = _mm512_set1_ps(scale);
+#define QK_STORE(i)                                                           \
+  if constexpr (R > i) {                                                      \
+    c##i##0 = _mm512_mul_ps(c##i##0, vs);                                     \
+    c##i##1 = _mm512_mul_ps(c##i##1, vs);                                     \
+    c##i##2 = _mm512_mul_ps(c##i##2, vs);                                     \
+    if constexpr (INIT == 1) {                                                \
+      const __m512 b = _mm512_set1_ps(bias[i]);                               \
+      c##i##0 = _mm512_add_ps(c##i##0, b);                                    \
+      c##i##1 = _mm512_add_ps(c##i##1, b);                                    \
+      c##i##2 = _mm512_add_ps(c##i##2, b);                                    \
+    } else if constexpr (INIT == 2) {                                         \
+      c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(bias + i * kQT));      \
+      c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(bias + i * kQT + 16)); \
+      c##i##2 = _mm512_add_ps(c##i##2, _mm512_loadu_ps(bias + i * kQT + 32)); \
+    }                                                                         \
+    _mm512_storeu_ps(st + i * kQT, c##i##0);                                  \
+    _mm512_storeu_ps(st + i * kQT + 16, c##i##1);                             \
+    _mm512_storeu_ps(st + i * kQT + 32, c##i##2);                             \
+  }
+  AX_ROWS(QK_STORE)
+#undef QK_STORE
+  // Block max over the rows (a tree), then into bm.
+#define QK_MAX(i, j)                           \
+  if constexpr (R > j) {                       \
+    c##i##0 = _mm512_max_ps(c##i##0, c##j##0); \
+    c##i##1 = _mm512_max_ps(c##i##1, c##j##1); \
+    c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
+  }
   // clang-format off
-  SMX_ROW_DECL(0) SMX_ROW_DECL(1) SMX_ROW_DECL(2) SMX_ROW_DECL(3) SMX_ROW_DECL(4) SMX_ROW_DECL(5)
-  if (accumulate) {
-    SMX_ROW_LOAD(0) SMX_ROW_LOAD(1) SMX_ROW_LOAD(2) SMX_ROW_LOAD(3) SMX_ROW_LOAD(4) SMX_ROW_LOAD(5)
-  }
-  __m512 b1 = _mm512_setzero_ps(), b2 = b1, b3 = b1;
+  QK_MAX(0, 4) QK_MAX(1, 5) QK_MAX(2, 6) QK_MAX(3, 7) QK_MAX(0, 2) QK_MAX(1, 3) QK_MAX(0, 1)
+#undef QK_MAX
+  _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
+  _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
+  _mm512_storeu_ps(bm + 32, _mm512_max_ps(_mm512_loadu_ps(bm + 32), c02));
   // clang-format on
-  for (int64_t k = 0; k < K; ++k) {
-    const float* b = B + k * ldb;
-    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
-    if constexpr (NV > 1) b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-    if constexpr (NV > 2) b2 = _mm512_maskz_loadu_ps(m2, b + 32);
-    if constexpr (NV > 3) b3 = _mm512_maskz_loadu_ps(m3, b + 48);
-    SMX_ROW_FMA(0) SMX_ROW_FMA(1) SMX_ROW_FMA(2) SMX_ROW_FMA(3) SMX_ROW_FMA(4) SMX_ROW_FMA(5)
-  }
-  SMX_ROW_STORE(0) SMX_ROW_STORE(1) SMX_ROW_STORE(2) SMX_ROW_STORE(3) SMX_ROW_STORE(4) SMX_ROW_STORE(5)
 }
-#undef SMX_DECL
-#undef SMX_ROW_DECL
-#undef SMX_LOAD
-#undef SMX_ROW_LOAD
-#undef SMX_FMA
-#undef SMX_ROW_FMA
-#undef SMX_STORE
-#undef SMX_ROW_STORE
 
-template <int NV>
-void gemm_columns(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t K,
-                  int64_t nc, bool acc) {
-  int64_t i = 0;
-  for (; i + 6 <= M; i += 6) micro_kernel<6, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
-  switch (M - i) {
+// O^T rows [R dims][48 queries] += V[nk, R]^T P^T[nk, 48]; V points at (key 0, first dim), row stride Dv.
+template <int R>
+inline void pv_rows(const float* V, int64_t Dv, const float* pt, int64_t nk, float* ot) {
+  AX_ROWS(AX_DECL)
+#define PV_LOAD(i)                                \
+  if constexpr (R > i) {                          \
+    c##i##0 = _mm512_loadu_ps(ot + i * kQT);      \
+    c##i##1 = _mm512_loadu_ps(ot + i * kQT + 16); \
+    c##i##2 = _mm512_loadu_ps(ot + i * kQT + 32); \
+  }
+  AX_ROWS(PV_LOAD)
+#undef PV_LOAD
+  for (int64_t j = 0; j < nk; ++j) {
+    const __m512 b0 = _mm512_loadu_ps(pt + j * kQT), b1 = _mm512_loadu_ps(pt + j * kQT + 16),
+                 b2 = _mm512_loadu_ps(pt + j * kQT + 32);
+#define PV_FMA(i)                                   \
+  if constexpr (R > i) {                            \
+    const __m512 a = _mm512_set1_ps(V[j * Dv + i]); \
+    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);      \
+    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);      \
+    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);      \
+  }
+    AX_ROWS(PV_FMA)
+#undef PV_FMA
+  }
+#define PV_STORE(i)                               \
+  if constexpr (R > i) {                          \
+    _mm512_storeu_ps(ot + i * kQT, c##i##0);      \
+    _mm512_storeu_ps(ot + i * kQT + 16, c##i##1); \
+    _mm512_storeu_ps(ot + i * kQT + 32, c##i##2); \
+  }
+  AX_ROWS(PV_STORE)
+#undef PV_STORE
+}
+#undef AX_DECL
+#undef AX_ROWS
+
+template <int INIT>
+void qk_block(const float* K, int64_t D, const float* qt, float scale, const float* bias, float* st, int64_t nk,
+              float* bm) {
+  const int64_t bstep = INIT == 2 ? kQT : INIT == 1 ? 1 : 0;
+  int64_t j = 0;
+  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * D, D, qt, scale, bias + j * bstep, st + j * kQT, bm);
+  const float* kj = K + j * D;
+  const float* bj = bias + j * bstep;
+  float* sj = st + j * kQT;
+  switch (nk - j) {
+    case 7:
+      qk_rows<7, INIT>(kj, D, qt, scale, bj, sj, bm);
+      break;
+    case 6:
+      qk_rows<6, INIT>(kj, D, qt, scale, bj, sj, bm);
+      break;
     case 5:
-      micro_kernel<5, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      qk_rows<5, INIT>(kj, D, qt, scale, bj, sj, bm);
       break;
     case 4:
-      micro_kernel<4, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      qk_rows<4, INIT>(kj, D, qt, scale, bj, sj, bm);
       break;
     case 3:
-      micro_kernel<3, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      qk_rows<3, INIT>(kj, D, qt, scale, bj, sj, bm);
       break;
     case 2:
-      micro_kernel<2, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      qk_rows<2, INIT>(kj, D, qt, scale, bj, sj, bm);
       break;
     case 1:
-      micro_kernel<1, NV>(A + i * lda, lda, B, ldb, C + i * ldc, ldc, K, nc, acc);
+      qk_rows<1, INIT>(kj, D, qt, scale, bj, sj, bm);
       break;
     default:
       break;
   }
 }
 
-// C[M x N] (+)= A[M x K] * B[K x N], all row-major with leading dimensions.
-void small_gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t N,
-                int64_t K, bool acc) {
-  for (int64_t j = 0; j < N; j += 64) {
-    const int64_t nc = min64(64, N - j);
-    switch ((nc + 15) / 16) {
-      case 1:
-        gemm_columns<1>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
-        break;
-      case 2:
-        gemm_columns<2>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
-        break;
-      case 3:
-        gemm_columns<3>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
-        break;
-      default:
-        gemm_columns<4>(A, lda, B + j, ldb, C + j, ldc, M, K, nc, acc);
-        break;
-    }
+void pv_block(const float* V, int64_t Dv, const float* pt, int64_t nk, float* ot) {
+  int64_t d = 0;
+  for (; d + 8 <= Dv; d += 8) pv_rows<8>(V + d, Dv, pt, nk, ot + d * kQT);
+  switch (Dv - d) {
+    case 7:
+      pv_rows<7>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    case 6:
+      pv_rows<6>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    case 5:
+      pv_rows<5>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    case 4:
+      pv_rows<4>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    case 3:
+      pv_rows<3>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    case 2:
+      pv_rows<2>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    case 1:
+      pv_rows<1>(V + d, Dv, pt, nk, ot + d * kQT);
+      break;
+    default:
+      break;
   }
 }
 
+// Exp pass of one block: st[nk][48] -> exp(s - max) in place, with the running statistics.
+void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv) {
+  __m512 msafe[3], alpha[3], sum[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
+  for (int64_t j = 0; j < nk; ++j) {
+    float* s = st + j * kQT;
+    const __m512 p0 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s), msafe[0]));
+    const __m512 p1 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16), msafe[1]));
+    const __m512 p2 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 32), msafe[2]));
+    _mm512_storeu_ps(s, p0);
+    _mm512_storeu_ps(s + 16, p1);
+    _mm512_storeu_ps(s + 32, p2);
+    sum[0] = _mm512_add_ps(sum[0], p0);
+    sum[1] = _mm512_add_ps(sum[1], p1);
+    sum[2] = _mm512_add_ps(sum[2], p2);
+  }
+  softmax_end(alpha, sum, rescale, sm, ot, Dv);
+}
+
+struct F32Ops {
+  template <class Runner>
+  explicit F32Ops(Runner&) {}
+
+  template <class Runner>
+  void block(Runner& r, int64_t g, int64_t j0, int64_t nk) {
+    const AttentionTile& t = r.t();
+    Sub& s = r.sub(g);
+    const float* K = t.k + j0 * t.D;
+    switch (r.bias_kind()) {
+      case 1:
+        qk_block<1>(K, t.D, s.qt, t.scale, r.bias(), r.st(), nk, r.bm());
+        break;
+      case 2:
+        qk_block<2>(K, t.D, s.qt, t.scale, r.bias(), r.st(), nk, r.bm());
+        break;
+      default:
+        qk_block<0>(K, t.D, s.qt, t.scale, nullptr, r.st(), nk, r.bm());
+        break;
+    }
+    softmax_block(r.st(), nk, r.bm(), s.mx, s.sm, s.ot, t.Dv);
+    pv_block(t.v + j0 * t.Dv, t.Dv, r.st(), nk, s.ot);
+  }
+};
+
+int64_t scratch_floats(int64_t D, int64_t Dv) { return runner_floats(D, Dv); }
+
 void tile(const AttentionTile& t) {
-  constexpr int64_t kKeyBlock = kAttentionKeyBlock;
-  const int64_t rows = t.rows, D = t.D, Lk = t.Lk, Dv = t.Dv, moff = t.moff;
-  const float scale = t.scale;
-  const float *Q = t.q, *Kt = t.kt, *V = t.v, *fmask = t.fmask;
-  const bool* bmask = t.bmask;
-  float *S = t.scores, *O = t.acc, *dst = t.out;
-  float* row_max = t.stats;
-  float* row_sum = t.stats + kAttentionQueryBlock;
-  const int64_t mrow = t.mrow, mcol = t.mcol;
-  for (int64_t i = 0; i < rows; ++i) {
-    row_max[i] = -INFINITY;
-    row_sum[i] = 0.f;
-  }
-  for (int64_t i = 0; i < rows * Dv; ++i) O[i] = 0.f;
-  for (int64_t j0 = 0; j0 < Lk; j0 += kKeyBlock) {
-    const int64_t nk = min64(kKeyBlock, Lk - j0);
-    small_gemm(Q, D, Kt + j0, Lk, S, kKeyBlock, rows, nk, D, false);
-    for (int64_t i = 0; i < rows; ++i) {
-      float* s = S + i * kKeyBlock;
-      const __m512 vs = _mm512_set1_ps(scale);
-      __m512 vmax = _mm512_set1_ps(-INFINITY);
-      for (int64_t j = 0; j < nk; j += 16) {
-        __mmask16 km = tail_mask(nk - j);
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(km, s + j), vs);
-        if (fmask) {
-          const float* mp = fmask + moff + i * mrow + (j0 + j) * mcol;
-          __m512 mv = mcol ? _mm512_maskz_loadu_ps(km, mp) : _mm512_set1_ps(*mp);
-          x = _mm512_add_ps(x, mv);
-        } else if (bmask) {
-          const bool* mp = bmask + moff + i * mrow + (j0 + j) * mcol;
-          __mmask16 keep = 0;
-          for (int64_t l = 0; l < min64(16, nk - j); ++l)
-            if (mp[l * mcol]) keep |= __mmask16(1u << l);
-          x = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), keep, x);
-        }
-        _mm512_mask_storeu_ps(s + j, km, x);
-        vmax = _mm512_mask_max_ps(vmax, km, vmax, x);
-      }
-      const float m_old = row_max[i];
-      const float vm_max = hmax(vmax);
-      const float m_new = m_old < vm_max ? vm_max : m_old;
-      if (m_new == -INFINITY) {  // everything so far masked: contributes nothing
-        for (int64_t j = 0; j < nk; ++j) s[j] = 0.f;
-        continue;
-      }
-      const __m512 vm = _mm512_set1_ps(m_new);
-      __m512 vsum = _mm512_setzero_ps();
-      for (int64_t j = 0; j < nk; j += 16) {
-        __mmask16 km = tail_mask(nk - j);
-        __m512 p = _mm512_maskz_mov_ps(km, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(km, s + j), vm)));
-        _mm512_mask_storeu_ps(s + j, km, p);
-        vsum = _mm512_add_ps(vsum, p);
-      }
-      const float alpha = m_old == -INFINITY ? 0.f : __builtin_expf(m_old - m_new);
-      row_sum[i] = row_sum[i] * alpha + hsum(vsum);
-      row_max[i] = m_new;
-      if (alpha != 1.f) {
-        float* o = O + i * Dv;
-        const __m512 va = _mm512_set1_ps(alpha);
-        for (int64_t d = 0; d < Dv; d += 16) {
-          __mmask16 km = tail_mask(Dv - d);
-          _mm512_mask_storeu_ps(o + d, km, _mm512_mul_ps(_mm512_maskz_loadu_ps(km, o + d), va));
-        }
-      }
-    }
-    small_gemm(S, kKeyBlock, V + j0 * Dv, Dv, O, Dv, rows, Dv, nk, true);
-  }
-  for (int64_t i = 0; i < rows; ++i) {
-    const float inv = row_sum[i] > 0.f ? 1.f / row_sum[i] : 0.f;
-    const __m512 vi = _mm512_set1_ps(inv);
-    for (int64_t d = 0; d < Dv; d += 16) {
-      __mmask16 km = tail_mask(Dv - d);
-      _mm512_mask_storeu_ps(dst + i * Dv + d, km, _mm512_mul_ps(_mm512_maskz_loadu_ps(km, O + i * Dv + d), vi));
-    }
-  }
+  TileRunner<F32Ops> r(t);
+  r.run();
 }
 
 }  // namespace
 
-const AttentionFns kAttention = {tile};
+const AttentionFns kAttention = {tile, kSub* kQT, kQT, false, scratch_floats};
 
 }  // namespace segmux::cpu::avx512

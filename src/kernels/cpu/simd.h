@@ -41,13 +41,14 @@ struct RopeFns {
                int64_t D);
 };
 
-constexpr int64_t kAttentionQueryBlock = 96;  // a multiple of the AVX-512 micro-kernel's 6 rows
-constexpr int64_t kAttentionKeyBlock = 256;
+constexpr int64_t kAttentionQueryBlock = 96;  // rows of a portable tile
+constexpr int64_t kAttentionKeyBlock = 256;   // keys of a portable tile's score block
 
 // One (batch-head, query block) work item of flash attention; see attention.cpp.
 struct AttentionTile {
   const float* q;   // [rows, D]
-  const float* kt;  // K^T of this batch-head: [D, Lk]
+  const float* k;   // K of this batch-head: [Lk, D]
+  const float* kt;  // K^T of this batch-head, [D, Lk], when AttentionFns::wants_kt (else null)
   const float* v;   // [Lk, Dv]
   float* out;       // [rows, Dv]
   int64_t rows, D, Lk, Dv;
@@ -55,13 +56,15 @@ struct AttentionTile {
   const float* fmask;        // additive mask or null
   const bool* bmask;         // boolean mask (true = attend) or null
   int64_t moff, mrow, mcol;  // mask offset of (row 0, key 0) and its row / key strides
-  float* scores;             // scratch [kAttentionQueryBlock, kAttentionKeyBlock]
-  float* acc;                // scratch [kAttentionQueryBlock, Dv]
-  float* stats;              // scratch [2 * kAttentionQueryBlock]
+  float* scratch;            // AttentionFns::scratch_floats(D, Dv) floats, this thread's
 };
 
 struct AttentionFns {
   void (*tile)(const AttentionTile& t);
+  int64_t query_block;    // most rows per tile
+  int64_t query_granule;  // tiles of fewer rows (more work items for few queries) are a multiple of this
+  bool wants_kt;          // the driver passes K^T
+  int64_t (*scratch_floats)(int64_t D, int64_t Dv);
 };
 
 #define SEGMUX_DECLARE_SIMD_TABLES(level) \
@@ -75,11 +78,16 @@ SEGMUX_DECLARE_SIMD_TABLES(generic)
 SEGMUX_DECLARE_SIMD_TABLES(avx2)
 SEGMUX_DECLARE_SIMD_TABLES(avx512)
 #undef SEGMUX_DECLARE_SIMD_TABLES
+namespace avx512 {
+extern const AttentionFns kAttentionBf16;  // bf16 products (AVX512_BF16)
+}
 
 // The tables for `isa` (default: active_isa()).
 const EltwiseFns& eltwise_fns(Isa isa = active_isa());
 const NormFns& norm_fns(Isa isa = active_isa());
 const RopeFns& rope_fns(Isa isa = active_isa());
 const AttentionFns& attention_fns(Isa isa = active_isa());
+// The bf16 attention tile at `isa`, or null where the level or the CPU has none (AVX512_BF16 needed).
+const AttentionFns* attention_bf16_fns(Isa isa = active_isa());
 
 }  // namespace segmux::cpu

@@ -324,9 +324,10 @@ float mask_row(const AttentionTile& t, float* s, int64_t i, int64_t j0, int64_t 
 
 void tile(const AttentionTile& t) {
   const int64_t KB = kAttentionKeyBlock, rows = t.rows, Dv = t.Dv;
-  float* row_max_v = t.stats;
-  float* row_sum_v = t.stats + kAttentionQueryBlock;
-  float* O = t.acc;
+  float* scores = t.scratch;  // [kAttentionQueryBlock, KB], then the output sums and the row statistics
+  float* O = scores + kAttentionQueryBlock * KB;
+  float* row_max_v = O + kAttentionQueryBlock * Dv;
+  float* row_sum_v = row_max_v + kAttentionQueryBlock;
   for (int64_t i = 0; i < rows; ++i) {
     row_max_v[i] = -INFINITY;
     row_sum_v[i] = 0.f;
@@ -334,9 +335,9 @@ void tile(const AttentionTile& t) {
   for (int64_t i = 0; i < rows * Dv; ++i) O[i] = 0.f;
   for (int64_t j0 = 0; j0 < t.Lk; j0 += KB) {
     const int64_t nk = min64(KB, t.Lk - j0);
-    small_gemm(t.q, t.D, t.kt + j0, t.Lk, t.scores, KB, rows, nk, t.D, false);
+    small_gemm(t.q, t.D, t.kt + j0, t.Lk, scores, KB, rows, nk, t.D, false);
     for (int64_t i = 0; i < rows; ++i) {
-      float* s = t.scores + i * KB;
+      float* s = scores + i * KB;
       const float m_old = row_max_v[i], m_blk = mask_row(t, s, i, j0, nk);
       const float m_new = m_old < m_blk ? m_blk : m_old;
       if (m_new == -INFINITY) {  // everything so far masked: contributes nothing
@@ -350,7 +351,7 @@ void tile(const AttentionTile& t) {
       if (alpha != 1.f)
         for (int64_t d = 0; d < Dv; ++d) O[i * Dv + d] *= alpha;
     }
-    small_gemm(t.scores, KB, t.v + j0 * Dv, Dv, O, Dv, rows, Dv, nk, true);
+    small_gemm(scores, KB, t.v + j0 * Dv, Dv, O, Dv, rows, Dv, nk, true);
   }
   for (int64_t i = 0; i < rows; ++i) {
     const float inv = row_sum_v[i] > 0.f ? 1.f / row_sum_v[i] : 0.f;
@@ -358,11 +359,13 @@ void tile(const AttentionTile& t) {
   }
 }
 
+int64_t tile_scratch_floats(int64_t, int64_t Dv) { return kAttentionQueryBlock * (kAttentionKeyBlock + Dv + 2); }
+
 }  // namespace
 
 const EltwiseFns kEltwise = {binary<BinOp::add>, binary<BinOp::sub>, binary<BinOp::mul>, binary<BinOp::div>, gelu};
 const NormFns kNorms = {softmax_rows, softmax_columns, layer_norm_rows, group_norm};
 const RopeFns kRope = {rope_rows};
-const AttentionFns kAttention = {tile};
+const AttentionFns kAttention = {tile, kAttentionQueryBlock, kAttentionQueryBlock, true, tile_scratch_floats};
 
 }  // namespace segmux::cpu::SEGMUX_KNS

@@ -23,5 +23,8 @@ const RopeFns& rope_fns(Isa isa) { return pick(isa, generic::kRope, avx2::kRope,
 const AttentionFns& attention_fns(Isa isa) {
   return pick(isa, generic::kAttention, avx2::kAttention, avx512::kAttention);
 }
+const AttentionFns* attention_bf16_fns(Isa isa) {
+  return isa == Isa::avx512 && __builtin_cpu_supports("avx512bf16") ? &avx512::kAttentionBf16 : nullptr;
+}
 
 }  // namespace segmux::cpu

@@ -1,0 +1,265 @@
+// AVX-512 BF16 tile of the flash-attention kernel, for nodes compiled in bf16 (segmux_precision =
+// "bf16") on CPUs with AVX512_BF16: both products with vdpbf16ps (bf16 pairs, f32 accumulation), the
+// online softmax in f32 as in the f32 tile (attention_avx512.cpp, whose layout this follows: queries in
+// the lanes, TileRunner of attention_avx512.h). vdpbf16ps sums pairs along the reduced dimension, so
+// the operands in the lanes are packed as pairs: Q^T as (dim 2p, 2p+1) per query, P^T as (key 2p, 2p+1)
+// per query, and the broadcast operands K (pairs of dims, its natural layout) and V (pairs of keys,
+// repacked per key block). The scale is applied to the f32 scores, as in the f32 tile. Rounding to bf16 is to nearest
+// even; probabilities and their sums stay f32 apart from the rounding of P for the product.
+#include "kernels/cpu/attention_avx512.h"
+
+#pragma GCC target("avx512bf16")
+
+namespace segmux::cpu::avx512 {
+namespace {
+
+// Pairs of 32-bit words (two bf16) per row: D rounded up to even, halved.
+inline int64_t pairs(int64_t n) { return (n + 1) / 2; }
+
+// [a0..a15], [b0..b15] -> bf16 pairs (a0,b0), (a1,b1), ... as 16 32-bit words.
+inline __m512i interleave_bf16(__m512 a, __m512 b) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                       5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+}
+
+inline uint16_t to_bf16(float x) {  // round to nearest even; NaN stays NaN
+  const uint32_t u = __builtin_bit_cast(uint32_t, x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+#define BX_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0;
+#define BX_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+#define BX_DOT(i, a_expr)                                        \
+  if constexpr (R > i) {                                         \
+    const __m512bh a = (__m512bh)_mm512_set1_epi32(int(a_expr)); \
+    c##i##0 = _mm512_dpbf16_ps(c##i##0, a, b0);                  \
+    c##i##1 = _mm512_dpbf16_ps(c##i##1, a, b1);                  \
+    c##i##2 = _mm512_dpbf16_ps(c##i##2, a, b2);                  \
+  }
+#define BX_STORE(i, base)                           \
+  if constexpr (R > i) {                            \
+    _mm512_storeu_ps(base + i * kQT, c##i##0);      \
+    _mm512_storeu_ps(base + i * kQT + 16, c##i##1); \
+    _mm512_storeu_ps(base + i * kQT + 32, c##i##2); \
+  }
+#define BX_LOAD(i, base)                            \
+  if constexpr (R > i) {                            \
+    c##i##0 = _mm512_loadu_ps(base + i * kQT);      \
+    c##i##1 = _mm512_loadu_ps(base + i * kQT + 16); \
+    c##i##2 = _mm512_loadu_ps(base + i * kQT + 32); \
+  }
+
+// S^T rows [R keys][48] = K[R, dims] Q^T * scale + bias: K as bf16 pairs, kp words per key; Q^T pairs
+// [kp][48].
+template <int R, int INIT>
+inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float scale, const float* bias, float* st,
+                    float* bm) {
+  BX_ROWS(BX_DECL)
+  for (int64_t p = 0; p < kp; ++p) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(qt + p * kQT),
+                   b1 = (__m512bh)_mm512_loadu_si512(qt + p * kQT + 16),
+                   b2 = (__m512bh)_mm512_loadu_si512(qt + p * kQT + 32);
+#define BX_QK(i) BX_DOT(i, K[i * kp + p])
+    BX_ROWS(BX_QK)
+#undef BX_QK
+  }
+  const __m512 vs = _mm512_set1_ps(scale);
+#define BX_SCALE(i)                                                           \
+  if constexpr (R > i) {                                                      \
+    c##i##0 = _mm512_mul_ps(c##i##0, vs);                                     \
+    c##i##1 = _mm512_mul_ps(c##i##1, vs);                                     \
+    c##i##2 = _mm512_mul_ps(c##i##2, vs);                                     \
+    if constexpr (INIT == 1) {                                                \
+      const __m512 b = _mm512_set1_ps(bias[i]);                               \
+      c##i##0 = _mm512_add_ps(c##i##0, b);                                    \
+      c##i##1 = _mm512_add_ps(c##i##1, b);                                    \
+      c##i##2 = _mm512_add_ps(c##i##2, b);                                    \
+    } else if constexpr (INIT == 2) {                                         \
+      c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(bias + i * kQT));      \
+      c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(bias + i * kQT + 16)); \
+      c##i##2 = _mm512_add_ps(c##i##2, _mm512_loadu_ps(bias + i * kQT + 32)); \
+    }                                                                         \
+  }
+  BX_ROWS(BX_SCALE)
+#undef BX_SCALE
+#define BX_QSTORE(i) BX_STORE(i, st)
+  BX_ROWS(BX_QSTORE)
+#undef BX_QSTORE
+#define BX_MAX(i, j)                           \
+  if constexpr (R > j) {                       \
+    c##i##0 = _mm512_max_ps(c##i##0, c##j##0); \
+    c##i##1 = _mm512_max_ps(c##i##1, c##j##1); \
+    c##i##2 = _mm512_max_ps(c##i##2, c##j##2); \
+  }
+  // clang-format off
+  BX_MAX(0, 4) BX_MAX(1, 5) BX_MAX(2, 6) BX_MAX(3, 7) BX_MAX(0, 2) BX_MAX(1, 3) BX_MAX(0, 1)
+#undef BX_MAX
+  _mm512_storeu_ps(bm, _mm512_max_ps(_mm512_loadu_ps(bm), c00));
+  _mm512_storeu_ps(bm + 16, _mm512_max_ps(_mm512_loadu_ps(bm + 16), c01));
+  _mm512_storeu_ps(bm + 32, _mm512_max_ps(_mm512_loadu_ps(bm + 32), c02));
+  // clang-format on
+}
+
+// O^T rows [R dims][48] += V^T P^T: V as key pairs [np][Dv] words (starting at the first dim), P^T pairs
+// [np][48].
+template <int R>
+inline void pv_rows(const uint32_t* V, int64_t Dv, const uint32_t* pt, int64_t np, float* ot) {
+  BX_ROWS(BX_DECL)
+#define BX_PLOAD(i) BX_LOAD(i, ot)
+  BX_ROWS(BX_PLOAD)
+#undef BX_PLOAD
+  for (int64_t p = 0; p < np; ++p) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(pt + p * kQT),
+                   b1 = (__m512bh)_mm512_loadu_si512(pt + p * kQT + 16),
+                   b2 = (__m512bh)_mm512_loadu_si512(pt + p * kQT + 32);
+#define BX_PV(i) BX_DOT(i, V[p * Dv + i])
+    BX_ROWS(BX_PV)
+#undef BX_PV
+  }
+#define BX_PSTORE(i) BX_STORE(i, ot)
+  BX_ROWS(BX_PSTORE)
+#undef BX_PSTORE
+}
+#undef BX_DECL
+#undef BX_ROWS
+#undef BX_DOT
+#undef BX_STORE
+#undef BX_LOAD
+
+template <int INIT>
+void qk_block(const uint32_t* K, int64_t kp, const uint32_t* qt, float scale, const float* bias, float* st, int64_t nk,
+              float* bm) {
+  using Fn = void (*)(const uint32_t*, int64_t, const uint32_t*, float, const float*, float*, float*);
+  static constexpr Fn tails[8] = {nullptr,          qk_rows<1, INIT>, qk_rows<2, INIT>, qk_rows<3, INIT>,
+                                  qk_rows<4, INIT>, qk_rows<5, INIT>, qk_rows<6, INIT>, qk_rows<7, INIT>};
+  const int64_t bstep = INIT == 2 ? kQT : INIT == 1 ? 1 : 0;
+  int64_t j = 0;
+  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * kp, kp, qt, scale, bias + j * bstep, st + j * kQT, bm);
+  if (j < nk) tails[nk - j](K + j * kp, kp, qt, scale, bias + j * bstep, st + j * kQT, bm);
+}
+
+void pv_block(const uint32_t* V, int64_t Dv, const uint32_t* pt, int64_t np, float* ot) {
+  using Fn = void (*)(const uint32_t*, int64_t, const uint32_t*, int64_t, float*);
+  static constexpr Fn tails[8] = {nullptr,    pv_rows<1>, pv_rows<2>, pv_rows<3>,
+                                  pv_rows<4>, pv_rows<5>, pv_rows<6>, pv_rows<7>};
+  int64_t d = 0;
+  for (; d + 8 <= Dv; d += 8) pv_rows<8>(V + d, Dv, pt, np, ot + d * kQT);
+  if (d < Dv) tails[Dv - d](V + d, Dv, pt, np, ot + d * kQT);
+}
+
+// Exp pass: st[nk][48] -> probabilities, packed as bf16 key pairs pt[pairs(nk)][48] (a zero key pads an
+// odd count); the sums take the f32 probabilities.
+void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv,
+                   uint32_t* pt) {
+  __m512 msafe[3], alpha[3], sum[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
+  for (int64_t j = 0; j < nk; j += 2) {
+    const float* s = st + j * kQT;
+    const bool two = j + 1 < nk;
+    for (int v = 0; v < 3; ++v) {
+      const __m512 p0 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]));
+      const __m512 p1 =
+          two ? exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v])) : _mm512_setzero_ps();
+      sum[v] = _mm512_add_ps(sum[v], _mm512_add_ps(p0, p1));
+      _mm512_storeu_si512(pt + (j / 2) * kQT + 16 * v, interleave_bf16(p0, p1));
+    }
+  }
+  softmax_end(alpha, sum, rescale, sm, ot, Dv);
+}
+
+struct Bf16Ops {
+  template <class Runner>
+  explicit Bf16Ops(Runner& r) {
+    const AttentionTile& t = r.t();
+    D = t.D;
+    Dv = t.Dv;
+    kp = pairs(D);
+    uint32_t* p = reinterpret_cast<uint32_t*>(r.extra());
+    for (int64_t g = 0; g < kSub; ++g, p += round16(kp * kQT)) qt[g] = p;
+    kb = p;
+    vb = kb + round16(kKB * kp);
+    pb = vb + round16(pairs(kKB) * Dv);
+    for (int64_t g = 0; g < kSub && g * kQT < t.rows; ++g) pack_q(r.sub(g).qt, qt[g]);
+  }
+
+  // Q^T [D][48] f32 -> pairs of dims [kp][48].
+  void pack_q(const float* q, uint32_t* dst) const {
+    for (int64_t p = 0; p < kp; ++p)
+      for (int v = 0; v < 3; ++v) {
+        const __m512 a = _mm512_loadu_ps(q + 2 * p * kQT + 16 * v);
+        const __m512 b = 2 * p + 1 < D ? _mm512_loadu_ps(q + (2 * p + 1) * kQT + 16 * v) : _mm512_setzero_ps();
+        _mm512_storeu_si512(dst + p * kQT + 16 * v, interleave_bf16(a, b));
+      }
+  }
+
+  // The key block at j0 in bf16: K rows as dim pairs [nk][kp], V as key pairs [pairs(nk)][Dv].
+  void pack_kv(const AttentionTile& t, int64_t j0, int64_t nk) {
+    uint16_t* k16 = reinterpret_cast<uint16_t*>(kb);
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* src = t.k + (j0 + j) * D;
+      uint16_t* dst = k16 + j * 2 * kp;
+      int64_t d = 0;
+      for (; d + 32 <= D; d += 32)
+        _mm512_storeu_si512(dst + d,
+                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + d + 16), _mm512_loadu_ps(src + d)));
+      for (; d < 2 * kp; ++d) dst[d] = d < D ? to_bf16(src[d]) : 0;
+    }
+    for (int64_t j = 0; j < nk; j += 2) {
+      const float* r0 = t.v + (j0 + j) * Dv;
+      const float* r1 = r0 + Dv;
+      const bool two = j + 1 < nk;
+      uint32_t* dst = vb + (j / 2) * Dv;
+      for (int64_t d = 0; d < Dv; d += 16) {
+        const __mmask16 m = tail_mask(Dv - d);
+        const __m512 a = _mm512_maskz_loadu_ps(m, r0 + d);
+        const __m512 b = two ? _mm512_maskz_loadu_ps(m, r1 + d) : _mm512_setzero_ps();
+        _mm512_mask_storeu_epi32(dst + d, m, interleave_bf16(a, b));
+      }
+    }
+  }
+
+  template <class Runner>
+  void block(Runner& r, int64_t g, int64_t j0, int64_t nk) {
+    const AttentionTile& t = r.t();
+    Sub& s = r.sub(g);
+    if (packed != j0) {
+      pack_kv(t, j0, nk);
+      packed = j0;
+    }
+    switch (r.bias_kind()) {
+      case 1:
+        qk_block<1>(kb, kp, qt[g], t.scale, r.bias(), r.st(), nk, r.bm());
+        break;
+      case 2:
+        qk_block<2>(kb, kp, qt[g], t.scale, r.bias(), r.st(), nk, r.bm());
+        break;
+      default:
+        qk_block<0>(kb, kp, qt[g], t.scale, nullptr, r.st(), nk, r.bm());
+        break;
+    }
+    softmax_block(r.st(), nk, r.bm(), s.mx, s.sm, s.ot, Dv, pb);
+    pv_block(vb, Dv, pb, pairs(nk), s.ot);
+  }
+
+  int64_t D = 0, Dv = 0, kp = 0, packed = -1;
+  uint32_t *qt[kSub] = {}, *kb = nullptr, *vb = nullptr, *pb = nullptr;
+};
+
+int64_t scratch_floats(int64_t D, int64_t Dv) {
+  const int64_t kp = pairs(D);
+  return runner_floats(D, Dv) + kSub * round16(kp * kQT) + round16(kKB * kp) + round16(pairs(kKB) * Dv) +
+         pairs(kKB) * kQT;
+}
+
+void tile(const AttentionTile& t) {
+  TileRunner<Bf16Ops> r(t);
+  r.run();
+}
+
+}  // namespace
+
+const AttentionFns kAttentionBf16 = {tile, kSub* kQT, kQT, false, scratch_floats};
+
+}  // namespace segmux::cpu::avx512
