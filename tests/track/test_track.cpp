@@ -457,9 +457,9 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
       "request 1 (add_prompt): add_prompt: object 1 cannot be refined on frame 5 before");
   bad("labels", R"([{"type": "add_prompt", "frame_index": 0, "points": [[0.5, 0.5]], "obj_id": 1}])",
       "request 0 (add_prompt): 'points' need 'point_labels'");
-  bad("exemplar",
+  bad("exemplar",  // boxes without obj_id are the detector's exemplars: they need their labels
       R"([{"type": "add_prompt", "frame_index": 0, "text": "a", "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]]}])",
-      "box exemplars");
+      "request 0 (add_prompt): 'bounding_boxes' need 'bounding_box_labels'");
   Result r = segmux("track " + kTiny + "/video/frames --requests " + tmp("unknown.json") + " --start 2 " +
                     tiny_model_args() + " --out " + tmp("usage") + " --quiet");
   EXPECT_EQ(r.code, 2);
