@@ -25,6 +25,11 @@ bash scripts/check_install.sh build/release
 FIXTURES=${SEGMUX_FIXTURES:-../shared/fixtures}
 build/release/segmux parity "$FIXTURES/sam31-tiny" | tail -n 40
 build/release/segmux parity --video "$FIXTURES/sam31-tiny" --cache-dir build/release/parity-cache | tail -n 20
+# The fixture sets made in-project from the official code (tools/fixtures): every candidate each holds
+# (box exemplars, point prompts, memory encodings, image cases); the held-out videos run in ctest.
+for set in sam31-tiny-prompts sam31-tiny-image; do
+  build/release/segmux parity "tests/fixtures/$set" | tail -n 3
+done
 
 # Any x86-64: the fixtures at each lower kernel level (forced natively), then under emulated CPUs without
 # AVX-512 (Haswell: AVX2) and without AVX (Nehalem: generic) with qemu-user, which also runs the kernels

@@ -110,16 +110,11 @@ bool mask_within_parity_bar(const BinaryMask& reference, const BinaryMask& got, 
   return mask_iou(got, reference) >= 0.99 || (reference.area() < 1600 && diff <= 16);
 }
 
-VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log) {
-  const std::string dir = opt.fixture_dir;
-  const std::string trace_path = dir + "/video/trace.json";
-  SEGMUX_CHECK(std::filesystem::exists(trace_path), "'", trace_path, "' does not exist (is '", dir,
-               "' a fixture folder?)");
-  nlohmann::json trace = read_untrusted_json_file(trace_path);
-  SEGMUX_CHECK(trace.is_object() && trace.contains("outputs") && trace.contains("prompt"), "'", trace_path,
-               "' is not a predictor trace");
-  const std::string prompt = trace["prompt"].get<std::string>();
+namespace {
 
+// The model of a fixture folder (its weights, config and vocabulary) or the given model folder.
+ModelSource fixture_model_source(const VideoParityOptions& opt) {
+  const std::string& dir = opt.fixture_dir;
   ModelSource src;
   src.model_dir = opt.model_dir;
   if (opt.model_dir.empty()) {
@@ -131,6 +126,22 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   src.num_threads = opt.num_threads;
   src.engine = opt.engine;
   src.precision = opt.precision;
+  return src;
+}
+
+}  // namespace
+
+VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log) {
+  const std::string dir = opt.fixture_dir;
+  const std::string trace_path = dir + "/video/trace.json";
+  SEGMUX_CHECK(std::filesystem::exists(trace_path), "'", trace_path, "' does not exist (is '", dir,
+               "' a fixture folder?)");
+  nlohmann::json trace = read_untrusted_json_file(trace_path);
+  SEGMUX_CHECK(trace.is_object() && trace.contains("outputs") && trace.contains("prompt"), "'", trace_path,
+               "' is not a predictor trace");
+  const std::string prompt = trace["prompt"].get<std::string>();
+
+  const ModelSource src = fixture_model_source(opt);
   auto frames = open_video(dir + "/video/frames");
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
 
@@ -195,16 +206,7 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   nlohmann::json trace = read_untrusted_json_file(trace_path);
   SEGMUX_CHECK(trace.is_object() && trace.contains("requests") && trace["requests"].is_array(), "'", trace_path,
                "' has no request list ('requests')");
-  ModelSource src;
-  src.model_dir = opt.model_dir;
-  if (opt.model_dir.empty()) {
-    src.weights = opt.weights.empty() ? dir + "/weights.safetensors" : opt.weights;
-    src.config = dir + "/config.json";
-    src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
-  }
-  src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
-  src.num_threads = opt.num_threads;
-  src.engine = opt.engine;
+  const ModelSource src = fixture_model_source(opt);
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
   VideoPredictor predictor(*model.backend, load_control_config(dir + "/config.json"));
   const std::string session = predictor.start_session(open_video(dir + "/video/frames"));

@@ -10,19 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/backends/ort_backend.h"
+#include "common/run_command.h"
 
 namespace {
 
 std::pair<int, std::string> run_segmux(const std::string& args, bool with_stderr, const std::string& env = "") {
-  std::string cmd = env + std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = segmux::test::run_segmux(args, with_stderr ? "2>&1" : "2>/dev/null", env);
+  return {r.code, r.out};
 }
 
 const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";

@@ -6,19 +6,13 @@
 
 #include <cstdio>
 #include <string>
+#include "common/run_command.h"
 
 namespace {
 
 std::pair<int, std::string> run_segmux(const std::string& args) {
-  const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, out};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  auto r = segmux::test::run_segmux(args);
+  return {r.code, r.out};
 }
 
 const char* const kCommands[] = {"track", "segment", "serve",          "bench", "bench-frame", "run",

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "verify/package_verify.h"
+#include "common/run_command.h"
 
 namespace {
 
@@ -22,13 +23,9 @@ const std::string kFix = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 const std::string kSegmux = std::string(SEGMUX_BINARY_DIR) + "/segmux";
 
 int run(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto r = segmux::test::run_shell(cmd + " 2>&1");
+  *out += r.out;
+  return r.code;
 }
 
 std::string deploy_args(const fs::path& out) {

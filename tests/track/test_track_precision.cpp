@@ -15,6 +15,7 @@
 
 #include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
+#include "common/run_command.h"
 
 namespace fs = std::filesystem;
 using segmux::pipeline::BinaryMask;
@@ -45,15 +46,10 @@ class Precision : public ::testing::Test {
 
   static Result segmux(const std::string& args) {
     const std::string err_file = tmp("stderr.txt");
-    const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " 2>" + err_file;
+    auto run = segmux::test::run_segmux(args, "2>" + err_file);
     Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.code = run.code;
+    r.out = run.out;
     r.err = slurp(err_file);
     return r;
   }

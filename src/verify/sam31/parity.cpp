@@ -194,6 +194,19 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
   const bool ort_ok = opt.onnxruntime && ort_available(&ort_why);
   if (opt.onnxruntime && !ort_ok) rep.notes.push_back("ONNX Runtime skipped: " + ort_why);
 
+  // Without --candidate: the candidates the folder holds cases for (a set made for some requests only).
+  std::vector<Candidate> chosen;
+  for (const Candidate& cand : candidates()) {
+    if (!opt.candidates.empty()) {
+      if (std::find(opt.candidates.begin(), opt.candidates.end(), cand.name) != opt.candidates.end())
+        chosen.push_back(cand);
+    } else if (fixture_has_cases(cand.id, dir)) {
+      chosen.push_back(cand);
+    } else {
+      rep.notes.push_back(cand.name + " skipped: the folder holds no fixture files for it");
+    }
+  }
+
   for (const std::string& wpath : weights) {
     const std::string wname = fs::path(wpath).filename().string();
     Weights w;
@@ -203,10 +216,7 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
       rep.failures.push_back(wname + ": cannot load weights: " + e.what());
       continue;
     }
-    for (const Candidate& cand : candidates()) {
-      if (!opt.candidates.empty() &&
-          std::find(opt.candidates.begin(), opt.candidates.end(), cand.name) == opt.candidates.end())
-        continue;
+    for (const Candidate& cand : chosen) {
       if (log) *log << "[" << wname << "] " << cand.name << " ..." << std::endl;
       try {
         std::vector<ParityCase> cases = parity_cases(cand.id, dir, cfg);

@@ -431,6 +431,36 @@ std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixt
   return cases;
 }
 
+bool fixture_has_cases(CandidateId id, const std::string& fixture_dir) {
+  namespace fs = std::filesystem;
+  auto file = [&](const std::string& rel) { return fs::exists(fixture_dir + "/" + rel); };
+  auto add_prompt_frame = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(fixture_dir) / "video", ec)) {
+      const std::string f = e.path().filename().string();
+      if (f.rfind("raw_frame_", 0) == 0 && f.ends_with("_add_prompt.safetensors")) return true;
+    }
+    return false;
+  };
+  switch (id) {
+    case CandidateId::text_encoder:
+      return file("modules/text_encoder.safetensors");
+    case CandidateId::backbone:
+      return file("modules/backbone.safetensors");
+    case CandidateId::detector:
+      return file("modules/detector.safetensors") || has_fixture_modules(fixture_dir, "detector_exemplar_");
+    case CandidateId::interactive_decoder:
+      return file("modules/backbone.safetensors") && add_prompt_frame();
+    case CandidateId::point_decoder:
+      return has_fixture_modules(fixture_dir, "interactive_");
+    case CandidateId::propagation_decoder:
+      return has_fixture_modules(fixture_dir, "propagation_f");
+    case CandidateId::memory_encoder:
+      return has_fixture_modules(fixture_dir, "memory_encoder_");
+  }
+  return false;
+}
+
 std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_dir, const ModelConfig& cfg) {
   switch (id) {
     case CandidateId::text_encoder:

@@ -61,5 +61,8 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
 std::vector<std::string> fixture_modules(const std::string& fixture_dir, const std::string& prefix);
 // Whether the folder holds any modules/<prefix>*.safetensors.
 bool has_fixture_modules(const std::string& fixture_dir, const std::string& prefix);
+// Whether the folder holds the files a candidate's cases are read from (a fixture set made for other
+// requests, e.g. image cases only, holds no tracker files): `segmux parity DIR` checks what is there.
+bool fixture_has_cases(CandidateId id, const std::string& fixture_dir);
 
 }  // namespace segmux::sam31
