@@ -1,7 +1,7 @@
 # segmux_kernels (included by CMakeLists.txt in the route's order). Everything is built for baseline
 # x86-64 except the files that hold wider instructions, which run only when the run-time dispatcher
 # (src/kernels/isa.h: CPUID + XGETBV, SEGMUX_ISA) allows their level:
-#   src/kernels/cpu/*_avx512.cpp  AVX-512 F/BW/DQ/VL (+ AVX2, FMA, F16C)
+#   src/kernels/cpu/*_avx512.cpp  AVX-512 F/BW/DQ/VL (+ AVX2, FMA, F16C); *_bf16_avx512.cpp also BF16
 #   src/kernels/cpu/*_avx2.cpp    AVX2, FMA, F16C
 # Their code lives in namespace segmux::cpu::<level>; scripts/check_isa_objects.sh (ctest
 # kernels_isa_objects) checks that no other function or static initialiser is compiled into them.
@@ -12,6 +12,10 @@ file(GLOB segmux_avx2_srcs CONFIGURE_DEPENDS ${SEGMUX_KERNELS_DIR}/*_avx2.cpp)
 # GCC 12 bug 105593: its own avx512fintrin.h trips -W(maybe-)uninitialized at -O3.
 set_source_files_properties(${segmux_avx512_srcs} PROPERTIES COMPILE_OPTIONS
   "-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx2;-mfma;-mf16c;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized;-Wno-maybe-uninitialized>")
+# *_bf16_avx512.cpp also use AVX512_BF16 (vdpbf16ps); the dispatcher runs them only where CPUID has it.
+# A compile flag, not a GCC target pragma: clang (the fuzz build) ignores that pragma.
+file(GLOB segmux_avx512_bf16_srcs CONFIGURE_DEPENDS ${SEGMUX_KERNELS_DIR}/*_bf16_avx512.cpp)
+set_property(SOURCE ${segmux_avx512_bf16_srcs} APPEND PROPERTY COMPILE_OPTIONS -mavx512bf16)
 # The portable loops (simd_portable.h) give the same bits at both levels: no FMA contraction. Without
 # -fno-trapping-math GCC keeps the clamps and selects of exp/erf as branches and vectorises nothing
 # there (60x slower Softmax); the loops use no floating-point exception flags.

@@ -8,8 +8,6 @@
 // even; probabilities and their sums stay f32 apart from the rounding of P for the product.
 #include "kernels/cpu/attention_avx512.h"
 
-#pragma GCC target("avx512bf16")
-
 namespace segmux::cpu::avx512 {
 namespace {
 
