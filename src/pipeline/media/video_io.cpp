@@ -105,6 +105,30 @@ RgbImage to_rgb(const AVFrame* f, SwsContext** sws, const std::string& path) {
 class AvSource {
  public:
   explicit AvSource(const std::string& path) : path_(path) {
+    // A throw leaves the constructor without running the destructor: release what was opened (a
+    // decoder context keeps its threads; leaked per bad file they exhausted a server or a fuzzer).
+    try {
+      open();
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~AvSource() { release(); }
+  AvSource(const AvSource&) = delete;
+  AvSource& operator=(const AvSource&) = delete;
+
+ private:
+  void release() {
+    av_frame_free(&frame_);
+    av_packet_free(&pkt_);
+    avcodec_free_context(&dec_);
+    avformat_close_input(&fmt_);
+    sws_freeContext(sws_);
+    sws_ = nullptr;
+  }
+  void open() {
+    const std::string& path = path_;
     av_log_set_level(AV_LOG_ERROR);
     int rc = avformat_open_input(&fmt_, path.c_str(), nullptr, nullptr);
     SEGMUX_CHECK(rc >= 0, "cannot open '", path, "': ", av_error(rc));
@@ -138,16 +162,10 @@ class AvSource {
     codec_name_ = codec->name;
     pkt_ = av_packet_alloc();
     frame_ = av_frame_alloc();
+    SEGMUX_CHECK(pkt_ && frame_, "out of memory");
   }
-  ~AvSource() {
-    av_frame_free(&frame_);
-    av_packet_free(&pkt_);
-    avcodec_free_context(&dec_);
-    avformat_close_input(&fmt_);
-    sws_freeContext(sws_);
-  }
-  AvSource(const AvSource&) = delete;
-  AvSource& operator=(const AvSource&) = delete;
+
+ public:
 
   // Scans packets once (no decoding) to list every frame's presentation time in display order.
   std::vector<int64_t> index_frames() {
