@@ -9,8 +9,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/backends/ort_backend.h"
 #include "common/run_command.h"
+#include "common/tiny_fixture.h"
+#include "pipeline/backends/ort_backend.h"
 
 namespace {
 
@@ -19,11 +20,10 @@ std::pair<int, std::string> run_segmux(const std::string& args, bool with_stderr
   return {r.code, r.out};
 }
 
-const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+const std::string kFixture = segmux::test::tiny_fixture_dir();
 
 std::string model_args(const std::filesystem::path& cache) {
-  return "--weights " + kFixture + "/weights.pt --config " + kFixture + "/config.json --vocab " + kFixture +
-         "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + cache.string();
+  return segmux::test::tiny_model_args(cache.string(), "weights.pt");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace segmux::test {
@@ -31,6 +33,25 @@ inline CommandResult run_segmux(const std::string& args, const std::string& redi
                                 const std::string& env = "") {
   return run_shell(env + (env.empty() ? "" : " ") + std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " " +
                    redirect);
+}
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct SplitResult {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// `segmux ARGS` with stdout and stderr kept apart (stdout may carry a --json summary); stderr goes
+// through `err_file`, a scratch path of the calling test.
+inline SplitResult run_segmux_split(const std::string& args, const std::string& err_file, const std::string& env = "") {
+  auto run = run_segmux(args, "2>" + err_file, env);
+  return SplitResult{run.code, run.out, read_text(err_file)};
 }
 
 }  // namespace segmux::test

@@ -8,15 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "pipeline/masks/coco_rle.h"
+#include "common/rle_json.h"
 #include "verify/video_parity.h"
 
 namespace segmux::test {
-
-inline pipeline::BinaryMask mask_of(const nlohmann::json& rle) {
-  const int h = rle["size"][0].get<int>(), w = rle["size"][1].get<int>();
-  return pipeline::rle_decode(pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), h, w));
-}
 
 // Returns the number of objects compared.
 inline int expect_tracks_match(const nlohmann::json& a, const nlohmann::json& b) {

@@ -10,60 +10,22 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/masks/coco_rle.h"
-#include "pipeline/masks/rle.h"
+#include "common/rle_json.h"
+#include "common/run_command.h"
 
 namespace fs = std::filesystem;
-using segmux::pipeline::BinaryMask;
-using segmux::pipeline::RleMask;
 
 namespace {
 
+using segmux::test::mask_of;
+using segmux::test::read_text;
+
+// `segmux ARGS` (stdout dropped); stderr through a scratch file in `tmp`.
+segmux::test::SplitResult run_segmux(const std::string& args, const fs::path& tmp) {
+  return segmux::test::run_segmux_split(args + " >/dev/null", (tmp / "stderr.txt").string());
+}
+
 const std::string kSet = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-image";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-struct CliResult {
-  int code = -1;
-  std::string err;
-};
-
-CliResult run_segmux(const std::string& args, const fs::path& tmp) {
-  const std::string err_file = (tmp / "stderr.txt").string();
-  const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux " + args + " >/dev/null 2>" + err_file;
-  CliResult r;
-  const int status = std::system(cmd.c_str());
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = slurp(err_file);
-  return r;
-}
-
-BinaryMask decode(const nlohmann::json& rle) {
-  // segment writes pycocotools' compressed string counts (as tracks.json does); the official
-  // fixtures hold uncompressed lists.
-  const int h = rle["size"][0], w = rle["size"][1];
-  if (rle["counts"].is_string())
-    return segmux::pipeline::rle_decode(segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), h, w));
-  return segmux::pipeline::rle_decode(RleMask{h, w, rle["counts"].get<std::vector<int64_t>>()});
-}
-
-double iou(const BinaryMask& a, const BinaryMask& b) {
-  int64_t i = 0, u = 0;
-  for (size_t k = 0; k < a.pixels.size(); ++k) {
-    i += a.pixels[k] && b.pixels[k];
-    u += a.pixels[k] || b.pixels[k];
-  }
-  return u ? double(i) / double(u) : 1.0;
-}
-
-// The fixture's masks (cases.json): COCO RLE with the counts as a list.
-BinaryMask decode_fixture(const nlohmann::json& rle) {
-  RleMask r{rle["size"][0], rle["size"][1], rle["counts"].get<std::vector<int64_t>>()};
-  return segmux::pipeline::rle_decode(r);
-}
 
 class Segment : public ::testing::Test {
  protected:
@@ -84,18 +46,18 @@ class Segment : public ::testing::Test {
 }  // namespace
 
 TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
-  nlohmann::json cases = nlohmann::json::parse(slurp(kSet + "/image/cases.json"));
+  nlohmann::json cases = nlohmann::json::parse(read_text(kSet + "/image/cases.json"));
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     if (c["steps"].size() != 1 || c["steps"][0]["kind"] != "text") continue;  // box prompts: the next test
     const std::string name = c["name"], text = c["text_used"];
     const fs::path out = tmp_ / name;
-    CliResult r = run_segmux("segment " + kSet + "/" + c["image"].get<std::string>() + " --prompt " + text + " --out " +
-                                 out.string() + " " + model(),
-                             tmp_);
+    auto r = run_segmux("segment " + kSet + "/" + c["image"].get<std::string>() + " --prompt " + text + " --out " +
+                            out.string() + " " + model(),
+                        tmp_);
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
     const std::string stem = fs::path(c["image"].get<std::string>()).stem().string();
-    nlohmann::json got = nlohmann::json::parse(slurp(out / (stem + ".json")));
+    nlohmann::json got = nlohmann::json::parse(read_text(out / (stem + ".json")));
     const auto& ref = c["outputs"];
     ASSERT_EQ(got["objects"].size(), ref["query_indices"].size()) << name << ": kept queries differ";
     for (size_t k = 0; k < ref["query_indices"].size(); ++k) {
@@ -109,9 +71,9 @@ TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
       for (int i = 0; i < 4; ++i)
         EXPECT_NEAR(o["box_xyxy_px"][i].get<double>(), ref["boxes_xyxy_px"][k][i].get<double>(), 0.05)
             << name << " object " << k << " box";
-      const double m = iou(decode(o["mask_rle"]), decode_fixture(ref["masks_rle"][k]));
+      const double m = segmux::test::mask_iou(mask_of(o["mask_rle"]), mask_of(ref["masks_rle"][k]));
       EXPECT_GE(m, 0.995) << name << " object " << k << " mask IoU";
-      EXPECT_EQ(o["area"].get<int64_t>(), decode(o["mask_rle"]).area());
+      EXPECT_EQ(o["area"].get<int64_t>(), mask_of(o["mask_rle"]).area());
     }
     EXPECT_TRUE(fs::exists(out / (stem + ".png")));
     EXPECT_TRUE(fs::exists(out / (stem + ".overlay.png")));
@@ -123,7 +85,7 @@ TEST_F(Segment, TextCasesEqualTheOfficialImageProcessor) {
 // Box exemplars (official add_geometric_prompt after set_text_prompt, or boxes alone with the text
 // "visual"): the fixture's box cases through `segment --box`.
 TEST_F(Segment, BoxCasesEqualTheOfficialImageProcessor) {
-  nlohmann::json cases = nlohmann::json::parse(slurp(kSet + "/image/cases.json"));
+  nlohmann::json cases = nlohmann::json::parse(read_text(kSet + "/image/cases.json"));
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     std::string args;
@@ -140,12 +102,12 @@ TEST_F(Segment, BoxCasesEqualTheOfficialImageProcessor) {
     if (!has_box) continue;
     const std::string name = c["name"];
     const fs::path out = tmp_ / name;
-    CliResult r = run_segmux(
+    auto r = run_segmux(
         "segment " + kSet + "/" + c["image"].get<std::string>() + args + " --out " + out.string() + " " + model(),
         tmp_);
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
     const std::string stem = fs::path(c["image"].get<std::string>()).stem().string();
-    nlohmann::json got = nlohmann::json::parse(slurp(out / (stem + ".json")));
+    nlohmann::json got = nlohmann::json::parse(read_text(out / (stem + ".json")));
     const auto& ref = c["outputs"];
     ASSERT_EQ(got["objects"].size(), ref["query_indices"].size()) << name << ": kept queries differ";
     for (size_t k = 0; k < ref["query_indices"].size(); ++k) {
@@ -155,7 +117,8 @@ TEST_F(Segment, BoxCasesEqualTheOfficialImageProcessor) {
       for (int i = 0; i < 4; ++i)
         EXPECT_NEAR(o["box_xyxy_px"][i].get<double>(), ref["boxes_xyxy_px"][k][i].get<double>(), 0.05)
             << name << " object " << k << " box";
-      EXPECT_GE(iou(decode(o["mask_rle"]), decode_fixture(ref["masks_rle"][k])), 0.995) << name << " object " << k;
+      EXPECT_GE(segmux::test::mask_iou(mask_of(o["mask_rle"]), mask_of(ref["masks_rle"][k])), 0.995)
+          << name << " object " << k;
     }
     ++compared;
   }
@@ -164,7 +127,7 @@ TEST_F(Segment, BoxCasesEqualTheOfficialImageProcessor) {
 
 TEST_F(Segment, BadInputLeavesNothing) {
   const fs::path out = tmp_ / "bad";
-  CliResult r = run_segmux(
+  auto r = run_segmux(
       "segment " + kSet + "/images/frame00.png --prompt shape --box 10,10,0,5 --out " + out.string() + " " + model(),
       tmp_);
   EXPECT_NE(r.code, 0);

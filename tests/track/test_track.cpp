@@ -16,11 +16,12 @@
 #include <set>
 
 #include "common/rotated_video.h"
+#include "common/run_command.h"
+#include "common/tiny_fixture.h"
 #include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/rotation.h"
 #include "pipeline/media/video_io.h"
-#include "common/run_command.h"
 
 namespace fs = std::filesystem;
 using segmux::pipeline::BinaryMask;
@@ -28,19 +29,10 @@ using segmux::pipeline::RleMask;
 
 namespace {
 
-const std::string kTiny = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+const std::string kTiny = segmux::test::tiny_fixture_dir();
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
+using Result = segmux::test::SplitResult;
+std::string slurp(const fs::path& p) { return segmux::test::read_text(p.string()); }
 struct PngBytes {
   std::string data;
   size_t at = 0;
@@ -87,20 +79,9 @@ class Track : public ::testing::Test {
   static std::string tmp(const std::string& name) { return (root_ / name).string(); }
 
   // Runs `segmux ARGS`; stdout and stderr are kept apart (stdout carries the --json summary).
-  static Result segmux(const std::string& args) {
-    std::string err_file = tmp("stderr.txt");
-    auto run = segmux::test::run_segmux(args, "2>" + err_file);
-    Result r;
-    r.code = run.code;
-    r.out = run.out;
-    r.err = slurp(err_file);
-    return r;
-  }
+  static Result segmux(const std::string& args) { return segmux::test::run_segmux_split(args, tmp("stderr.txt")); }
 
-  static std::string tiny_model_args() {
-    return "--weights " + kTiny + "/weights.safetensors --config " + kTiny + "/config.json --vocab " + kTiny +
-           "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + tmp("cache");
-  }
+  static std::string tiny_model_args() { return segmux::test::tiny_model_args(tmp("cache")); }
   // `segmux track` on the fixture frames with the fixture model.
   static Result track(const std::string& out, const std::string& extra) {
     return segmux("track " + kTiny + "/video/frames --prompt shape " + tiny_model_args() + " --out " + out +

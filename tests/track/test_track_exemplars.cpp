@@ -11,25 +11,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/masks/coco_rle.h"
-#include "pipeline/masks/rle.h"
+#include "common/rle_json.h"
+#include "common/run_command.h"
+#include "common/tiny_fixture.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTiny = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+const std::string kTiny = segmux::test::tiny_fixture_dir();
 const fs::path kCases = fs::path(SEGMUX_SOURCE_DIR) / "tests/fixtures/sam31-tiny-prompts/video/exemplar_cases.json";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-struct Result {
-  int code = -1;
-  std::string err;
-};
 
 class TrackExemplars : public ::testing::Test {
  protected:
@@ -39,48 +30,27 @@ class TrackExemplars : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
   static std::string tmp(const std::string& name) { return (root_ / name).string(); }
-  static Result track(const std::string& args) {
-    const std::string cmd = std::string(SEGMUX_BINARY_DIR) + "/segmux track " + kTiny + "/video/frames " + args +
-                            " --weights " + kTiny + "/weights.safetensors --config " + kTiny + "/config.json --vocab " +
-                            kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + tmp("cache") +
-                            " --quiet --overlay none >/dev/null 2>" + tmp("stderr.txt");
-    Result r;
-    const int status = std::system(cmd.c_str());
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = slurp(tmp("stderr.txt"));
-    return r;
+  static segmux::test::SplitResult track(const std::string& args) {
+    return segmux::test::run_segmux_split("track " + kTiny + "/video/frames " + args + " " +
+                                              segmux::test::tiny_model_args(tmp("cache")) +
+                                              " --quiet --overlay none >/dev/null",
+                                          tmp("stderr.txt"));
   }
   static inline fs::path root_;
 };
-
-segmux::pipeline::BinaryMask decode(const nlohmann::json& rle) {
-  const int h = rle["size"][0], w = rle["size"][1];
-  if (rle["counts"].is_string())
-    return segmux::pipeline::rle_decode(segmux::pipeline::coco_rle_from_string(rle["counts"].get<std::string>(), h, w));
-  return segmux::pipeline::rle_decode(segmux::pipeline::RleMask{h, w, rle["counts"].get<std::vector<int64_t>>()});
-}
-
-double iou(const segmux::pipeline::BinaryMask& a, const segmux::pipeline::BinaryMask& b) {
-  int64_t i = 0, u = 0;
-  for (size_t k = 0; k < a.pixels.size() && k < b.pixels.size(); ++k) {
-    i += a.pixels[k] && b.pixels[k];
-    u += a.pixels[k] || b.pixels[k];
-  }
-  return u ? double(i) / double(u) : 1.0;
-}
 
 }  // namespace
 
 TEST_F(TrackExemplars, RequestsEqualTheOfficialAddPromptOutputs) {
   if (!fs::exists(kCases)) GTEST_SKIP() << "sam31-tiny-prompts fixtures not found";
-  const nlohmann::json cases = nlohmann::json::parse(slurp(kCases));
+  const nlohmann::json cases = nlohmann::json::parse(segmux::test::read_text(kCases));
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     const std::string name = c["name"];
     std::ofstream(tmp(name + ".json")) << nlohmann::json::array({c["request"]}).dump();
-    Result r = track("--requests " + tmp(name + ".json") + " --out " + tmp(name));
+    auto r = track("--requests " + tmp(name + ".json") + " --out " + tmp(name));
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
-    const nlohmann::json got = nlohmann::json::parse(slurp(fs::path(tmp(name)) / "tracks.json"));
+    const nlohmann::json got = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp(name)) / "tracks.json"));
     ASSERT_EQ(got["frames"].size(), 1u) << name;
     const auto& objs = got["frames"][0]["objects"];
     const auto& ref = c["outputs"];
@@ -88,10 +58,10 @@ TEST_F(TrackExemplars, RequestsEqualTheOfficialAddPromptOutputs) {
     for (size_t k = 0; k < objs.size(); ++k) {
       EXPECT_EQ(objs[k]["id"], ref["obj_ids"][k]) << name;
       EXPECT_NEAR(objs[k]["score"].get<double>(), ref["probs"][k].get<double>(), 1e-4) << name << " object " << k;
-      const auto mine = decode(objs[k]["mask_rle"]), theirs = decode(ref["masks_rle"][k]);
+      const auto mine = segmux::test::mask_of(objs[k]["mask_rle"]), theirs = segmux::test::mask_of(ref["masks_rle"][k]);
       // Detector-side masks through the tracker's mask path: the tolerance of `segmux parity --video`.
-      EXPECT_GE(iou(mine, theirs), 0.98) << name << " object " << k << ": area " << mine.area() << " vs "
-                                         << theirs.area();
+      EXPECT_GE(segmux::test::mask_iou(mine, theirs), 0.98)
+          << name << " object " << k << ": area " << mine.area() << " vs " << theirs.area();
       if (!c["request"].contains("text")) {
         EXPECT_EQ(objs[k]["prompt"], "<text placeholder>") << name;
       }
@@ -104,19 +74,19 @@ TEST_F(TrackExemplars, RequestsEqualTheOfficialAddPromptOutputs) {
 
 TEST_F(TrackExemplars, BoxOnTheCommandLine) {
   // The text_posbox case's box in pixels on the --start frame, with the text; then propagated.
-  Result r = track("--prompt shape --box 133,54,60,50 --max-frames 3 --out " + tmp("cli"));
+  auto r = track("--prompt shape --box 133,54,60,50 --max-frames 3 --out " + tmp("cli"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json got = nlohmann::json::parse(slurp(fs::path(tmp("cli")) / "tracks.json"));
+  const nlohmann::json got = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp("cli")) / "tracks.json"));
   ASSERT_EQ(got["frames"].size(), 3u);
   EXPECT_FALSE(got["frames"][0]["objects"].empty());
   r = track("--box 133,54,60,50 --box 0,39,251,176:neg --max-frames 2 --out " + tmp("cli2"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json box_only = nlohmann::json::parse(slurp(fs::path(tmp("cli2")) / "tracks.json"));
+  const nlohmann::json box_only = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp("cli2")) / "tracks.json"));
   for (const auto& o : box_only["frames"][0]["objects"]) EXPECT_EQ(o["prompt"], "<text placeholder>");
 }
 
 TEST_F(TrackExemplars, BadBoxesNameTheProblem) {
-  auto expect_failure = [&](const Result& r, const std::string& out, const std::string& words) {
+  auto expect_failure = [&](const segmux::test::SplitResult& r, const std::string& out, const std::string& words) {
     EXPECT_NE(r.code, 0) << words;
     EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(out)) << out;

@@ -13,9 +13,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/run_command.h"
+#include "common/tiny_fixture.h"
 #include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
-#include "common/run_command.h"
 
 namespace fs = std::filesystem;
 using segmux::pipeline::BinaryMask;
@@ -23,18 +24,10 @@ using segmux::pipeline::RleMask;
 
 namespace {
 
-const std::string kTiny = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+const std::string kTiny = segmux::test::tiny_fixture_dir();
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
+using Result = segmux::test::SplitResult;
+std::string slurp(const fs::path& p) { return segmux::test::read_text(p.string()); }
 class Precision : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -44,19 +37,8 @@ class Precision : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(root_); }
   static std::string tmp(const std::string& name) { return (root_ / name).string(); }
 
-  static Result segmux(const std::string& args) {
-    const std::string err_file = tmp("stderr.txt");
-    auto run = segmux::test::run_segmux(args, "2>" + err_file);
-    Result r;
-    r.code = run.code;
-    r.out = run.out;
-    r.err = slurp(err_file);
-    return r;
-  }
-  static std::string model_args() {
-    return "--weights " + kTiny + "/weights.safetensors --config " + kTiny + "/config.json --vocab " + kTiny +
-           "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + tmp("cache");
-  }
+  static Result segmux(const std::string& args) { return segmux::test::run_segmux_split(args, tmp("stderr.txt")); }
+  static std::string model_args() { return segmux::test::tiny_model_args(tmp("cache")); }
   static Result track(const std::string& out, const std::string& extra) {
     return segmux("track " + kTiny + "/video/frames --prompt shape " + model_args() + " --out " + out +
                   " --quiet --overlay none " + extra);
