@@ -362,3 +362,21 @@ TEST_F(Service, PointPromptsAnswerAsTheOfficialSequence) {
             400);
   EXPECT_NE(last_error_.find("object 1 cannot be refined on frame 5"), std::string::npos) << last_error_;
 }
+
+// An object the tracker had dropped already (object 1 leaves the fixture video at frame 9) and the
+// user removed stays out of the frame a later click answers with (the page shows that answer).
+TEST_F(Service, RemovedObjectStaysOutOfClickAnswers) {
+  const std::string id = start();
+  svc_->handle({{"type", "add_prompt"}, {"session_id", id}, {"frame_index", 0}, {"text", (*trace_)["prompt"]}});
+  propagate(id);
+  svc_->handle({{"type", "remove_object"}, {"session_id", id}, {"obj_id", 1}});
+  const json got = svc_->handle({{"type", "add_prompt"},
+                                 {"session_id", id},
+                                 {"frame_index", 8},
+                                 {"obj_id", 0},
+                                 {"points", {{0.5, 0.5}}},
+                                 {"point_labels", {1}}});
+  const auto ids = got["outputs"]["out_obj_ids"].get<std::vector<int64_t>>();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 0) << got["outputs"]["out_obj_ids"];
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1) << got["outputs"]["out_obj_ids"];
+}
