@@ -168,7 +168,7 @@ def open_video(dt, srv, name):
     return wait_until(dt, lambda s: s['status'] == 'open', 'the session', 60)
 
 
-def clicks_only(dt, srv, screenshot):
+def clicks_only(dt, srv, screenshot, small=None):
     """A session started from clicks alone, as the official tracker-only case of sam31-tiny-prompts."""
     with open(PROMPTS_TRACE) as f:
         requests = json.load(f)['requests']
@@ -230,6 +230,11 @@ def clicks_only(dt, srv, screenshot):
     shot = dt.call('Page.captureScreenshot', format='png')
     with open(screenshot, 'wb') as f:
         f.write(base64.b64decode(shot['data']))
+    if small:  # docs/serve-clicks.png
+        shot = dt.call('Page.captureScreenshot', format='png',
+                       clip={'x': 0, 'y': 0, 'width': 1100, 'height': 560, 'scale': 0.6})
+        with open(small, 'wb') as f:
+            f.write(base64.b64decode(shot['data']))
 
     # 5. Propagate: the whole video, the clicked object still listed.
     dt.eval('document.getElementById("propagate").click()')

@@ -6,7 +6,7 @@ button, checks again and keeps a screenshot. Then it clicks on the frame with th
 would (browser_clicks.py): a refinement of a tracked object, server errors shown on the page, and a
 session started from clicks alone (points, shift-click, the negative toggle, a dragged box, Propagate,
 Remove), checking each request the page sent, the answer taken and the marks drawn.
-Usage: test_browser.py SCREENSHOT.png [SMALL_COPY.png]"""
+Usage: test_browser.py SCREENSHOT.png [SMALL_COPY.png (and SMALL_COPY-clicks.png)]"""
 import base64
 import json
 import os
@@ -168,7 +168,8 @@ def main():
                   (state['frames_with_outputs'], state['objects'], gone, state['overlay_pixels'],
                    after['overlay_pixels'], screenshot))
             browser_clicks.refine_and_errors(dt, srv, trace, after)
-            browser_clicks.clicks_only(dt, srv, screenshot.replace('.png', '_clicks.png'))
+            browser_clicks.clicks_only(dt, srv, screenshot.replace('.png', '_clicks.png'),
+                                       sys.argv[2].replace('.png', '-clicks.png') if len(sys.argv) > 2 else None)
         finally:
             browser.terminate()
             try:
