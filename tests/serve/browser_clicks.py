@@ -150,6 +150,12 @@ def refine_and_errors(dt, srv, trace, after):
     shown = dt.eval('document.getElementById("status").textContent')
     check('refused the positive point for object %d' % obj in shown, 'the error shown: %r' % shown)
     check(e['marks'] == s['marks'], 'a refused point is not drawn: %s' % e['marks'])
+
+    # Propagate after the click (the official partial propagation): the page usable again, every frame.
+    dt.eval('document.getElementById("propagate").click()')
+    p = wait_until(dt, lambda s: s['status'] == 'done', 'the propagation after the click', 120)
+    check(p['error'] is None and p['frames_with_outputs'] == p['num_frames'] and obj in p['objects'] and
+          p['last_request']['type'] == 'propagate_in_video', 'after Propagate: %s' % p)
     print('browser clicks: refined object %d on frame %d at (%d, %d); errors shown: %r' % (obj, frame, px, py, shown))
 
 
@@ -253,3 +259,48 @@ def clicks_only(dt, srv, screenshot, small=None):
     check(pixel(dt, px, py)[3] == 0, 'a removed object\'s point is still drawn')
     print('browser clicks: a session from clicks alone: 4 points, a box, propagated over %d frames, removed; '
           'screenshot %s' % (s['num_frames'], screenshot))
+    exemplar_boxes(dt, s, size)
+
+
+def exemplar_boxes(dt, s, size):
+    """Reset, then "exemplar boxes": dragged boxes go to the detector (no obj_id, no text typed), as the
+    official box_pos / box_pos_neg cases of sam31-tiny-prompts/EXEMPLARS.md: same ids, mask areas."""
+    with open(os.path.join(os.path.dirname(PROMPTS_TRACE), 'exemplar_cases.json')) as f:
+        cases = {c['name']: c for c in json.load(f)['cases']}
+    dt.eval('document.getElementById("reset").click()')
+    s = wait_until(dt, lambda s: s['status'] == 'open' and s['objects'] == [], 'the reset')
+    dt.eval('(() => { const s = document.getElementById("frame-slider"); s.value = 0;'
+            ' s.dispatchEvent(new Event("input")); })()')
+    s = wait_until(dt, lambda s: s['current_frame'] == 0, 'frame 0')
+    dt.eval('(() => { const s = document.getElementById("click-object"); s.value = "exemplar";'
+            ' s.dispatchEvent(new Event("change")); })()')
+    check(state(dt)['selected_object'] == 'exemplar', 'selecting exemplar boxes')
+    for name, shift in (('box_pos', False), ('box_pos_neg', True)):
+        case = cases[name]
+        x, y, w, h = case['boxes_xywh_px'][-1]
+        drag_shift = 8 if shift else 0
+        # From the bottom-right corner (the negative box starts at the frame's left edge).
+        (x0, y0), (x1, y1) = to_css(dt, size, x + w, y + h), to_css(dt, size, x, y)
+        mouse(dt, 'mouseMoved', x0, y0, drag_shift)
+        mouse(dt, 'mousePressed', x0, y0, drag_shift, pressed=True)
+        for k in range(1, 6):
+            mouse(dt, 'mouseMoved', x0 + (x1 - x0) * k / 5, y0 + (y1 - y0) * k / 5, drag_shift, pressed=True)
+        mouse(dt, 'mouseReleased', x1, y1, drag_shift)
+        s = one_request(dt, s, 'exemplar box %s' % name)
+        req, want = s['last_request'], case['request']
+        check(req['type'] == 'add_prompt' and 'obj_id' not in req and 'text' not in req and
+              req['frame_index'] == want['frame_index'] and req['bounding_box_labels'] == want['bounding_box_labels'] and
+              all(abs(a - b) <= 1.0 / min(size) for got, ref in zip(req['bounding_boxes'], want['bounding_boxes'])
+                  for a, b in zip(got, ref)), '%s: request %s, official %s' % (name, req, want))
+        # The official cases run after reset_session; here the second box restarts the concept, whose new
+        # objects take ids above the first's (ids stay unique in a session, docs/track.md): count only.
+        want_ids = case['outputs']['obj_ids'] if not shift else [s['new_obj_id'] - 1]
+        check(s['current_ids'] == want_ids and len(want_ids) == len(case['outputs']['obj_ids']),
+              '%s: ids %s, official %s' % (name, s['current_ids'], case['outputs']['obj_ids']))
+        areas = case['outputs']['mask_areas']
+        check(all(abs(a - b) <= 0.03 * b + 5 for a, b in zip(s['current_areas'], areas)), '%s: mask areas %s, '
+              'official %s' % (name, s['current_areas'], areas))
+        check(s['exemplars'][-1]['label'] == (0 if shift else 1) and s['objects'] == want_ids,
+              '%s: state %s' % (name, s))
+    print('browser clicks: exemplar boxes (positive, then negative) find ids %s, areas %s (official %s)' %
+          (s['current_ids'], s['current_areas'], areas))

@@ -146,7 +146,7 @@ def main():
             rows = dt.eval('[...document.querySelectorAll("#objects li")].map(li => Number(li.dataset.objId))')
             check(rows == ids, 'object list %s' % rows)
             choice = dt.eval('[...document.querySelectorAll("#click-object option")].map(o => o.value)')
-            check(choice == ['new'] + [str(i) for i in ids], 'the object choice for clicks: %s' % choice)
+            check(choice == ['new', 'exemplar'] + [str(i) for i in ids], 'the object choice for clicks: %s' % choice)
             check(not dt.eval('document.getElementById("click-object").disabled'), 'the object choice is disabled')
             # Click Remove on the second object, as a person would.
             gone = ids[1]

@@ -57,6 +57,8 @@ function state() {
     selected_object: clicks.selected,
     new_obj_id: clicks.maxId + 1,
     marks: app.session ? marksState(app.current) : [],
+    exemplars: app.session ? exemplarsState(app.current) : [],
+    current_areas: app.outputs.has(app.current) ? app.outputs.get(app.current).out_binary_masks.map(maskArea) : [],
     pending_marks: clicks.pending.length,
     clicks_done: clicks.done,
     last_request: clicks.lastRequest,
@@ -104,6 +106,10 @@ function decodeCounts(s) {
     counts.push(x);
   }
   return counts;
+}
+
+function maskArea(rle) {
+  return decodeCounts(rle.counts).reduce((sum, n, i) => sum + (i % 2 ? n : 0), 0);
 }
 
 async function frameImage(index) {
@@ -240,8 +246,11 @@ async function addPrompt() {
   if (!text) throw new Error('type a prompt first');
   const frame = Number($('prompt-frame').value) || 0;
   setStatus('Prompting "' + text + '" on frame ' + frame + '…', 'prompting');
-  const r = await request({type: 'add_prompt', session_id: app.session.session_id, frame_index: frame, text: text});
-  takeOutputs(r.frame_index, r.outputs);
+  const body = {type: 'add_prompt', session_id: app.session.session_id, frame_index: frame, text: text};
+  clicks.lastRequest = body;
+  const r = await request(body);
+  clicks.exemplars.delete(frame);  // a text prompt on the frame replaces its exemplar boxes
+  takePromptAnswer(r);
   await show(r.frame_index);
   setStatus(r.outputs.out_obj_ids.length + ' object(s) on frame ' + r.frame_index + '. Propagate to track them.',
             'prompted');

@@ -4,7 +4,9 @@
 // has shown or tracked. Each one is an official add_prompt with obj_id sent at once, in relative
 // coordinates ([0, 1] of the frame, as the API takes them): the first on a frame for an object
 // replaces its points there, the next ones append (clear_old_points=false). The answer is the frame's
-// outputs with the refined mask; Propagate carries it through the video.
+// outputs with the refined mask; Propagate carries it through the video. "Exemplar boxes" sends dragged
+// boxes to the detector instead (add_prompt without obj_id, with the prompt's text if any): it finds
+// every object like the positive boxes and unlike the negative ones on that frame.
 'use strict';
 
 const DRAG_CSS_PX = 5;  // a press that moves less than this is a click
@@ -12,17 +14,19 @@ const DRAG_CSS_PX = 5;  // a press that moves less than this is a click
 // Per frame and object: {frame, obj, points: [[x, y]] relative, labels: [1|0], box: [x, y, w, h] | null}.
 const clicks = {
   marks: new Map(),  // 'frame:obj' -> marks the server accepted
+  exemplars: new Map(),  // frame -> {boxes, labels}: the detector's box exemplars the server accepted
   pending: [],       // sent, not answered yet (drawn faded)
   drag: null,        // the press in progress
   queue: Promise.resolve(),  // clicks go to the server one after the other, in order
   maxId: -1,         // highest object id seen (outputs, tracked_obj_ids, clicks)
-  selected: 'new',   // 'new' or an object id
+  selected: 'new',   // 'new', 'exemplar' or an object id
   done: 0,           // click / remove requests answered (tests wait on it)
   lastRequest: null, // the last request the page sent (tests and curious users: #state)
 };
 
 function clicksReset() {
   clicks.marks.clear();
+  clicks.exemplars.clear();
   clicks.pending = [];
   clicks.drag = null;
   clicks.maxId = -1;
@@ -82,7 +86,11 @@ function onPointerUp(e) {
   if (d.moved) {
     const [x0, x1] = [clamp01(Math.min(d.start[0], d.end[0])), clamp01(Math.max(d.start[0], d.end[0]))];
     const [y0, y1] = [clamp01(Math.min(d.start[1], d.end[1])), clamp01(Math.max(d.start[1], d.end[1]))];
-    enqueue({frame, box: [x0, y0, x1 - x0, y1 - y0]});
+    const exemplar = clicks.selected === 'exemplar';
+    enqueue({frame, box: [x0, y0, x1 - x0, y1 - y0], exemplar, label: exemplar && d.negative ? 0 : 1});
+  } else if (clicks.selected === 'exemplar') {
+    setStatus('Exemplar boxes: drag a box around an example (negative or shift: a counter-example).',
+              document.body.dataset.status);
   } else {
     enqueue({frame, point: d.start, label: d.negative ? 0 : 1});
   }
@@ -100,6 +108,7 @@ function enqueue(mark) {
 
 // One click or box as an official add_prompt for the target object on the frame it was made on.
 async function sendMark(mark) {
+  if (mark.exemplar) return sendExemplar(mark);
   const obj = targetObject();
   const key = mark.frame + ':' + obj;
   const prior = clicks.marks.get(key);
@@ -139,6 +148,46 @@ async function sendMark(mark) {
   setStatus('Object ' + obj + (shown ? ': mask on frame ' + r.frame_index + '. Click to refine, Propagate to track it.'
                                      : ': no mask on frame ' + r.frame_index + ' (the model finds no object at these ' +
                                        'points; add points or a box, or remove it).'), 'clicked');
+}
+
+// The frame's exemplar boxes so far and this one, with the prompt's text if any (else the detector's
+// box-only prompt); the answer is the frame's detections, as a text prompt's.
+async function sendExemplar(mark) {
+  const prior = clicks.exemplars.get(mark.frame) || {boxes: [], labels: []};
+  const next = {boxes: prior.boxes.concat([mark.box]), labels: prior.labels.concat([mark.label])};
+  const text = $('prompt-text').value.trim();
+  const body = {type: 'add_prompt', session_id: app.session.session_id, frame_index: mark.frame,
+                bounding_boxes: next.boxes.map((b) => b.map(round6)), bounding_box_labels: next.labels};
+  if (text) body.text = text;
+  const what = (mark.label ? 'positive' : 'negative') + ' exemplar box';
+  setStatus('Detecting with ' + next.boxes.length + ' exemplar box(es) on frame ' + mark.frame + '…', 'clicking');
+  clicks.lastRequest = body;
+  let r;
+  try {
+    r = await request(body);
+  } catch (e) {
+    throw new Error('the server refused the ' + what + ' on frame ' + mark.frame + ': ' + e.message);
+  }
+  clicks.exemplars.set(mark.frame, next);
+  takePromptAnswer(r);
+  clicks.done++;
+  setStatus(r.outputs.out_obj_ids.length + ' object(s) on frame ' + r.frame_index + ' from ' + next.boxes.length +
+            ' exemplar box(es)' + (text ? ' and "' + text + '"' : '') + '. Propagate to track them.', 'clicked');
+}
+
+// A text or exemplar prompt's answer: the frame's detections. The prompt restarted its concept, so
+// listed objects the session no longer tracks and no frame shows are dropped from the list.
+function takePromptAnswer(r) {
+  noteIds(r.tracked_obj_ids);
+  takeOutputs(r.frame_index, r.outputs);
+  const tracked = r.tracked_obj_ids || [];
+  for (const id of [...app.objects.keys()])
+    if (!tracked.includes(id) && ![...app.outputs.values()].some((o) => o.out_obj_ids.includes(id))) {
+      app.objects.delete(id);
+      forgetObjectMarks(id);
+    }
+  renderObjects();
+  drawOverlay(app.current);
 }
 
 // The answer holds the frame's outputs (every object the server kept there, the clicked one refined):
@@ -187,11 +236,12 @@ function renderObjectChoice() {
     sel.append(o);
   };
   add('new', 'new object (id ' + (clicks.maxId + 1) + ')');
+  add('exemplar', 'exemplar boxes: find all like it');
   const ids = [...app.objects.keys()].sort((a, b) => a - b);
   ids.forEach((id) => add(String(id), 'object ' + id));
-  if (clicks.selected !== 'new' && !ids.includes(clicks.selected)) clicks.selected = 'new';
+  if (typeof clicks.selected === 'number' && !ids.includes(clicks.selected)) clicks.selected = 'new';
   sel.value = String(clicks.selected);
-  $('remove-selected').disabled = !app.session || clicks.selected === 'new' || !!app.streaming;
+  $('remove-selected').disabled = !app.session || typeof clicks.selected !== 'number' || !!app.streaming;
 }
 
 function drawPlus(ctx, x, y, arm, negative) {
@@ -229,12 +279,14 @@ function drawMarks(index) {
   ctx.lineWidth = Math.max(2, Math.round(h / 120));
   const draw = (m, alpha) => {
     ctx.globalAlpha = alpha;
-    if (m.box) drawBox(ctx, m.box, m.obj !== undefined ? color(m.obj) : '#fff', w, h, false);
+    if (m.box) drawBox(ctx, m.box, m.obj !== undefined ? color(m.obj) : '#fff', w, h, !!m.exemplar);
     (m.points || []).forEach((p, i) => drawPlus(ctx, p[0] * w, p[1] * h, arm, m.labels[i] === 0));
     if (m.point) drawPlus(ctx, m.point[0] * w, m.point[1] * h, arm, m.label === 0);
     ctx.globalAlpha = 1;
   };
   for (const m of clicks.marks.values()) if (m.frame === index) draw(m, 1);
+  const ex = clicks.exemplars.get(index);
+  if (ex) ex.boxes.forEach((b, i) => drawBox(ctx, b, ex.labels[i] ? '#00e676' : '#e53935', w, h, true));
   for (const m of clicks.pending) if (m.frame === index) draw(m, 0.5);
   const d = clicks.drag;
   if (d && d.moved) {
@@ -253,6 +305,12 @@ function marksState(index) {
     box_px: m.box ? [...px(m.box.slice(0, 2)), ...px(m.box.slice(2))] : null}));
 }
 
+function exemplarsState(index) {
+  const s = app.session, ex = clicks.exemplars.get(index);
+  const px = (b) => b.map((v, i) => Math.round(v * (i % 2 ? s.height : s.width) * 10) / 10);
+  return ex ? ex.boxes.map((b, i) => ({box_px: px(b), label: ex.labels[i]})) : [];
+}
+
 function wireClicks() {
   const ov = $('overlay');
   ov.addEventListener('pointerdown', onPointerDown);
@@ -260,7 +318,8 @@ function wireClicks() {
   ov.addEventListener('pointerup', onPointerUp);
   ov.addEventListener('pointercancel', () => { clicks.drag = null; drawOverlay(app.current); });
   $('click-object').addEventListener('change', (e) => {
-    clicks.selected = e.target.value === 'new' ? 'new' : Number(e.target.value);
+    const v = e.target.value;
+    clicks.selected = v === 'new' || v === 'exemplar' ? v : Number(v);
     renderObjectChoice();
   });
   $('remove-selected').addEventListener('click', () => {
