@@ -122,6 +122,15 @@ json frame_response(const FrameOutput& out) {
              {{"num_obj_tracked", out.stats.num_obj_tracked}, {"num_obj_dropped", out.stats.num_obj_dropped}}}}}};
 }
 
+// Beside the official fields: every object the session tracks now, shown on this frame or not (the
+// page picks a new object's id above them, so a click never lands on a hidden detector object).
+namespace {
+json with_tracked_ids(json response, const ConceptSet& concepts) {
+  response["tracked_obj_ids"] = concepts.object_ids();
+  return response;
+}
+}  // namespace
+
 RequestService::RequestService(ModelBackend& backend, ControlConfig config, ServiceLimits limits,
                                ResourceStore& resources)
     : shared_(std::make_unique<Shared>(backend)),
@@ -194,6 +203,9 @@ json RequestService::start_session(const json& r) {
   s->path = path;
   s->backend = std::make_unique<SessionBackend>(*shared_);
   s->concepts = std::make_unique<ConceptSet>(*s->backend, *s->reader, config_);
+  // As `segmux track --requests` and the official predictor: a point prompt answers with the frame's
+  // kept outputs, and the propagation after it is the partial one over them.
+  s->concepts->keep_outputs(true);
   s->last_used_ms = now_ms();
   std::lock_guard<std::mutex> lock(table_mu_);
   if (int(sessions_.size()) >= limits_.max_sessions)
@@ -319,7 +331,7 @@ json RequestService::handle(const json& r) {
   try {
     run_official_request(*s->concepts, q, [&](const FrameOutput& out) {
       s->store(out);
-      response = frame_response(out);
+      response = with_tracked_ids(frame_response(out), *s->concepts);
       return true;
     });
   } catch (const Error& e) {
@@ -360,7 +372,7 @@ RequestService::StreamRun RequestService::stream(const json& r) {
       ++frames_processed_;
       ++sent;
       s->last_used_ms = now_ms();
-      const bool go_on = on_frame(frame_response(out));
+      const bool go_on = on_frame(with_tracked_ids(frame_response(out), *s->concepts));
       t = Clock::now();
       return go_on;
     });

@@ -77,6 +77,12 @@ void SessionBackend::add_masks(const TrackerStateView& state, int frame_index, c
   shared_.real_.add_masks(global(state), frame_index, obj_ids, masks, kind, conditioning);
 }
 
+TrackerOutput SessionBackend::add_points(const TrackerStateView& state, int frame_index, int64_t obj_id,
+                                         const PointInputs& points, bool conditioning) {
+  own_frame(frame_index);
+  return shared_.real_.add_points(global(state), frame_index, obj_id, points, conditioning);
+}
+
 void SessionBackend::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {
   shared_.real_.remove_objects(global(state), removed);
 }

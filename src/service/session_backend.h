@@ -48,6 +48,8 @@ class SessionBackend : public pipeline::ModelBackend {
                      const Tensor& object_score_logits) override;
   void add_masks(const pipeline::TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
                  const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
+  pipeline::TrackerOutput add_points(const pipeline::TrackerStateView& state, int frame_index, int64_t obj_id,
+                                     const pipeline::PointInputs& points, bool conditioning) override;
   void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed) override;
   void drop_state(int state_id) override;
   void reset() override;  // this session's states, frames and text only

@@ -307,3 +307,76 @@ TEST_F(Service, BoxExemplarsStayInTheirSession) {
             400);
   EXPECT_NE(last_error_.find("empty box"), std::string::npos) << last_error_;
 }
+
+// The page's clicks go through these requests: the official example sequence of
+// tests/fixtures/sam31-tiny-prompts (text, propagate, remove, points refining object 2 on frame 6, a new
+// object 0 from one click, propagate). A point prompt answers with the frame's kept outputs, as the
+// official predictor (not the clicked object alone), and every answer lists the session's tracked ids
+// (`tracked_obj_ids`), which name an object the frame does not show (the tiny model's clicks give no mask).
+TEST_F(Service, PointPromptsAnswerAsTheOfficialSequence) {
+  const json trace = segmux::read_untrusted_json_file(std::string(SEGMUX_SOURCE_DIR) +
+                                                      "/tests/fixtures/sam31-tiny-prompts/video/trace.json");
+  const std::string id = start();
+  const int end = trace["example_sequence_requests"][1].get<int>();
+  for (int k = 0; k < end; ++k) {
+    const json& step = trace["requests"][k];
+    json req = {{"session_id", id}};
+    for (const char* key : {"type", "frame_index", "text", "obj_id", "points", "point_labels", "clear_old_points",
+                            "propagation_direction"})
+      if (step.contains(key)) req[key] = step[key];
+    const std::string where = "request " + std::to_string(k) + " (" + step["type"].get<std::string>() + ")";
+    if (step["type"] == "propagate_in_video") {
+      std::vector<json> lines;
+      svc_->stream(req)([&](const json& f) {
+        lines.push_back(f);
+        return true;
+      });
+      ASSERT_EQ(lines.size(), step["yields"].size()) << where;
+      for (size_t i = 0; i < lines.size(); ++i) {
+        const auto ids = lines[i]["outputs"]["out_obj_ids"].get<std::vector<int64_t>>();
+        EXPECT_EQ(ids, step["yields"][i]["obj_ids"].get<std::vector<int64_t>>()) << where << " line " << i;
+        EXPECT_TRUE(lines[i].at("tracked_obj_ids").is_array()) << where;
+        // Masks of the propagation after the clicks are the engine's tracker-side work (parity --requests).
+        if (k < end - 1) expect_matches_trace(lines[i], step["yields"][i]);
+      }
+      continue;
+    }
+    const json got = svc_->handle(req);
+    SCOPED_TRACE(where);
+    expect_matches_trace(got, step["outputs"]);
+    if (step.contains("points")) {
+      const auto tracked = got.at("tracked_obj_ids").get<std::vector<int64_t>>();
+      EXPECT_NE(std::find(tracked.begin(), tracked.end(), step["obj_id"].get<int64_t>()), tracked.end())
+          << "the clicked object is tracked although its mask is empty: " << got["tracked_obj_ids"];
+    }
+  }
+  // Refining an object on a frame no prompt or propagation reached yet is a 400 naming the object.
+  svc_->handle({{"type", "reset_session"}, {"session_id", id}});
+  svc_->handle({{"type", "add_prompt"}, {"session_id", id}, {"frame_index", 0}, {"text", "shape"}});
+  EXPECT_EQ(status_of({{"type", "add_prompt"},
+                       {"session_id", id},
+                       {"frame_index", 5},
+                       {"obj_id", 1},
+                       {"points", {{0.5, 0.5}}},
+                       {"point_labels", {1}}}),
+            400);
+  EXPECT_NE(last_error_.find("object 1 cannot be refined on frame 5"), std::string::npos) << last_error_;
+}
+
+// An object the tracker had dropped already (object 1 leaves the fixture video at frame 9) and the
+// user removed stays out of the frame a later click answers with (the page shows that answer).
+TEST_F(Service, RemovedObjectStaysOutOfClickAnswers) {
+  const std::string id = start();
+  svc_->handle({{"type", "add_prompt"}, {"session_id", id}, {"frame_index", 0}, {"text", (*trace_)["prompt"]}});
+  propagate(id);
+  svc_->handle({{"type", "remove_object"}, {"session_id", id}, {"obj_id", 1}});
+  const json got = svc_->handle({{"type", "add_prompt"},
+                                 {"session_id", id},
+                                 {"frame_index", 8},
+                                 {"obj_id", 0},
+                                 {"points", {{0.5, 0.5}}},
+                                 {"point_labels", {1}}});
+  const auto ids = got["outputs"]["out_obj_ids"].get<std::vector<int64_t>>();
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 0) << got["outputs"]["out_obj_ids"];
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1) << got["outputs"]["out_obj_ids"];
+}

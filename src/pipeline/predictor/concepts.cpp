@@ -322,21 +322,21 @@ FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
 }
 
 bool ConceptSet::remove_object(int64_t obj_id) {
+  // Gone from the kept outputs even when the tracker had dropped it already (it left the video): a
+  // later point prompt answers with a kept frame, which must not bring it back.
+  for (auto& [f, k] : kept_)
+    for (size_t i = 0; i < k.obj_ids.size(); ++i)
+      if (k.obj_ids[i] == obj_id) {
+        const auto at = long(i);
+        k.obj_ids.erase(k.obj_ids.begin() + at);
+        k.probs.erase(k.probs.begin() + at);
+        k.boxes_xywh.erase(k.boxes_xywh.begin() + at);
+        k.masks.erase(k.masks.begin() + at);
+        k.prompts.erase(k.prompts.begin() + at);
+        break;
+      }
   for (auto& c : concepts_)
-    if (c->control->remove_object(obj_id)) {
-      for (auto& [f, k] : kept_)
-        for (size_t i = 0; i < k.obj_ids.size(); ++i)
-          if (k.obj_ids[i] == obj_id) {
-            const auto at = long(i);
-            k.obj_ids.erase(k.obj_ids.begin() + at);
-            k.probs.erase(k.probs.begin() + at);
-            k.boxes_xywh.erase(k.boxes_xywh.begin() + at);
-            k.masks.erase(k.masks.begin() + at);
-            k.prompts.erase(k.prompts.begin() + at);
-            break;
-          }
-      return true;
-    }
+    if (c->control->remove_object(obj_id)) return true;
   return false;
 }
 

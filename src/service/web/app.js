@@ -1,7 +1,8 @@
 // segmux serve's page: opens a video (server-side or uploaded), sends official requests to
 // /api/request, draws the streamed masks (COCO compressed RLE) and ids over the frames.
-// URL parameters drive it for automation: ?video=NAME&prompt=TEXT&autorun=1[&remove=ID][&token=T];
-// the state (document.body.dataset.status and #state) tells a test where it is.
+// Clicking points and drawing boxes on the frame: clicks.js. URL parameters drive it for automation:
+// ?video=NAME&prompt=TEXT&autorun=1[&remove=ID][&token=T]; the state (document.body.dataset.status
+// and #state) tells a test where it is.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -24,6 +25,7 @@ const color = (id) => COLORS[id % COLORS.length];
 function setStatus(text, status) {
   $('status').textContent = text;
   if (status) document.body.dataset.status = status;
+  if (status && status !== 'error') app.error = null;
   publishState();
 }
 
@@ -44,12 +46,22 @@ function state() {
     status: document.body.dataset.status,
     session_id: app.session && app.session.session_id,
     num_frames: app.session ? app.session.num_frames : 0,
+    width: app.session ? app.session.width : 0,
+    height: app.session ? app.session.height : 0,
     frames_with_outputs: app.outputs.size,
     current_frame: app.current,
     objects: [...app.objects.keys()].sort((a, b) => a - b),
     current_ids: app.outputs.has(app.current) ? app.outputs.get(app.current).out_obj_ids : [],
     overlay_pixels: overlayPixels,
     error: app.error,
+    selected_object: clicks.selected,
+    new_obj_id: clicks.maxId + 1,
+    marks: app.session ? marksState(app.current) : [],
+    exemplars: app.session ? exemplarsState(app.current) : [],
+    current_areas: app.outputs.has(app.current) ? app.outputs.get(app.current).out_binary_masks.map(maskArea) : [],
+    pending_marks: clicks.pending.length,
+    clicks_done: clicks.done,
+    last_request: clicks.lastRequest,
   };
 }
 window.segmuxState = state;
@@ -96,6 +108,10 @@ function decodeCounts(s) {
   return counts;
 }
 
+function maskArea(rle) {
+  return decodeCounts(rle.counts).reduce((sum, n, i) => sum + (i % 2 ? n : 0), 0);
+}
+
 async function frameImage(index) {
   if (app.frames.has(index)) return app.frames.get(index);
   const res = await api('/api/frame?session_id=' + encodeURIComponent(app.session.session_id) + '&index=' + index);
@@ -108,9 +124,12 @@ function drawOverlay(index) {
   const ov = $('overlay');
   const ctx = ov.getContext('2d');
   ctx.clearRect(0, 0, ov.width, ov.height);
-  const out = app.outputs.get(index);
+  drawMasks(ctx, app.outputs.get(index), ov.width, ov.height);
+  drawMarks(index);
+}
+
+function drawMasks(ctx, out, w, h) {
   if (!out) return;
-  const w = ov.width, h = ov.height;
   const img = ctx.createImageData(w, h);
   out.out_obj_ids.forEach((id, k) => {
     const rle = out.out_binary_masks[k];
@@ -160,6 +179,7 @@ async function show(index) {
 
 function takeOutputs(frameIndex, outputs) {
   app.outputs.set(frameIndex, outputs);
+  noteIds(outputs.out_obj_ids);
   outputs.out_obj_ids.forEach((id, k) => {
     if (!app.objects.has(id)) app.objects.set(id, {prompt: outputs.out_prompts[k], prob: outputs.out_probs[k]});
   });
@@ -178,7 +198,11 @@ function renderObjects() {
     sw.style.background = color(id);
     const label = document.createElement('span');
     label.className = 'label';
-    label.textContent = 'id ' + id + ' · ' + (o.prompt || '') + ' · ' + Number(o.prob).toFixed(2);
+    label.textContent = 'id ' + id + ' · ' + (o.prompt || (o.clicked ? 'points' : '')) +
+                        (o.prob === null || o.prob === undefined ? '' : ' · ' + Number(o.prob).toFixed(2));
+    label.title = 'select it for clicks';
+    label.addEventListener('click', () => { clicks.selected = id; renderObjects(); });
+    li.classList.toggle('selected', clicks.selected === id);
     const rm = document.createElement('button');
     rm.type = 'button';
     rm.textContent = 'Remove';
@@ -187,18 +211,23 @@ function renderObjects() {
     li.append(sw, label, rm);
     ul.append(li);
   });
+  renderObjectChoice();
 }
 
 function enable(open) {
-  for (const id of ['add-prompt', 'propagate', 'reset', 'dl-tracks', 'dl-overlay', 'dl-frame', 'frame-slider'])
+  for (const id of ['add-prompt', 'propagate', 'reset', 'dl-tracks', 'dl-overlay', 'dl-frame', 'frame-slider',
+                    'click-object', 'label-pos', 'label-neg'])
     $(id).disabled = !open || !!app.streaming;
   $('cancel').disabled = !app.streaming;
+  document.body.classList.toggle('clickable', open && !app.streaming);
+  renderObjectChoice();
 }
 
 async function openSession(resourcePath, label) {
   if (app.session) await request({type: 'close_session', session_id: app.session.session_id}).catch(() => {});
   app.session = null;
   app.frames.clear(); app.outputs.clear(); app.objects.clear(); app.error = null;
+  clicksReset();
   renderObjects();
   setStatus('Opening ' + label + '…', 'opening');
   const s = await request({type: 'start_session', resource_path: resourcePath});
@@ -217,8 +246,11 @@ async function addPrompt() {
   if (!text) throw new Error('type a prompt first');
   const frame = Number($('prompt-frame').value) || 0;
   setStatus('Prompting "' + text + '" on frame ' + frame + '…', 'prompting');
-  const r = await request({type: 'add_prompt', session_id: app.session.session_id, frame_index: frame, text: text});
-  takeOutputs(r.frame_index, r.outputs);
+  const body = {type: 'add_prompt', session_id: app.session.session_id, frame_index: frame, text: text};
+  clicks.lastRequest = body;
+  const r = await request(body);
+  clicks.exemplars.delete(frame);  // a text prompt on the frame replaces its exemplar boxes
+  takePromptAnswer(r);
   await show(r.frame_index);
   setStatus(r.outputs.out_obj_ids.length + ' object(s) on frame ' + r.frame_index + '. Propagate to track them.',
             'prompted');
@@ -230,11 +262,13 @@ async function propagate() {
   enable(true);
   setStatus('Propagating…', 'streaming');
   let n = 0, error = null;
+  const body = {type: 'propagate_in_video', session_id: app.session.session_id,
+                propagation_direction: $('direction').value};
+  clicks.lastRequest = body;
   try {
     const res = await api('/api/request', {
       method: 'POST', signal: ctrl.signal, headers: {'Content-Type': 'application/json'},
-      body: JSON.stringify({type: 'propagate_in_video', session_id: app.session.session_id,
-                            propagation_direction: $('direction').value})});
+      body: JSON.stringify(body)});
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let buffer = '';
@@ -249,6 +283,7 @@ async function propagate() {
         if (!line.trim()) continue;
         const msg = JSON.parse(line);
         if (msg.error) { error = msg.error; continue; }
+        noteIds(msg.tracked_obj_ids);
         takeOutputs(msg.frame_index, msg.outputs);
         n++;
         if ($('follow').checked) await show(msg.frame_index);
@@ -273,7 +308,15 @@ async function cancel() {
 }
 
 async function removeObject(id) {
-  await request({type: 'remove_object', session_id: app.session.session_id, obj_id: id});
+  const body = {type: 'remove_object', session_id: app.session.session_id, obj_id: id};
+  clicks.lastRequest = body;
+  try {
+    await request(body);
+  } catch (e) {
+    throw new Error('the server refused to remove object ' + id + ': ' + e.message);
+  }
+  clicks.done++;
+  forgetObjectMarks(id);
   app.objects.delete(id);
   for (const out of app.outputs.values()) {
     const k = out.out_obj_ids.indexOf(id);
@@ -288,6 +331,7 @@ async function removeObject(id) {
 async function reset() {
   await request({type: 'reset_session', session_id: app.session.session_id});
   app.outputs.clear(); app.objects.clear();
+  clicksReset();
   renderObjects();
   drawOverlay(app.current);
   setStatus('Session reset.', 'open');
@@ -352,8 +396,9 @@ function wire() {
   on('dl-tracks', 'click', () => download('tracks'));
   on('dl-overlay', 'click', () => download('overlay'));
   on('dl-frame', 'click', downloadFrame);
+  wireClicks();
   window.addEventListener('keydown', (e) => {
-    if (e.target.tagName === 'INPUT' && e.target.type === 'text') return;
+    if (e.target.tagName === 'SELECT' || (e.target.tagName === 'INPUT' && e.target.type !== 'range')) return;
     if (e.key === 'ArrowLeft') show(app.current - 1).catch(fail);
     if (e.key === 'ArrowRight') show(app.current + 1).catch(fail);
   });
