@@ -27,6 +27,10 @@ class CallTraceBackend : public pipeline::ModelBackend {
                      const Tensor& object_score_logits) override;
   void add_masks(const pipeline::TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids,
                  const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
+  pipeline::TrackerOutput add_points(const pipeline::TrackerStateView& state, int frame, int64_t obj_id,
+                                     const pipeline::PointInputs& points, bool conditioning) override;
+  void relayout_refined_object(const pipeline::TrackerStateView& before, const pipeline::TrackerStateView& after,
+                               int64_t obj_id) override;
   void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed) override;
   void drop_state(int state_id) override { inner_.drop_state(state_id); }
   void reset() override { inner_.reset(); }

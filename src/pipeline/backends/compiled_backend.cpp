@@ -232,7 +232,9 @@ class CompiledBackend : public ModelBackend {
       return data_outputs(a, sm.pending[t], n);
     }
     const FrameFeatures& f = features(t);
-    sam31::CurrentFrameFeatures cur{f.propagation2, f.pos2, f.high_res_s0, f.high_res_s1};
+    // The interactive propagation reads the session's cached level-2 features, kept in bf16.
+    sam31::CurrentFrameFeatures cur{state.tracker_only ? round_to_bf16(f.propagation2) : f.propagation2, f.pos2,
+                                    f.high_res_s0, f.high_res_s1};
     sam31::MemorySelectionOptions opt;
     opt.track_in_reverse = reverse;
     std::vector<std::map<std::string, Tensor>> outs;
@@ -262,11 +264,21 @@ class CompiledBackend : public ModelBackend {
     const FrameFeatures& f = features(t);
     const int64_t n = int64_t(state.obj_ids.size()), hi = masks.dim(1);
     sync_frame_kinds(sm, state);
-    const bool cond = sm.bank.cond_frames.count(t) != 0;
-    Tensor pix = f.propagation2;
     // Objects that received a mask input on this frame keep their conditioning channel.
     std::set<int> cond_idx = input_objects(state, t);
-    Tensor maskmem = run_memory_encoder(memory_, a, pix, as_f32(masks).reshaped({n, 1, hi, hi}),
+    // The interactive propagation stores the outputs of a frame without inputs as a non-conditioning
+    // frame even where the frame is (also) a conditioning frame (official propagate_in_video).
+    const bool cond = sm.bank.cond_frames.count(t) != 0 && !(state.tracker_only && cond_idx.empty());
+    Tensor pix = state.tracker_only ? round_to_bf16(f.propagation2) : f.propagation2;
+    Tensor mask_in = as_f32(masks).reshaped({n, 1, hi, hi});
+    if (state.tracker_only) {
+      // track_step's memory: the decoder's masks at the image size, made non-overlapping.
+      SEGMUX_CHECK(hi == cfg_.image_size, "encode_memory: interactive propagation masks must be ", cfg_.image_size,
+                   " px, got ", hi);
+      mask_in = mask_in.clone();
+      apply_non_overlapping_constraints(mask_in);
+    }
+    Tensor maskmem = run_memory_encoder(state.tracker_only ? memory_image_size_ : memory_, a, pix, mask_in,
                                         as_f32(scores).reshaped({n, 1}), cond_idx);
     if (cond) {
       sm.bank.cond_frames[t].maskmem_features = maskmem;
@@ -274,7 +286,7 @@ class CompiledBackend : public ModelBackend {
     }
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
-    sf.image_features = f.propagation2;
+    sf.image_features = pix;
     auto it = sm.pending.find(t);
     SEGMUX_CHECK(it != sm.pending.end(), "encode_memory on frame ", t, " before the state was propagated there");
     sf.obj_ptr = it->second.stored_obj_ptr;
@@ -412,16 +424,18 @@ class CompiledBackend : public ModelBackend {
     std::memcpy(low.data<float>() + size_t(row) * size_t(hm * hm), mask.data<float>(), size_t(hm * hm) * 4);
     scores.data<float>()[row] = out.at(pt::kObjectScoreLogit).data<float>()[0];
     std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at(pt::kObjPtr).data<float>(), size_t(D) * 4);
-    store_consolidated_frame(sm, a, t, low, scores, ptrs, {row}, conditioning);
+    store_consolidated_frame(sm, a, t, low, scores, ptrs, {row}, conditioning, /*cached_features=*/true);
     return {mask.reshaped({1, hm, hm}).clone(), Tensor::from_vector<float>({1}, {scores.data<float>()[row]})};
   }
 
   // A frame whose outputs were given (masks, points): they become the state's outputs there and its
   // memory as the official preflight encodes it (low-res masks upsampled to the image size,
   // non-overlapping; `cond_objects` = the frame's conditioning objects).
+  // `cached_features`: the frame's features come from the session cache (point prompts), whose
+  // level-2 features are bf16, so the bank keeps them so.
   void store_consolidated_frame(StateMemory& sm, const MultiplexAssignment& a, int t, const Tensor& low_c,
                                 const Tensor& scores, const Tensor& ptrs, const std::set<int>& cond_objects,
-                                bool conditioning) {
+                                bool conditioning, bool cached_features = false) {
     const FrameFeatures& f = features(t);
     const int M = cfg_.multiplex_count;
     const int64_t n = low_c.dim(0), hm = cfg_.low_res_mask_size();
@@ -437,7 +451,8 @@ class CompiledBackend : public ModelBackend {
     Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
-    sf.image_features = f.propagation2;  // the bank keeps fp32 image features (only the encoder input is bf16)
+    // Detector masks: the bank keeps fp32 image features (only the encoder input is bf16).
+    sf.image_features = cached_features ? pix : f.propagation2;
     sf.obj_ptr = p.stored_obj_ptr;
     if (conditioning) {
       sm.bank.cond_frames[t] = sf;
@@ -446,6 +461,28 @@ class CompiledBackend : public ModelBackend {
       sm.bank.non_cond_frames[t] = sf;
     }
     evict_unreachable_frames(sm, t);
+  }
+
+  void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
+    SEGMUX_CHECK(before.state_id == after.state_id && before.obj_ids == std::vector<int64_t>{obj_id} &&
+                     after.obj_ids == before.obj_ids,
+                 "relayout_refined_object: state ", before.state_id, " must hold only object ", obj_id);
+    StateMemory& sm = states_[before.state_id];
+    const MultiplexAssignment old_a{before.buckets}, new_a{after.buckets};
+    const int M = cfg_.multiplex_count;
+    const int64_t row = 0;  // the object's index in the state (its only object)
+    auto move = [&](const Tensor& muxed) { return mux(new_a, M, demux(old_a, M, muxed, 1)); };
+    for (auto* frames : {&sm.bank.cond_frames, &sm.bank.non_cond_frames})
+      for (auto& [t, sf] : *frames) {
+        if (sf.maskmem_features.defined())
+          sf.maskmem_features = sf.maskmem_features.dim(0) > row ? take(sf.maskmem_features, 0, row, 1) : Tensor();
+        if (sf.obj_ptr.defined()) sf.obj_ptr = move(sf.obj_ptr);
+      }
+    for (auto& [t, p] : sm.pending) {
+      p.low_res = move(p.low_res);
+      p.scores = move(p.scores);
+      p.stored_obj_ptr = move(p.stored_obj_ptr);
+    }
   }
 
   void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {
@@ -522,10 +559,12 @@ class CompiledBackend : public ModelBackend {
       auto& from = mf.conditioning ? sm.bank.non_cond_frames : sm.bank.cond_frames;
       auto& to = mf.conditioning ? sm.bank.cond_frames : sm.bank.non_cond_frames;
       auto it = from.find(mf.frame_index);
-      if (it != from.end()) {
-        to[mf.frame_index] = it->second;
-        from.erase(it);
-      }
+      if (it == from.end()) continue;
+      // A conditioning frame the interactive propagation re-ran holds both kinds (official output_dict):
+      // its new non-conditioning memory stays next to the conditioning one.
+      if (mf.conditioning && to.count(mf.frame_index)) continue;
+      to[mf.frame_index] = it->second;
+      from.erase(it);
     }
   }
 

@@ -237,6 +237,7 @@ FrameOutput VideoControlPlane::postprocess(const PendingFrame& f, const std::set
     out.masks.push_back(std::move(m));
   }
   object_wise_non_overlap(out.masks, sam2);
+  out.overlap_probs = std::move(sam2);
   return out;
 }
 
