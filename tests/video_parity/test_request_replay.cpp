@@ -21,13 +21,19 @@ TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
   ASSERT_EQ(rep.requests.size(), 13u);
   // Every request's outputs match. The propagation after the clicks (request 6, the official partial
   // propagation: the tracker for the clicked objects only, merged into the kept outputs) matches in ids
-  // and scores on every frame; its masks of the refined object do not (docs/track.md): the official
-  // predictor refines it in an extracted single-object state, ours keeps it in its state.
+  // and scores on every frame, and in masks on all but a few object-frames: the official interactive
+  // tracker reads cached bf16 features there, and bf16 rounding flips grow on the 10-500 px masks of the
+  // tracked objects (docs/predictor.md). Before the refinement quirk was reproduced (the refined object
+  // re-laid out as a fresh singleton keeping its bucket-row memories) 33 object-frames missed.
   for (size_t i = 0; i < rep.requests.size(); ++i) {
     if (i == 6) continue;
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
   }
-  EXPECT_EQ(rep.requests[6].frames.frames_compared, 16);
-  EXPECT_EQ(rep.requests[6].frames.id_mismatches, 0);
-  EXPECT_EQ(rep.requests[6].frames.prob_mismatches, 0);
+  const VideoParityReport& r6 = rep.requests[6].frames;
+  EXPECT_EQ(r6.frames_compared, 16);
+  EXPECT_EQ(r6.objects_compared, 53);
+  EXPECT_EQ(r6.id_mismatches, 0);
+  EXPECT_EQ(r6.prob_mismatches, 0);
+  EXPECT_LE(r6.mask_misses, 4);
+  EXPECT_LE(r6.worst_box_px, 16.0);
 }
