@@ -117,6 +117,8 @@ struct FrameFeatures {
   Tensor interactive0, interactive1, interactive2;  // levels 0 / 1 for point prompts only
   Tensor propagation2;
   Tensor high_res_s0, high_res_s1;
+  // From the levels rounded to bf16 (interactive propagation); undefined in models compiled before.
+  Tensor cached_high_res_s0, cached_high_res_s1;
   int video_width = 0, video_height = 0;
 };
 
@@ -185,6 +187,10 @@ class CompiledBackend : public ModelBackend {
     f.propagation2 = out.at(bb::fpn(bb::kPropagationHead, 2));
     f.high_res_s0 = out.at(bb::kHighResS0);
     f.high_res_s1 = out.at(bb::kHighResS1);
+    if (out.count(bb::kHighResS0Cached) && out.count(bb::kHighResS1Cached)) {
+      f.cached_high_res_s0 = out.at(bb::kHighResS0Cached);
+      f.cached_high_res_s1 = out.at(bb::kHighResS1Cached);
+    }
     f.video_width = width;
     f.video_height = height;
     frames_[frame_index] = std::move(f);
@@ -232,9 +238,16 @@ class CompiledBackend : public ModelBackend {
       return data_outputs(a, sm.pending[t], n);
     }
     const FrameFeatures& f = features(t);
-    // The interactive propagation reads the session's cached level-2 features, kept in bf16.
-    sam31::CurrentFrameFeatures cur{state.tracker_only ? round_to_bf16(f.propagation2) : f.propagation2, f.pos2,
-                                    f.high_res_s0, f.high_res_s1};
+    // The interactive propagation reads the session's cached features, kept in bf16 (level 2, and
+    // levels 0 / 1 before the high-resolution convolutions).
+    sam31::CurrentFrameFeatures cur{f.propagation2, f.pos2, f.high_res_s0, f.high_res_s1};
+    if (state.tracker_only) {
+      cur.image = round_to_bf16(f.propagation2);
+      if (f.cached_high_res_s0.defined()) {
+        cur.high_res_s0 = f.cached_high_res_s0;
+        cur.high_res_s1 = f.cached_high_res_s1;
+      }
+    }
     sam31::MemorySelectionOptions opt;
     opt.track_in_reverse = reverse;
     std::vector<std::map<std::string, Tensor>> outs;

@@ -214,6 +214,7 @@ FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
     r.masks.push_back(std::move(out.masks[k]));
     r.prompts.push_back(c.text);
     if (out.overlap_probs.size() == out.obj_ids.size()) r.overlap_probs.push_back(out.overlap_probs[k]);
+    if (out.pre_overlap_masks.size() == out.obj_ids.size()) r.pre_overlap_masks.push_back(out.pre_overlap_masks[k]);
   }
   return r;
 }
@@ -286,8 +287,8 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
       merged = merge(std::move(parts));
       if (keep_outputs_) {
         KeptFrame& k = kept_[merged.frame_index];
-        k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,   {},
-                      merged.prompts, merged.stats, merged.overlap_probs};
+        k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
+                      merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
         for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
       }
       if (!sink(std::move(merged))) stopped = true;
@@ -323,8 +324,11 @@ FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
     merged.masks.push_back(std::move(f.masks[at.second]));
     merged.prompts.push_back(at.second < f.prompts.size() ? f.prompts[at.second] : std::string());
     if (f.overlap_probs.size() == f.obj_ids.size()) merged.overlap_probs.push_back(f.overlap_probs[at.second]);
+    if (f.pre_overlap_masks.size() == f.obj_ids.size())
+      merged.pre_overlap_masks.push_back(std::move(f.pre_overlap_masks[at.second]));
   }
   if (merged.overlap_probs.size() != merged.obj_ids.size()) merged.overlap_probs.clear();
+  if (merged.pre_overlap_masks.size() != merged.obj_ids.size()) merged.pre_overlap_masks.clear();
   return merged;
 }
 
@@ -341,6 +345,7 @@ bool ConceptSet::remove_object(int64_t obj_id) {
             k.masks.erase(k.masks.begin() + at);
             k.prompts.erase(k.prompts.begin() + at);
             if (k.overlap_probs.size() > i) k.overlap_probs.erase(k.overlap_probs.begin() + at);
+            if (k.pre_overlap_masks.size() > i) k.pre_overlap_masks.erase(k.pre_overlap_masks.begin() + at);
             break;
           }
       return true;
@@ -367,6 +372,7 @@ std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
     out.prompts.push_back(k.prompts[i]);
   }
   if (k.overlap_probs.size() == k.obj_ids.size()) out.overlap_probs = k.overlap_probs;
+  if (k.pre_overlap_masks.size() == k.obj_ids.size()) out.pre_overlap_masks = k.pre_overlap_masks;
   return out;
 }
 
@@ -392,6 +398,7 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
       out.masks.erase(out.masks.begin() + at);
       out.prompts.erase(out.prompts.begin() + at);
       if (out.overlap_probs.size() > i) out.overlap_probs.erase(out.overlap_probs.begin() + at);
+      if (out.pre_overlap_masks.size() > i) out.pre_overlap_masks.erase(out.pre_overlap_masks.begin() + at);
       break;
     }
   FrameOutput mine;
@@ -405,6 +412,7 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
     mine.masks.push_back(std::move(r.mask));
     mine.prompts = {c->text};
     mine.overlap_probs = {r.prob};  // official: the clicked object's frame score is set to 1.0
+    mine.pre_overlap_masks = {rle_encode(r.mask)};
   }
   std::vector<FrameOutput> parts;
   parts.push_back(std::move(out));
@@ -412,8 +420,8 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
   FrameOutput merged = merge(std::move(parts));
   if (keep_outputs_) {
     KeptFrame& k = kept_[frame_index];
-    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,   {},
-                  merged.prompts, merged.stats, merged.overlap_probs};
+    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
+                  merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
     for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
   }
   return merged;
@@ -464,7 +472,10 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
       if (i != std::string::npos) {
         out.probs.push_back(kept.probs[i]);
         out.boxes_xywh.push_back(kept.boxes_xywh[i]);
-        out.masks.push_back(std::move(kept.masks[i]));
+        // Kept objects enter the non-overlap step with their masks from before it (official
+        // cached_frame_outputs), so pixels a refined object gives up return to them.
+        const bool pre = kept.pre_overlap_masks.size() == kept.obj_ids.size();
+        out.masks.push_back(pre ? rle_decode(kept.pre_overlap_masks[i]) : std::move(kept.masks[i]));
         out.prompts.push_back(kept.prompts[i]);
         // Kept objects rank by their score of that frame (official obj_id_to_sam2_score_frame_wise).
         tracker_probs.push_back(kept.overlap_probs.size() == kept.obj_ids.size() ? kept.overlap_probs[i]
@@ -482,9 +493,12 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
       // as their frame scores (the full propagation stores sigmoids), so they outrank kept objects.
       tracker_probs.push_back(t.score_logit);
     }
+    std::vector<RleMask> pre_overlap;
+    for (const auto& m : out.masks) pre_overlap.push_back(rle_encode(m));
     object_wise_non_overlap(out.masks, tracker_probs);
     KeptFrame& k = kept_[f];
-    k = KeptFrame{out.obj_ids, out.probs, out.boxes_xywh, {}, out.prompts, out.stats, tracker_probs};
+    k = KeptFrame{out.obj_ids, out.probs, out.boxes_xywh, {},
+                  out.prompts, out.stats, tracker_probs,  std::move(pre_overlap)};
     for (const auto& m : out.masks) k.masks.push_back(rle_encode(m));
     if (!sink(std::move(out))) return false;
   }

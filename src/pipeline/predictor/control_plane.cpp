@@ -226,6 +226,7 @@ FrameOutput VideoControlPlane::postprocess(const PendingFrame& f, const std::set
     if (hidden.count(id) || std::find(f.suppressed.begin(), f.suppressed.end(), id) != f.suppressed.end()) continue;
     BinaryMask m = rle_decode(f.masks.at(id));
     if (m.area() == 0) continue;
+    out.pre_overlap_masks.push_back(f.masks.at(id));
     auto box = mask_to_box_xyxy(m);  // boxes come from masks before the non-overlap step
     out.obj_ids.push_back(id);
     auto sc = f.scores.find(id);

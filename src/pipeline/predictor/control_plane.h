@@ -42,6 +42,9 @@ struct FrameOutput {
   // obj_id_to_sam2_score of the frame); empty where not known. A later interactive propagation ranks
   // the objects it keeps by it.
   std::vector<float> overlap_probs;
+  // Per object: its mask before the non-overlap step (official cached_frame_outputs), which the
+  // interactive propagation re-ranks; empty where not known.
+  std::vector<RleMask> pre_overlap_masks;
 };
 
 struct TrackerStateSnapshot {
