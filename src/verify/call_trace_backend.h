@@ -22,6 +22,9 @@ class CallTraceBackend : public pipeline::ModelBackend {
     inner_.run_backbone_input(frame, image, w, h);
   }
   pipeline::DetectorOutput detect(int frame) override { return inner_.detect(frame); }
+  void set_box_exemplars(int frame, const std::vector<sam31::BoxExemplar>& boxes) override {
+    inner_.set_box_exemplars(frame, boxes);
+  }
   pipeline::TrackerOutput propagate(const pipeline::TrackerStateView& state, int frame, bool reverse) override;
   void encode_memory(const pipeline::TrackerStateView& state, int frame, const Tensor& masks,
                      const Tensor& object_score_logits) override;

@@ -229,6 +229,10 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
       if (r.contains("points"))
         for (const auto& q : r["points"]) p.points_xy.push_back({q[0].get<float>(), q[1].get<float>()});
       if (r.contains("point_labels")) p.point_labels = r["point_labels"].get<std::vector<int>>();
+      if (r.contains("bounding_boxes"))
+        for (const auto& b : r["bounding_boxes"])
+          p.boxes_xywh.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()});
+      if (r.contains("bounding_box_labels")) p.box_labels = r["bounding_box_labels"].get<std::vector<int>>();
       p.clear_old_points = r.value("clear_old_points", true);
       const int f = r.at("frame_index").get<int>();
       compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f),

@@ -32,3 +32,23 @@ TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
   EXPECT_EQ(r6.objects_compared, 53);
   EXPECT_EQ(r6.mask_misses, 0);
 }
+
+// Box exemplars in a video, then propagation (tests/fixtures/sam31-tiny-exemplar-propagation, official
+// trace): the boxes act on add_prompt only; the propagation detects every frame with the text alone.
+// The official add_prompt also detects the next frame with the boxes (a prefetch) and never reads it
+// back (the trace's prefetch_read_back is 0): segmux skips it and matches every frame.
+TEST(RequestReplay, BoxExemplarsThenPropagationMatchTheOfficialRequests) {
+  VideoParityOptions opt;
+  opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-exemplar-propagation";
+  opt.cache_dir = ::testing::TempDir() + "/segmux-request-replay-cache";
+  std::ostringstream log;
+  RequestReplayReport rep = run_request_replay(opt, log);
+  std::cout << log.str();
+  ASSERT_EQ(rep.requests.size(), 8u);  // 3 cases: add_prompt + propagate, reset_session between them
+  int propagated = 0;
+  for (size_t i = 0; i < rep.requests.size(); ++i) {
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+    if (rep.requests[i].type == "propagate_in_video") propagated += rep.requests[i].frames.frames_compared;
+  }
+  EXPECT_EQ(propagated, 48);
+}

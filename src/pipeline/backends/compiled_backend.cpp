@@ -313,8 +313,12 @@ class CompiledBackend : public ModelBackend {
     StateMemory& sm = states_[state.state_id];
     if (!conditioning && sm.bank.cond_frames.count(t)) {
       // Masks given on a frame that is already a conditioning frame of this state without making it
-      // one (reconditioning there): the official preflight drops the non-conditioning output of a
-      // frame that has a conditioning output, so neither outputs nor memory change.
+      // one (reconditioning there, or new objects on the add_prompt frame when the propagation runs it
+      // again): the official preflight drops the non-conditioning output of a frame that has a
+      // conditioning output, so the memory does not change; but add_new_masks_to_existing_state /
+      // recondition_masks_in_existing_state first wrote the objects' pointers from the mask-as-output
+      // path into that conditioning output in place, and later frames read them.
+      update_cond_frame_pointers(sm.bank.cond_frames[t], state, t, obj_ids, masks);
       return;
     }
     MultiplexAssignment a{state.buckets};
@@ -444,6 +448,36 @@ class CompiledBackend : public ModelBackend {
   // A frame whose outputs were given (masks, points): they become the state's outputs there and its
   // memory as the official preflight encodes it (low-res masks upsampled to the image size,
   // non-overlapping; `cond_objects` = the frame's conditioning objects).
+  // The stored pointers of a conditioning frame, for the objects given masks there: the interactive
+  // decoder's pointer of each mask (mux space, the state's current layout).
+  void update_cond_frame_pointers(sam31::StoredFrame& sf, const TrackerStateView& state, int t,
+                                  const std::vector<int64_t>& obj_ids, const Tensor& masks) {
+    if (!sf.obj_ptr.defined()) return;
+    const MultiplexAssignment a{state.buckets};
+    const int M = cfg_.multiplex_count;
+    const int64_t n = int64_t(state.obj_ids.size()), hi = cfg_.input_mask_size(), D = cfg_.d_model;
+    SEGMUX_CHECK(sf.obj_ptr.dim(0) <= a.num_buckets(), "add_masks: frame ", t, " stores pointers of ",
+                 sf.obj_ptr.dim(0), " buckets, the state has ", a.num_buckets());
+    // Pointers stored before buckets were added have fewer rows: the new buckets start at zero.
+    Tensor muxed(DType::f32, {int64_t(a.num_buckets()), M, D});
+    std::memset(muxed.raw(), 0, muxed.nbytes());
+    std::memcpy(muxed.raw(), sf.obj_ptr.raw(), sf.obj_ptr.nbytes());
+    Tensor ptrs = demux(a, M, muxed, n);
+    const FrameFeatures& f = features(t);
+    const Tensor mask_f = as_f32(masks);
+    for (size_t k = 0; k < obj_ids.size(); ++k) {
+      const auto at = std::find(state.obj_ids.begin(), state.obj_ids.end(), obj_ids[k]);
+      SEGMUX_CHECK(at != state.obj_ids.end(), "add_masks: object ", obj_ids[k], " is not in tracker state ",
+                   state.state_id);
+      namespace id = sam31::names::interactive_decoder;
+      auto out = interactive_.run(
+          {{id::kImage, f.interactive2}, {id::kMask, take(mask_f, 0, int64_t(k), 1).reshaped({1, 1, hi, hi})}});
+      std::memcpy(ptrs.data<float>() + size_t(at - state.obj_ids.begin()) * size_t(D),
+                  out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
+    }
+    sf.obj_ptr = mux(a, M, ptrs);
+  }
+
   // `cached_features`: the frame's features come from the session cache (point prompts), whose
   // level-2 features are bf16, so the bank keeps them so.
   void store_consolidated_frame(StateMemory& sm, const MultiplexAssignment& a, int t, const Tensor& low_c,

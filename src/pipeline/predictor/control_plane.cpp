@@ -91,6 +91,10 @@ FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::strin
   backend_.encode_text({text, "visual", "geometric"});
   backend_.set_box_exemplars(frame_index, boxes);  // official per_frame_geometric_prompt
   PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt);
+  // The boxes act on this add_prompt only: the official propagation's batched grounding takes its
+  // geometric prompts from the input batch's find_inputs, which add_prompt's boxes never reach, so every
+  // propagated frame (this one again included) is detected with the text alone.
+  if (!boxes.empty()) backend_.set_box_exemplars(frame_index, {});
   return postprocess(pending, {});
 }
 
