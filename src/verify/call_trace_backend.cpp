@@ -102,6 +102,14 @@ void CallTraceBackend::relayout_refined_object(const TrackerStateView& before, c
   inner_.relayout_refined_object(before, after, obj_id);
 }
 
+void CallTraceBackend::extract_object(const TrackerStateView& source, const TrackerStateView& singleton,
+                                      int64_t obj_id) {
+  json j = {{"call", "extract_object"}, {"obj_id", obj_id}, {"source", state_json(source)}};
+  j.update(state_json(singleton));
+  out_ << j.dump() << "\n";
+  inner_.extract_object(source, singleton, obj_id);
+}
+
 void CallTraceBackend::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {
   json j = {{"call", "remove_objects"}, {"removed_obj_ids", removed}};
   j.update(state_json(state));

@@ -34,6 +34,8 @@ class CallTraceBackend : public pipeline::ModelBackend {
                                      const pipeline::PointInputs& points, bool conditioning) override;
   void relayout_refined_object(const pipeline::TrackerStateView& before, const pipeline::TrackerStateView& after,
                                int64_t obj_id) override;
+  void extract_object(const pipeline::TrackerStateView& source, const pipeline::TrackerStateView& singleton,
+                      int64_t obj_id) override;
   void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed) override;
   void drop_state(int state_id) override { inner_.drop_state(state_id); }
   void reset() override { inner_.reset(); }

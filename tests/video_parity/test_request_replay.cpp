@@ -52,3 +52,19 @@ TEST(RequestReplay, BoxExemplarsThenPropagationMatchTheOfficialRequests) {
   }
   EXPECT_EQ(propagated, 48);
 }
+
+// A click on an object that shares its tracker state with another (tests/fixtures/sam31-tiny-refine-shared,
+// official trace): the official moves it into a new singleton state without spatial memories, then the
+// propagation after the click tracks it alone there. Every response matches.
+TEST(RequestReplay, RefiningAnObjectThatSharesItsStateMatchesTheOfficialRequests) {
+  VideoParityOptions opt;
+  opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-refine-shared";
+  opt.cache_dir = ::testing::TempDir() + "/segmux-request-replay-cache";
+  std::ostringstream log;
+  RequestReplayReport rep = run_request_replay(opt, log);
+  std::cout << log.str();
+  ASSERT_EQ(rep.requests.size(), 4u);
+  for (size_t i = 0; i < rep.requests.size(); ++i)
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+  EXPECT_EQ(rep.requests[3].frames.frames_compared, 16);
+}

@@ -160,6 +160,16 @@ class ModelBackend {
                                        int64_t /*obj_id*/) {
     fail("this model backend cannot refine tracked objects with points");
   }
+  // The official first refinement of an object that shares its tracker state with others
+  // (_extract_object_to_singleton_state): `singleton` is a new state holding only obj_id, `source` its
+  // state before the object leaves it. The singleton's bank gets every stored frame of the source with
+  // the same kind, the object's pointer (in its slot 0) and outputs, and NO spatial memory: the official
+  // demuxes the per-bucket memories as if they were per slot, which fails its shape check, and keeps
+  // None.
+  virtual void extract_object(const TrackerStateView& /*source*/, const TrackerStateView& /*singleton*/,
+                              int64_t /*obj_id*/) {
+    fail("this model backend cannot refine tracked objects with points");
+  }
   // Objects were removed from a state (state shows the buckets after removal; removed_obj_ids were
   // in it before) or the whole state was dropped (drop_state).
   virtual void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) = 0;

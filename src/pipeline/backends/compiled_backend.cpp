@@ -448,6 +448,18 @@ class CompiledBackend : public ModelBackend {
   // A frame whose outputs were given (masks, points): they become the state's outputs there and its
   // memory as the official preflight encodes it (low-res masks upsampled to the image size,
   // non-overlapping; `cond_objects` = the frame's conditioning objects).
+  // A mux-space tensor stored before buckets were added has fewer rows: the new buckets are zero.
+  static Tensor pad_buckets(const Tensor& muxed, int buckets) {
+    SEGMUX_CHECK(muxed.dim(0) <= buckets, "stored tensor of ", muxed.dim(0), " buckets for a state of ", buckets);
+    if (muxed.dim(0) == buckets) return muxed;
+    Shape s = muxed.shape();
+    s[0] = buckets;
+    Tensor out(muxed.dtype(), s);
+    std::memset(out.raw(), 0, out.nbytes());
+    std::memcpy(out.raw(), muxed.raw(), muxed.nbytes());
+    return out;
+  }
+
   // The stored pointers of a conditioning frame, for the objects given masks there: the interactive
   // decoder's pointer of each mask (mux space, the state's current layout).
   void update_cond_frame_pointers(sam31::StoredFrame& sf, const TrackerStateView& state, int t,
@@ -458,11 +470,7 @@ class CompiledBackend : public ModelBackend {
     const int64_t n = int64_t(state.obj_ids.size()), hi = cfg_.input_mask_size(), D = cfg_.d_model;
     SEGMUX_CHECK(sf.obj_ptr.dim(0) <= a.num_buckets(), "add_masks: frame ", t, " stores pointers of ",
                  sf.obj_ptr.dim(0), " buckets, the state has ", a.num_buckets());
-    // Pointers stored before buckets were added have fewer rows: the new buckets start at zero.
-    Tensor muxed(DType::f32, {int64_t(a.num_buckets()), M, D});
-    std::memset(muxed.raw(), 0, muxed.nbytes());
-    std::memcpy(muxed.raw(), sf.obj_ptr.raw(), sf.obj_ptr.nbytes());
-    Tensor ptrs = demux(a, M, muxed, n);
+    Tensor ptrs = demux(a, M, pad_buckets(sf.obj_ptr, a.num_buckets()), n);
     const FrameFeatures& f = features(t);
     const Tensor mask_f = as_f32(masks);
     for (size_t k = 0; k < obj_ids.size(); ++k) {
@@ -508,6 +516,34 @@ class CompiledBackend : public ModelBackend {
       sm.bank.non_cond_frames[t] = sf;
     }
     evict_unreachable_frames(sm, t);
+  }
+
+  void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
+    const auto at = std::find(source.obj_ids.begin(), source.obj_ids.end(), obj_id);
+    SEGMUX_CHECK(at != source.obj_ids.end() && singleton.obj_ids == std::vector<int64_t>{obj_id},
+                 "extract_object: object ", obj_id, " is not in tracker state ", source.state_id);
+    const int64_t row = at - source.obj_ids.begin(), n = int64_t(source.obj_ids.size());
+    const MultiplexAssignment src_a{source.buckets}, dst_a{singleton.buckets};
+    const int M = cfg_.multiplex_count;
+    StateMemory& src = states_[source.state_id];
+    StateMemory dst;
+    // The object's row of a mux-space tensor, muxed into the singleton's layout.
+    auto move = [&](const Tensor& muxed) {
+      return mux(dst_a, M, take(demux(src_a, M, pad_buckets(muxed, src_a.num_buckets()), n), 0, row, 1));
+    };
+    for (int kind = 0; kind < 2; ++kind) {
+      auto& from = kind ? src.bank.non_cond_frames : src.bank.cond_frames;
+      auto& to = kind ? dst.bank.non_cond_frames : dst.bank.cond_frames;
+      for (const auto& [t, sf] : from) {
+        sam31::StoredFrame out;
+        out.image_features = sf.image_features;
+        if (sf.obj_ptr.defined()) out.obj_ptr = move(sf.obj_ptr);
+        to[t] = out;  // maskmem_features stays undefined (see backend.h)
+      }
+    }
+    for (const auto& [t, p] : src.pending)
+      dst.pending[t] = StateMemory::Pending{move(p.low_res), move(p.scores), move(p.stored_obj_ptr)};
+    states_[singleton.state_id] = std::move(dst);
   }
 
   void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {

@@ -118,6 +118,9 @@ class ConceptBackend : public ModelBackend {
                            bool conditioning) override {
     return shared_.real().add_points(global(state), frame, obj_id, points, conditioning);
   }
+  void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
+    shared_.real().extract_object(global(source), global(singleton), obj_id);
+  }
   void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
     shared_.real().relayout_refined_object(global(before), global(after), obj_id);
   }
@@ -418,6 +421,14 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
   parts.push_back(std::move(out));
   parts.push_back(std::move(mine));
   FrameOutput merged = merge(std::move(parts));
+  // The other objects of the frame enter the non-overlap step again from their masks before it
+  // (official: the frame's cached outputs with the clicked object's new mask, post-processed again), so
+  // pixels the clicked object no longer covers go back to them.
+  if (merged.pre_overlap_masks.size() == merged.obj_ids.size() &&
+      merged.overlap_probs.size() == merged.obj_ids.size()) {
+    for (size_t i = 0; i < merged.obj_ids.size(); ++i) merged.masks[i] = rle_decode(merged.pre_overlap_masks[i]);
+    object_wise_non_overlap(merged.masks, merged.overlap_probs);
+  }
   if (keep_outputs_) {
     KeptFrame& k = kept_[frame_index];
     k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},

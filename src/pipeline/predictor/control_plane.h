@@ -220,6 +220,7 @@ class VideoControlPlane {
   void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
   void insert_point_object(int frame_index, int64_t obj_id);  // control_plane_points.cpp
   void clear_detector_inputs(TrackerState& state);            // control_plane_points.cpp
+  TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);  // control_plane_points.cpp
 
   ModelBackend& backend_;
   FrameSource& frames_;

@@ -73,6 +73,11 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   all.xy.insert(all.xy.end(), points.xy.begin(), points.xy.end());
   all.labels.insert(all.labels.end(), points.labels.begin(), points.labels.end());
 
+  // Official add_sam2_new_points: the first refinement of an object that shares its tracker state
+  // moves it into a new singleton state (memories dropped, see ModelBackend::extract_object), which has
+  // tracked nothing yet, so the click is a fresh conditioning input there.
+  if (!r.new_object && state->obj_ids.size() > 1 && !user_objects_.count(obj_id))
+    state = &extract_to_singleton(*state, obj_id);
   // Official tracker add_new_points on a frame the object's state has tracked (a refinement): the
   // object is extracted into a singleton state and merged back. When it is the state's only object the
   // merge re-creates the state with a fresh layout (the memory quirk is the backend's).
@@ -98,6 +103,25 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   resize_bilinear(m.mask(0), m.height, m.width, plane.data(), H, W);
   r.mask = binarize(plane.data(), H, W);
   return r;
+}
+
+// The new state holds the object alone, with the source's frames (same kinds, the object's own inputs)
+// and nothing tracked; the source loses the object as in a removal. Appended last, as officially.
+VideoControlPlane::TrackerState& VideoControlPlane::extract_to_singleton(TrackerState& source, int64_t obj_id) {
+  TrackerState s;
+  s.id = next_state_id_++;
+  s.obj_ids = {obj_id};
+  s.buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
+  for (const auto& [f, m] : source.memory) {
+    MemoryFrame mf{f, m.conditioning, {}};
+    if (std::find(m.input_obj_ids.begin(), m.input_obj_ids.end(), obj_id) != m.input_obj_ids.end())
+      mf.input_obj_ids = {obj_id};
+    s.memory[f] = mf;
+  }
+  backend_.extract_object(view(source), view(s), obj_id);
+  remove_from_states({obj_id});  // invalidates `source`
+  states_.push_back(std::move(s));
+  return states_.back();
 }
 
 // Official add_sam2_new_points before its preflight: mask inputs without points of the same object on
