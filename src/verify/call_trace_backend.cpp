@@ -53,6 +53,7 @@ json rounded(const Tensor& t) {
 TrackerOutput CallTraceBackend::propagate(const TrackerStateView& state, int frame, bool reverse) {
   TrackerOutput r = inner_.propagate(state, frame, reverse);
   json j = {{"call", "propagate"}, {"frame", frame}, {"reverse", reverse}};
+  if (state.tracker_only) j["tracker_only"] = true;
   j.update(state_json(state));
   add_mask_stats(j, r.low_res_masks);
   j["object_scores"] = rounded(r.object_score_logits);
@@ -80,6 +81,33 @@ void CallTraceBackend::add_masks(const TrackerStateView& state, int frame, const
   add_mask_stats(j, masks);
   out_ << j.dump() << "\n";
   inner_.add_masks(state, frame, obj_ids, masks, kind, conditioning);
+}
+
+TrackerOutput CallTraceBackend::add_points(const TrackerStateView& state, int frame, int64_t obj_id,
+                                           const PointInputs& points, bool conditioning) {
+  TrackerOutput r = inner_.add_points(state, frame, obj_id, points, conditioning);
+  json j = {{"call", "add_points"}, {"frame", frame}, {"obj_id", obj_id}, {"conditioning", conditioning}};
+  j.update(state_json(state));
+  add_mask_stats(j, r.low_res_masks);
+  j["object_scores"] = rounded(r.object_score_logits);
+  out_ << j.dump() << "\n";
+  return r;
+}
+
+void CallTraceBackend::relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after,
+                                               int64_t obj_id) {
+  json j = {{"call", "relayout_refined_object"}, {"obj_id", obj_id}, {"buckets_before", before.buckets}};
+  j.update(state_json(after));
+  out_ << j.dump() << "\n";
+  inner_.relayout_refined_object(before, after, obj_id);
+}
+
+void CallTraceBackend::extract_object(const TrackerStateView& source, const TrackerStateView& singleton,
+                                      int64_t obj_id) {
+  json j = {{"call", "extract_object"}, {"obj_id", obj_id}, {"source", state_json(source)}};
+  j.update(state_json(singleton));
+  out_ << j.dump() << "\n";
+  inner_.extract_object(source, singleton, obj_id);
 }
 
 void CallTraceBackend::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {

@@ -22,11 +22,20 @@ class CallTraceBackend : public pipeline::ModelBackend {
     inner_.run_backbone_input(frame, image, w, h);
   }
   pipeline::DetectorOutput detect(int frame) override { return inner_.detect(frame); }
+  void set_box_exemplars(int frame, const std::vector<sam31::BoxExemplar>& boxes) override {
+    inner_.set_box_exemplars(frame, boxes);
+  }
   pipeline::TrackerOutput propagate(const pipeline::TrackerStateView& state, int frame, bool reverse) override;
   void encode_memory(const pipeline::TrackerStateView& state, int frame, const Tensor& masks,
                      const Tensor& object_score_logits) override;
   void add_masks(const pipeline::TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids,
                  const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
+  pipeline::TrackerOutput add_points(const pipeline::TrackerStateView& state, int frame, int64_t obj_id,
+                                     const pipeline::PointInputs& points, bool conditioning) override;
+  void relayout_refined_object(const pipeline::TrackerStateView& before, const pipeline::TrackerStateView& after,
+                               int64_t obj_id) override;
+  void extract_object(const pipeline::TrackerStateView& source, const pipeline::TrackerStateView& singleton,
+                      int64_t obj_id) override;
   void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed) override;
   void drop_state(int state_id) override { inner_.drop_state(state_id); }
   void reset() override { inner_.reset(); }

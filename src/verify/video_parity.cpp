@@ -208,7 +208,10 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
                "' has no request list ('requests')");
   const ModelSource src = fixture_model_source(opt);
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
-  VideoPredictor predictor(*model.backend, load_control_config(dir + "/config.json"));
+  std::ostringstream calls;
+  std::unique_ptr<ModelBackend> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
+  VideoPredictor predictor(traced ? *traced : *model.backend, load_control_config(dir + "/config.json"));
   const std::string session = predictor.start_session(open_video(dir + "/video/frames"));
   predictor.keep_outputs(session, true);  // remove_object answers with the frame's kept outputs
   RequestReplayReport rep;
@@ -216,6 +219,7 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   for (const auto& r : trace["requests"]) {
     const std::string type = r.at("type").get<std::string>();
     const std::string label = "request " + std::to_string(index) + " (" + type + ")";
+    if (traced) calls << nlohmann::json{{"call", "request"}, {"index", index}, {"type", type}}.dump() << "\n";
     VideoParityReport one;
     std::ostringstream lines;
     if (type == "add_prompt") {
@@ -225,6 +229,10 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
       if (r.contains("points"))
         for (const auto& q : r["points"]) p.points_xy.push_back({q[0].get<float>(), q[1].get<float>()});
       if (r.contains("point_labels")) p.point_labels = r["point_labels"].get<std::vector<int>>();
+      if (r.contains("bounding_boxes"))
+        for (const auto& b : r["bounding_boxes"])
+          p.boxes_xywh.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()});
+      if (r.contains("bounding_box_labels")) p.box_labels = r["bounding_box_labels"].get<std::vector<int>>();
       p.clear_old_points = r.value("clear_old_points", true);
       const int f = r.at("frame_index").get<int>();
       compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f),
@@ -244,6 +252,9 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
                       : d == "backward" ? PropagationDirection::Backward
                                         : PropagationDirection::Both;
       predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
+        if (traced)
+          calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump()
+                << "\n";
         auto it = refs.find(out.frame_index);
         if (it == refs.end()) {
           ++one.id_mismatches;
@@ -272,6 +283,12 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
     ++index;
   }
   predictor.close_session(session);
+  if (traced) {
+    AtomicFile f(opt.trace_calls);
+    f.write(calls.str());
+    f.commit();
+    log << "tracker calls written to " << opt.trace_calls << "\n";
+  }
   return rep;
 }
 

@@ -193,6 +193,10 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
   if (opt.tracker_high_res && w.has("tracker.model.sam_mask_decoder.conv_s0.weight")) {
     b.output(L::conv2d(b, w, prop_levels[0], "tracker.model.sam_mask_decoder.conv_s0"), names::backbone::kHighResS0);
     b.output(L::conv2d(b, w, prop_levels[1], "tracker.model.sam_mask_decoder.conv_s1"), names::backbone::kHighResS1);
+    b.output(L::conv2d(b, w, L::round_to_bf16(b, prop_levels[0]), "tracker.model.sam_mask_decoder.conv_s0"),
+             names::backbone::kHighResS0Cached);
+    b.output(L::conv2d(b, w, L::round_to_bf16(b, prop_levels[1]), "tracker.model.sam_mask_decoder.conv_s1"),
+             names::backbone::kHighResS1Cached);
   }
   g.metadata["candidate"] = "backbone";
   g.metadata["vit_mlp"] = opt.fp32_mlp ? "fp32" : "bf16 (official)";
@@ -249,6 +253,10 @@ std::string backbone_contract(const ModelConfig& cfg) {
            "tracker.model.sam_mask_decoder.conv_s0(propagation_fpn0)", "propagation_decoder high-res features 0");
   t.output("propagation_high_res_s1", {1, D / 4, s1, s1}, "f32",
            "tracker.model.sam_mask_decoder.conv_s1(propagation_fpn1)", "propagation_decoder high-res features 1");
+  t.output("propagation_high_res_s0_bf16_fpn", {1, D / 8, s0, s0}, "f32", "conv_s0(propagation_fpn0 rounded to bf16)",
+           "propagation_decoder high-res features 0 in the interactive propagation (official cached bf16 features)");
+  t.output("propagation_high_res_s1_bf16_fpn", {1, D / 4, s1, s1}, "f32", "conv_s1(propagation_fpn1 rounded to bf16)",
+           "propagation_decoder high-res features 1 in the interactive propagation");
   t.note(
       "Build variant `fp32_mlp`: fc1 + GELU in fp32 instead of the official bf16 addmm_act; used only to "
       "check the trunk at fp32 tolerance.");

@@ -22,6 +22,8 @@ std::vector<std::string> backbone_outputs() {
   for (int level = 0; level < n::kLevels; ++level) out.push_back(n::pos(level));
   out.push_back(n::kHighResS0);
   out.push_back(n::kHighResS1);
+  out.push_back(n::kHighResS0Cached);
+  out.push_back(n::kHighResS1Cached);
   return out;
 }
 

@@ -23,6 +23,10 @@ inline std::string fpn(Head head, int level) { return std::string(kHeads[head]) 
 inline std::string pos(int level) { return "pos" + std::to_string(level); }
 inline constexpr const char* kHighResS0 = "propagation_high_res_s0";
 inline constexpr const char* kHighResS1 = "propagation_high_res_s1";
+// The same convolutions on the levels rounded to bf16: the official interactive tracker reads the
+// session's cached features, kept in bf16 (propagation after point prompts).
+inline constexpr const char* kHighResS0Cached = "propagation_high_res_s0_bf16_fpn";
+inline constexpr const char* kHighResS1Cached = "propagation_high_res_s1_bf16_fpn";
 }  // namespace backbone
 
 namespace detector {

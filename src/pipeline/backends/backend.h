@@ -63,6 +63,11 @@ struct TrackerStateView {
   std::vector<int> bucket_ids;             // stable id per bucket (memory of a deleted bucket can go)
   std::vector<MemoryFrame> memory_frames;  // frames with encoded memory, ascending frame index
   int num_frames = 0;                      // frames in the video (temporal position encodings)
+  // The official interactive propagation (propagation_partial, after point prompts): the tracker alone
+  // on the session's cached features (level-2 features in bf16), each frame's memory encoded from the
+  // decoder's own masks at the image size with its own object scores, stored as a non-conditioning
+  // frame unless the frame holds inputs.
+  bool tracker_only = false;
 };
 
 // Point / box prompts of ONE object on one frame (official add_new_points), in model-input pixels
@@ -144,6 +149,26 @@ class ModelBackend {
   virtual TrackerOutput add_points(const TrackerStateView& /*state*/, int /*frame_index*/, int64_t /*obj_id*/,
                                    const PointInputs& /*points*/, bool /*conditioning*/) {
     fail("this model backend cannot run point or box prompts");
+  }
+  // The official refinement of the only object of a tracker state on a frame the state has tracked
+  // (tracker add_new_points: extracted into a singleton state, merged back into the emptied state with
+  // a fresh layout): `before` and `after` show the same state and object, after.buckets the fresh
+  // layout. Every stored frame keeps the memory row <object index in before> of its bucket axis (the
+  // official slices the bucket axis with the object index) as the new bucket 0 memory, and the object's
+  // pointer and outputs move to its new slot.
+  virtual void relayout_refined_object(const TrackerStateView& /*before*/, const TrackerStateView& /*after*/,
+                                       int64_t /*obj_id*/) {
+    fail("this model backend cannot refine tracked objects with points");
+  }
+  // The official first refinement of an object that shares its tracker state with others
+  // (_extract_object_to_singleton_state): `singleton` is a new state holding only obj_id, `source` its
+  // state before the object leaves it. The singleton's bank gets every stored frame of the source with
+  // the same kind, the object's pointer (in its slot 0) and outputs, and NO spatial memory: the official
+  // demuxes the per-bucket memories as if they were per slot, which fails its shape check, and keeps
+  // None.
+  virtual void extract_object(const TrackerStateView& /*source*/, const TrackerStateView& /*singleton*/,
+                              int64_t /*obj_id*/) {
+    fail("this model backend cannot refine tracked objects with points");
   }
   // Objects were removed from a state (state shows the buckets after removal; removed_obj_ids were
   // in it before) or the whole state was dropped (drop_state).

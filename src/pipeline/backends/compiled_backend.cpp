@@ -117,6 +117,8 @@ struct FrameFeatures {
   Tensor interactive0, interactive1, interactive2;  // levels 0 / 1 for point prompts only
   Tensor propagation2;
   Tensor high_res_s0, high_res_s1;
+  // From the levels rounded to bf16 (interactive propagation); undefined in models compiled before.
+  Tensor cached_high_res_s0, cached_high_res_s1;
   int video_width = 0, video_height = 0;
 };
 
@@ -185,6 +187,10 @@ class CompiledBackend : public ModelBackend {
     f.propagation2 = out.at(bb::fpn(bb::kPropagationHead, 2));
     f.high_res_s0 = out.at(bb::kHighResS0);
     f.high_res_s1 = out.at(bb::kHighResS1);
+    if (out.count(bb::kHighResS0Cached) && out.count(bb::kHighResS1Cached)) {
+      f.cached_high_res_s0 = out.at(bb::kHighResS0Cached);
+      f.cached_high_res_s1 = out.at(bb::kHighResS1Cached);
+    }
     f.video_width = width;
     f.video_height = height;
     frames_[frame_index] = std::move(f);
@@ -232,7 +238,16 @@ class CompiledBackend : public ModelBackend {
       return data_outputs(a, sm.pending[t], n);
     }
     const FrameFeatures& f = features(t);
+    // The interactive propagation reads the session's cached features, kept in bf16 (level 2, and
+    // levels 0 / 1 before the high-resolution convolutions).
     sam31::CurrentFrameFeatures cur{f.propagation2, f.pos2, f.high_res_s0, f.high_res_s1};
+    if (state.tracker_only) {
+      cur.image = round_to_bf16(f.propagation2);
+      if (f.cached_high_res_s0.defined()) {
+        cur.high_res_s0 = f.cached_high_res_s0;
+        cur.high_res_s1 = f.cached_high_res_s1;
+      }
+    }
     sam31::MemorySelectionOptions opt;
     opt.track_in_reverse = reverse;
     std::vector<std::map<std::string, Tensor>> outs;
@@ -262,11 +277,21 @@ class CompiledBackend : public ModelBackend {
     const FrameFeatures& f = features(t);
     const int64_t n = int64_t(state.obj_ids.size()), hi = masks.dim(1);
     sync_frame_kinds(sm, state);
-    const bool cond = sm.bank.cond_frames.count(t) != 0;
-    Tensor pix = f.propagation2;
     // Objects that received a mask input on this frame keep their conditioning channel.
     std::set<int> cond_idx = input_objects(state, t);
-    Tensor maskmem = run_memory_encoder(memory_, a, pix, as_f32(masks).reshaped({n, 1, hi, hi}),
+    // The interactive propagation stores the outputs of a frame without inputs as a non-conditioning
+    // frame even where the frame is (also) a conditioning frame (official propagate_in_video).
+    const bool cond = sm.bank.cond_frames.count(t) != 0 && !(state.tracker_only && cond_idx.empty());
+    Tensor pix = state.tracker_only ? round_to_bf16(f.propagation2) : f.propagation2;
+    Tensor mask_in = as_f32(masks).reshaped({n, 1, hi, hi});
+    if (state.tracker_only) {
+      // track_step's memory: the decoder's masks at the image size, made non-overlapping.
+      SEGMUX_CHECK(hi == cfg_.image_size, "encode_memory: interactive propagation masks must be ", cfg_.image_size,
+                   " px, got ", hi);
+      mask_in = mask_in.clone();
+      apply_non_overlapping_constraints(mask_in);
+    }
+    Tensor maskmem = run_memory_encoder(state.tracker_only ? memory_image_size_ : memory_, a, pix, mask_in,
                                         as_f32(scores).reshaped({n, 1}), cond_idx);
     if (cond) {
       sm.bank.cond_frames[t].maskmem_features = maskmem;
@@ -274,7 +299,7 @@ class CompiledBackend : public ModelBackend {
     }
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
-    sf.image_features = f.propagation2;
+    sf.image_features = pix;
     auto it = sm.pending.find(t);
     SEGMUX_CHECK(it != sm.pending.end(), "encode_memory on frame ", t, " before the state was propagated there");
     sf.obj_ptr = it->second.stored_obj_ptr;
@@ -288,8 +313,12 @@ class CompiledBackend : public ModelBackend {
     StateMemory& sm = states_[state.state_id];
     if (!conditioning && sm.bank.cond_frames.count(t)) {
       // Masks given on a frame that is already a conditioning frame of this state without making it
-      // one (reconditioning there): the official preflight drops the non-conditioning output of a
-      // frame that has a conditioning output, so neither outputs nor memory change.
+      // one (reconditioning there, or new objects on the add_prompt frame when the propagation runs it
+      // again): the official preflight drops the non-conditioning output of a frame that has a
+      // conditioning output, so the memory does not change; but add_new_masks_to_existing_state /
+      // recondition_masks_in_existing_state first wrote the objects' pointers from the mask-as-output
+      // path into that conditioning output in place, and later frames read them.
+      update_cond_frame_pointers(sm.bank.cond_frames[t], state, t, obj_ids, masks);
       return;
     }
     MultiplexAssignment a{state.buckets};
@@ -412,16 +441,56 @@ class CompiledBackend : public ModelBackend {
     std::memcpy(low.data<float>() + size_t(row) * size_t(hm * hm), mask.data<float>(), size_t(hm * hm) * 4);
     scores.data<float>()[row] = out.at(pt::kObjectScoreLogit).data<float>()[0];
     std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at(pt::kObjPtr).data<float>(), size_t(D) * 4);
-    store_consolidated_frame(sm, a, t, low, scores, ptrs, {row}, conditioning);
+    store_consolidated_frame(sm, a, t, low, scores, ptrs, {row}, conditioning, /*cached_features=*/true);
     return {mask.reshaped({1, hm, hm}).clone(), Tensor::from_vector<float>({1}, {scores.data<float>()[row]})};
   }
 
   // A frame whose outputs were given (masks, points): they become the state's outputs there and its
   // memory as the official preflight encodes it (low-res masks upsampled to the image size,
   // non-overlapping; `cond_objects` = the frame's conditioning objects).
+  // A mux-space tensor stored before buckets were added has fewer rows: the new buckets are zero.
+  static Tensor pad_buckets(const Tensor& muxed, int buckets) {
+    SEGMUX_CHECK(muxed.dim(0) <= buckets, "stored tensor of ", muxed.dim(0), " buckets for a state of ", buckets);
+    if (muxed.dim(0) == buckets) return muxed;
+    Shape s = muxed.shape();
+    s[0] = buckets;
+    Tensor out(muxed.dtype(), s);
+    std::memset(out.raw(), 0, out.nbytes());
+    std::memcpy(out.raw(), muxed.raw(), muxed.nbytes());
+    return out;
+  }
+
+  // The stored pointers of a conditioning frame, for the objects given masks there: the interactive
+  // decoder's pointer of each mask (mux space, the state's current layout).
+  void update_cond_frame_pointers(sam31::StoredFrame& sf, const TrackerStateView& state, int t,
+                                  const std::vector<int64_t>& obj_ids, const Tensor& masks) {
+    if (!sf.obj_ptr.defined()) return;
+    const MultiplexAssignment a{state.buckets};
+    const int M = cfg_.multiplex_count;
+    const int64_t n = int64_t(state.obj_ids.size()), hi = cfg_.input_mask_size(), D = cfg_.d_model;
+    SEGMUX_CHECK(sf.obj_ptr.dim(0) <= a.num_buckets(), "add_masks: frame ", t, " stores pointers of ",
+                 sf.obj_ptr.dim(0), " buckets, the state has ", a.num_buckets());
+    Tensor ptrs = demux(a, M, pad_buckets(sf.obj_ptr, a.num_buckets()), n);
+    const FrameFeatures& f = features(t);
+    const Tensor mask_f = as_f32(masks);
+    for (size_t k = 0; k < obj_ids.size(); ++k) {
+      const auto at = std::find(state.obj_ids.begin(), state.obj_ids.end(), obj_ids[k]);
+      SEGMUX_CHECK(at != state.obj_ids.end(), "add_masks: object ", obj_ids[k], " is not in tracker state ",
+                   state.state_id);
+      namespace id = sam31::names::interactive_decoder;
+      auto out = interactive_.run(
+          {{id::kImage, f.interactive2}, {id::kMask, take(mask_f, 0, int64_t(k), 1).reshaped({1, 1, hi, hi})}});
+      std::memcpy(ptrs.data<float>() + size_t(at - state.obj_ids.begin()) * size_t(D),
+                  out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
+    }
+    sf.obj_ptr = mux(a, M, ptrs);
+  }
+
+  // `cached_features`: the frame's features come from the session cache (point prompts), whose
+  // level-2 features are bf16, so the bank keeps them so.
   void store_consolidated_frame(StateMemory& sm, const MultiplexAssignment& a, int t, const Tensor& low_c,
                                 const Tensor& scores, const Tensor& ptrs, const std::set<int>& cond_objects,
-                                bool conditioning) {
+                                bool conditioning, bool cached_features = false) {
     const FrameFeatures& f = features(t);
     const int M = cfg_.multiplex_count;
     const int64_t n = low_c.dim(0), hm = cfg_.low_res_mask_size();
@@ -437,7 +506,8 @@ class CompiledBackend : public ModelBackend {
     Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
-    sf.image_features = f.propagation2;  // the bank keeps fp32 image features (only the encoder input is bf16)
+    // Detector masks: the bank keeps fp32 image features (only the encoder input is bf16).
+    sf.image_features = cached_features ? pix : f.propagation2;
     sf.obj_ptr = p.stored_obj_ptr;
     if (conditioning) {
       sm.bank.cond_frames[t] = sf;
@@ -446,6 +516,56 @@ class CompiledBackend : public ModelBackend {
       sm.bank.non_cond_frames[t] = sf;
     }
     evict_unreachable_frames(sm, t);
+  }
+
+  void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
+    const auto at = std::find(source.obj_ids.begin(), source.obj_ids.end(), obj_id);
+    SEGMUX_CHECK(at != source.obj_ids.end() && singleton.obj_ids == std::vector<int64_t>{obj_id},
+                 "extract_object: object ", obj_id, " is not in tracker state ", source.state_id);
+    const int64_t row = at - source.obj_ids.begin(), n = int64_t(source.obj_ids.size());
+    const MultiplexAssignment src_a{source.buckets}, dst_a{singleton.buckets};
+    const int M = cfg_.multiplex_count;
+    StateMemory& src = states_[source.state_id];
+    StateMemory dst;
+    // The object's row of a mux-space tensor, muxed into the singleton's layout.
+    auto move = [&](const Tensor& muxed) {
+      return mux(dst_a, M, take(demux(src_a, M, pad_buckets(muxed, src_a.num_buckets()), n), 0, row, 1));
+    };
+    for (int kind = 0; kind < 2; ++kind) {
+      auto& from = kind ? src.bank.non_cond_frames : src.bank.cond_frames;
+      auto& to = kind ? dst.bank.non_cond_frames : dst.bank.cond_frames;
+      for (const auto& [t, sf] : from) {
+        sam31::StoredFrame out;
+        out.image_features = sf.image_features;
+        if (sf.obj_ptr.defined()) out.obj_ptr = move(sf.obj_ptr);
+        to[t] = out;  // maskmem_features stays undefined (see backend.h)
+      }
+    }
+    for (const auto& [t, p] : src.pending)
+      dst.pending[t] = StateMemory::Pending{move(p.low_res), move(p.scores), move(p.stored_obj_ptr)};
+    states_[singleton.state_id] = std::move(dst);
+  }
+
+  void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
+    SEGMUX_CHECK(before.state_id == after.state_id && before.obj_ids == std::vector<int64_t>{obj_id} &&
+                     after.obj_ids == before.obj_ids,
+                 "relayout_refined_object: state ", before.state_id, " must hold only object ", obj_id);
+    StateMemory& sm = states_[before.state_id];
+    const MultiplexAssignment old_a{before.buckets}, new_a{after.buckets};
+    const int M = cfg_.multiplex_count;
+    const int64_t row = 0;  // the object's index in the state (its only object)
+    auto move = [&](const Tensor& muxed) { return mux(new_a, M, demux(old_a, M, muxed, 1)); };
+    for (auto* frames : {&sm.bank.cond_frames, &sm.bank.non_cond_frames})
+      for (auto& [t, sf] : *frames) {
+        if (sf.maskmem_features.defined())
+          sf.maskmem_features = sf.maskmem_features.dim(0) > row ? take(sf.maskmem_features, 0, row, 1) : Tensor();
+        if (sf.obj_ptr.defined()) sf.obj_ptr = move(sf.obj_ptr);
+      }
+    for (auto& [t, p] : sm.pending) {
+      p.low_res = move(p.low_res);
+      p.scores = move(p.scores);
+      p.stored_obj_ptr = move(p.stored_obj_ptr);
+    }
   }
 
   void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {
@@ -522,10 +642,12 @@ class CompiledBackend : public ModelBackend {
       auto& from = mf.conditioning ? sm.bank.non_cond_frames : sm.bank.cond_frames;
       auto& to = mf.conditioning ? sm.bank.cond_frames : sm.bank.non_cond_frames;
       auto it = from.find(mf.frame_index);
-      if (it != from.end()) {
-        to[mf.frame_index] = it->second;
-        from.erase(it);
-      }
+      if (it == from.end()) continue;
+      // A conditioning frame the interactive propagation re-ran holds both kinds (official output_dict):
+      // its new non-conditioning memory stays next to the conditioning one.
+      if (mf.conditioning && to.count(mf.frame_index)) continue;
+      to[mf.frame_index] = it->second;
+      from.erase(it);
     }
   }
 

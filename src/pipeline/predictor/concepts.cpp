@@ -118,6 +118,12 @@ class ConceptBackend : public ModelBackend {
                            bool conditioning) override {
     return shared_.real().add_points(global(state), frame, obj_id, points, conditioning);
   }
+  void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
+    shared_.real().extract_object(global(source), global(singleton), obj_id);
+  }
+  void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
+    shared_.real().relayout_refined_object(global(before), global(after), obj_id);
+  }
   void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) override {
     shared_.real().remove_objects(global(state), removed);
   }
@@ -210,6 +216,8 @@ FrameOutput ConceptSet::labelled(const Concept& c, FrameOutput out) const {
     r.boxes_xywh.push_back(out.boxes_xywh[k]);
     r.masks.push_back(std::move(out.masks[k]));
     r.prompts.push_back(c.text);
+    if (out.overlap_probs.size() == out.obj_ids.size()) r.overlap_probs.push_back(out.overlap_probs[k]);
+    if (out.pre_overlap_masks.size() == out.obj_ids.size()) r.pre_overlap_masks.push_back(out.pre_overlap_masks[k]);
   }
   return r;
 }
@@ -282,7 +290,8 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
       merged = merge(std::move(parts));
       if (keep_outputs_) {
         KeptFrame& k = kept_[merged.frame_index];
-        k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh, {}, merged.prompts, merged.stats};
+        k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
+                      merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
         for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
       }
       if (!sink(std::move(merged))) stopped = true;
@@ -317,7 +326,12 @@ FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
     merged.boxes_xywh.push_back(f.boxes_xywh[at.second]);
     merged.masks.push_back(std::move(f.masks[at.second]));
     merged.prompts.push_back(at.second < f.prompts.size() ? f.prompts[at.second] : std::string());
+    if (f.overlap_probs.size() == f.obj_ids.size()) merged.overlap_probs.push_back(f.overlap_probs[at.second]);
+    if (f.pre_overlap_masks.size() == f.obj_ids.size())
+      merged.pre_overlap_masks.push_back(std::move(f.pre_overlap_masks[at.second]));
   }
+  if (merged.overlap_probs.size() != merged.obj_ids.size()) merged.overlap_probs.clear();
+  if (merged.pre_overlap_masks.size() != merged.obj_ids.size()) merged.pre_overlap_masks.clear();
   return merged;
 }
 
@@ -333,6 +347,8 @@ bool ConceptSet::remove_object(int64_t obj_id) {
         k.boxes_xywh.erase(k.boxes_xywh.begin() + at);
         k.masks.erase(k.masks.begin() + at);
         k.prompts.erase(k.prompts.begin() + at);
+        if (k.overlap_probs.size() > i) k.overlap_probs.erase(k.overlap_probs.begin() + at);
+        if (k.pre_overlap_masks.size() > i) k.pre_overlap_masks.erase(k.pre_overlap_masks.begin() + at);
         break;
       }
   for (auto& c : concepts_)
@@ -358,6 +374,8 @@ std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
     out.masks.push_back(rle_decode(k.masks[i]));
     out.prompts.push_back(k.prompts[i]);
   }
+  if (k.overlap_probs.size() == k.obj_ids.size()) out.overlap_probs = k.overlap_probs;
+  if (k.pre_overlap_masks.size() == k.obj_ids.size()) out.pre_overlap_masks = k.pre_overlap_masks;
   return out;
 }
 
@@ -382,6 +400,8 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
       out.boxes_xywh.erase(out.boxes_xywh.begin() + at);
       out.masks.erase(out.masks.begin() + at);
       out.prompts.erase(out.prompts.begin() + at);
+      if (out.overlap_probs.size() > i) out.overlap_probs.erase(out.overlap_probs.begin() + at);
+      if (out.pre_overlap_masks.size() > i) out.pre_overlap_masks.erase(out.pre_overlap_masks.begin() + at);
       break;
     }
   FrameOutput mine;
@@ -394,14 +414,25 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
     mine.boxes_xywh = {{box[0] / W, box[1] / H, (box[2] - box[0]) / W, (box[3] - box[1]) / H}};
     mine.masks.push_back(std::move(r.mask));
     mine.prompts = {c->text};
+    mine.overlap_probs = {r.prob};  // official: the clicked object's frame score is set to 1.0
+    mine.pre_overlap_masks = {rle_encode(r.mask)};
   }
   std::vector<FrameOutput> parts;
   parts.push_back(std::move(out));
   parts.push_back(std::move(mine));
   FrameOutput merged = merge(std::move(parts));
+  // The other objects of the frame enter the non-overlap step again from their masks before it
+  // (official: the frame's cached outputs with the clicked object's new mask, post-processed again), so
+  // pixels the clicked object no longer covers go back to them.
+  if (merged.pre_overlap_masks.size() == merged.obj_ids.size() &&
+      merged.overlap_probs.size() == merged.obj_ids.size()) {
+    for (size_t i = 0; i < merged.obj_ids.size(); ++i) merged.masks[i] = rle_decode(merged.pre_overlap_masks[i]);
+    object_wise_non_overlap(merged.masks, merged.overlap_probs);
+  }
   if (keep_outputs_) {
     KeptFrame& k = kept_[frame_index];
-    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh, {}, merged.prompts, merged.stats};
+    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
+                  merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
     for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
   }
   return merged;
@@ -452,9 +483,14 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
       if (i != std::string::npos) {
         out.probs.push_back(kept.probs[i]);
         out.boxes_xywh.push_back(kept.boxes_xywh[i]);
-        out.masks.push_back(std::move(kept.masks[i]));
+        // Kept objects enter the non-overlap step with their masks from before it (official
+        // cached_frame_outputs), so pixels a refined object gives up return to them.
+        const bool pre = kept.pre_overlap_masks.size() == kept.obj_ids.size();
+        out.masks.push_back(pre ? rle_decode(kept.pre_overlap_masks[i]) : std::move(kept.masks[i]));
         out.prompts.push_back(kept.prompts[i]);
-        tracker_probs.push_back(kept.probs[i]);
+        // Kept objects rank by their score of that frame (official obj_id_to_sam2_score_frame_wise).
+        tracker_probs.push_back(kept.overlap_probs.size() == kept.obj_ids.size() ? kept.overlap_probs[i]
+                                                                                 : kept.probs[i]);
         continue;
       }
       VideoControlPlane::TrackedObject& t = fresh.at(id);
@@ -464,11 +500,16 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
       out.boxes_xywh.push_back({box[0] / W, box[1] / H, (box[2] - box[0]) / W, (box[3] - box[1]) / H});
       out.masks.push_back(std::move(t.mask));
       out.prompts.push_back(owner.at(id)->text);
-      tracker_probs.push_back(1.0f / (1.0f + std::exp(-t.score_logit)));
+      // Official quirk: the interactive propagation stores the tracked objects' raw object-score logits
+      // as their frame scores (the full propagation stores sigmoids), so they outrank kept objects.
+      tracker_probs.push_back(t.score_logit);
     }
+    std::vector<RleMask> pre_overlap;
+    for (const auto& m : out.masks) pre_overlap.push_back(rle_encode(m));
     object_wise_non_overlap(out.masks, tracker_probs);
     KeptFrame& k = kept_[f];
-    k = KeptFrame{out.obj_ids, out.probs, out.boxes_xywh, {}, out.prompts, out.stats};
+    k = KeptFrame{out.obj_ids, out.probs, out.boxes_xywh, {},
+                  out.prompts, out.stats, tracker_probs,  std::move(pre_overlap)};
     for (const auto& m : out.masks) k.masks.push_back(rle_encode(m));
     if (!sink(std::move(out))) return false;
   }

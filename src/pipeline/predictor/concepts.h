@@ -92,6 +92,8 @@ class ConceptSet {
     std::vector<RleMask> masks;
     std::vector<std::string> prompts;
     FrameStats stats;
+    std::vector<float> overlap_probs;        // FrameOutput::overlap_probs (empty if unknown)
+    std::vector<RleMask> pre_overlap_masks;  // FrameOutput::pre_overlap_masks (empty if unknown)
   };
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;

@@ -91,6 +91,10 @@ FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::strin
   backend_.encode_text({text, "visual", "geometric"});
   backend_.set_box_exemplars(frame_index, boxes);  // official per_frame_geometric_prompt
   PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt);
+  // The boxes act on this add_prompt only: the official propagation's batched grounding takes its
+  // geometric prompts from the input batch's find_inputs, which add_prompt's boxes never reach, so every
+  // propagated frame (this one again included) is detected with the text alone.
+  if (!boxes.empty()) backend_.set_box_exemplars(frame_index, {});
   return postprocess(pending, {});
 }
 
@@ -226,6 +230,7 @@ FrameOutput VideoControlPlane::postprocess(const PendingFrame& f, const std::set
     if (hidden.count(id) || std::find(f.suppressed.begin(), f.suppressed.end(), id) != f.suppressed.end()) continue;
     BinaryMask m = rle_decode(f.masks.at(id));
     if (m.area() == 0) continue;
+    out.pre_overlap_masks.push_back(f.masks.at(id));
     auto box = mask_to_box_xyxy(m);  // boxes come from masks before the non-overlap step
     out.obj_ids.push_back(id);
     auto sc = f.scores.find(id);
@@ -237,6 +242,7 @@ FrameOutput VideoControlPlane::postprocess(const PendingFrame& f, const std::set
     out.masks.push_back(std::move(m));
   }
   object_wise_non_overlap(out.masks, sam2);
+  out.overlap_probs = std::move(sam2);
   return out;
 }
 

@@ -38,6 +38,13 @@ struct FrameOutput {
   std::vector<BinaryMask> masks;                 // video resolution, after the object-wise non-overlap
   FrameStats stats;
   std::vector<std::string> prompts;  // per object: the text prompt that found it (ConceptSet fills it)
+  // Per object: the probability the object-wise non-overlap ranked it by (official
+  // obj_id_to_sam2_score of the frame); empty where not known. A later interactive propagation ranks
+  // the objects it keeps by it.
+  std::vector<float> overlap_probs;
+  // Per object: its mask before the non-overlap step (official cached_frame_outputs), which the
+  // interactive propagation re-ranks; empty where not known.
+  std::vector<RleMask> pre_overlap_masks;
 };
 
 struct TrackerStateSnapshot {
@@ -212,6 +219,8 @@ class VideoControlPlane {
   void remove_from_states(const std::vector<int64_t>& ids);
   void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
   void insert_point_object(int frame_index, int64_t obj_id);  // control_plane_points.cpp
+  void clear_detector_inputs(TrackerState& state);            // control_plane_points.cpp
+  TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);  // control_plane_points.cpp
 
   ModelBackend& backend_;
   FrameSource& frames_;

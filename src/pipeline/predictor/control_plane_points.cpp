@@ -73,10 +73,24 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   all.xy.insert(all.xy.end(), points.xy.begin(), points.xy.end());
   all.labels.insert(all.labels.end(), points.labels.begin(), points.labels.end());
 
+  // Official add_sam2_new_points: the first refinement of an object that shares its tracker state
+  // moves it into a new singleton state (memories dropped, see ModelBackend::extract_object), which has
+  // tracked nothing yet, so the click is a fresh conditioning input there.
+  if (!r.new_object && state->obj_ids.size() > 1 && !user_objects_.count(obj_id))
+    state = &extract_to_singleton(*state, obj_id);
+  // Official tracker add_new_points on a frame the object's state has tracked (a refinement): the
+  // object is extracted into a singleton state and merged back. When it is the state's only object the
+  // merge re-creates the state with a fresh layout (the memory quirk is the backend's).
+  if (!r.new_object && state->obj_ids.size() == 1 && state->tracked_frames.count(frame_index)) {
+    const TrackerStateView before = view(*state);
+    state->buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
+    backend_.relayout_refined_object(before, view(*state), obj_id);
+  }
   // The clicked frame is a conditioning frame of the object's state from now on.
   state->note_mask_inputs(frame_index, {obj_id});
   state->memory[frame_index].conditioning = true;
   TrackerOutput out = backend_.add_points(view(*state), frame_index, obj_id, all, true);
+  clear_detector_inputs(*state);
   state->tracked_frames.insert(frame_index);
   prompted_frames_.insert(frame_index);
   user_objects_.insert(obj_id);
@@ -91,6 +105,33 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   return r;
 }
 
+// The new state holds the object alone, with the source's frames (same kinds, the object's own inputs)
+// and nothing tracked; the source loses the object as in a removal. Appended last, as officially.
+VideoControlPlane::TrackerState& VideoControlPlane::extract_to_singleton(TrackerState& source, int64_t obj_id) {
+  TrackerState s;
+  s.id = next_state_id_++;
+  s.obj_ids = {obj_id};
+  s.buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
+  for (const auto& [f, m] : source.memory) {
+    MemoryFrame mf{f, m.conditioning, {}};
+    if (std::find(m.input_obj_ids.begin(), m.input_obj_ids.end(), obj_id) != m.input_obj_ids.end())
+      mf.input_obj_ids = {obj_id};
+    s.memory[f] = mf;
+  }
+  backend_.extract_object(view(source), view(s), obj_id);
+  remove_from_states({obj_id});  // invalidates `source`
+  states_.push_back(std::move(s));
+  return states_.back();
+}
+
+// Official add_sam2_new_points before its preflight: mask inputs without points of the same object on
+// that frame (the detector's) are cleared in the clicked object's state, so those frames are no longer
+// stored-output frames: the next propagation re-runs the tracker there (the conditioning memory stays).
+void VideoControlPlane::clear_detector_inputs(TrackerState& state) {
+  for (auto& [f, m] : state.memory)
+    std::erase_if(m.input_obj_ids, [&, f = f](int64_t id) { return !points_.count({id, f}); });
+}
+
 std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_objects(int frame_index, bool reverse,
                                                                                      const std::set<int64_t>& ids) {
   ensure_frame_features(frame_index);
@@ -99,23 +140,27 @@ std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_obj
   std::vector<float> plane(size_t(H) * size_t(W));
   for (auto& s : states_) {
     if (std::none_of(s.obj_ids.begin(), s.obj_ids.end(), [&](int64_t id) { return ids.count(id) > 0; })) continue;
-    TrackerOutput t = backend_.propagate(view(s), frame_index, reverse);
+    TrackerStateView v = view(s);
+    v.tracker_only = true;
+    const auto at = s.memory.find(frame_index);
+    const bool stored = at != s.memory.end() && !at->second.input_obj_ids.empty();
+    TrackerOutput t = backend_.propagate(v, frame_index, reverse);
     MaskStack low = MaskStack::from_tensor(t.low_res_masks, "tracker low-res masks");
     std::vector<float> sc = tensor_to_floats(t.object_score_logits, "tracker object scores");
     SEGMUX_CHECK(low.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id,
                  " returned ", low.count, " masks for ", s.obj_ids.size(), " objects");
     fill_holes_in_mask_scores(low, cfg_.fill_hole_area);
-    // Memory of the frame (official run_mem_encoder=True), as apply_memory_encoding encodes it.
-    MaskStack hi = suppress_area_shrinkage(resize_bilinear(low, geo_.input_mask_size, geo_.input_mask_size));
-    std::vector<float> presence(size_t(hi.count));
-    for (int j = 0; j < hi.count; ++j) {
-      const float* p = hi.mask(j);
-      presence[size_t(j)] = std::any_of(p, p + hi.plane(), [](float v) { return v > 0.f; }) ? 10.f : -10.f;
+    // Memory of the frame (official track_step with run_mem_encoder=True): the decoder's masks at the
+    // image size with their own object scores. Frames holding inputs keep their stored outputs and
+    // memory (official: consolidated frames are not re-run).
+    if (!stored) {
+      MemoryFrame& mf = s.memory[frame_index];
+      mf.frame_index = frame_index;
+      v = view(s);
+      v.tracker_only = true;
+      backend_.encode_memory(v, frame_index, resize_bilinear(low, geo_.image_size, geo_.image_size).to_tensor(),
+                             t.object_score_logits);
     }
-    MemoryFrame& mf = s.memory[frame_index];
-    mf.frame_index = frame_index;
-    backend_.encode_memory(view(s), frame_index, hi.to_tensor(),
-                           Tensor::from_vector<float>({int64_t(presence.size())}, presence));
     s.tracked_frames.insert(frame_index);
     for (int j = 0; j < low.count; ++j) {
       const int64_t id = s.obj_ids[size_t(j)];
