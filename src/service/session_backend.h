@@ -50,6 +50,14 @@ class SessionBackend : public pipeline::ModelBackend {
                  const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
   pipeline::TrackerOutput add_points(const pipeline::TrackerStateView& state, int frame_index, int64_t obj_id,
                                      const pipeline::PointInputs& points, bool conditioning) override;
+  void relayout_refined_object(const pipeline::TrackerStateView& before, const pipeline::TrackerStateView& after,
+                               int64_t obj_id) override {
+    shared_.real_.relayout_refined_object(global(before), global(after), obj_id);
+  }
+  void extract_object(const pipeline::TrackerStateView& source, const pipeline::TrackerStateView& singleton,
+                      int64_t obj_id) override {
+    shared_.real_.extract_object(global(source), global(singleton), obj_id);
+  }
   void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed) override;
   void drop_state(int state_id) override;
   void reset() override;  // this session's states, frames and text only
