@@ -26,6 +26,7 @@ const std::map<std::string, Factory>& cpu_table() {
       {"::Concat", cpu::make_concat},
       {"::Sigmoid", cpu::make_sigmoid},
       {"::ReduceMean", cpu::make_reduce_mean},
+      {"::Resize", cpu::make_resize},
       {"segmux::Linear", cpu::make_linear},
       {"segmux::Gelu", cpu::make_gelu},
       {"segmux::GroupNorm", cpu::make_group_norm},
