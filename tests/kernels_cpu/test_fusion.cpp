@@ -130,6 +130,49 @@ TEST(FuseLayerNorm2d, NotAChannelNormIsLeftAlone) {
   expect_same_outputs(g, fused, {{"x", random_tensor({2, 6, 4, 4}, 8)}});
 }
 
+TEST(ConvChannelsLast, ConvNormGeluChainKeepsOneLayout) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const int64_t C = 16;
+  int x = b.input("x", DType::f32, {1, 8, 12, 12});
+  auto conv = [&](int in, int64_t ic, int64_t oc, int64_t k, uint64_t seed, const ir::Attrs& extra) {
+    ir::Attrs a = extra;
+    a["pads"] = std::vector<int64_t>(4, k / 2);
+    return b.op1("Conv",
+                 {in, b.constant(random_tensor({oc, ic, k, k}, seed, -0.3f, 0.3f), "w"),
+                  b.constant(random_tensor({oc}, seed + 1), "b")},
+                 a);
+  };
+  // mask downsampler: conv -> LayerNorm2d -> GELU -> conv (stride 2)
+  int h = conv(x, 8, C, 3, 1, {{"strides", std::vector<int64_t>{2, 2}}});
+  h = L::gelu_erf(b, layer_norm_2d_pattern(b, h, C, 3));
+  h = conv(h, C, C, 3, 5, {{"strides", std::vector<int64_t>{2, 2}}});
+  // ConvNeXt block: depthwise conv -> LayerNorm2d -> channels-last -> (pointwise) -> back -> residual
+  int d = conv(h, 1, C, 7, 7, {{"group", C}});
+  int t = L::transpose(b, layer_norm_2d_pattern(b, d, C, 9), {0, 2, 3, 1});
+  int y = L::add(b, h, L::transpose(b, L::add(b, t, t), {0, 3, 1, 2}));
+  b.output(y, "y");
+  ir::Graph fused = g;
+  for (auto& p : compiler::fusion_passes()) p.run(fused);
+  EXPECT_EQ(count_ops(fused, "segmux", "Conv"), 3);
+  EXPECT_EQ(count_ops(fused, "", "Conv"), 0);
+  // left: only the transpose back to channels-first before the residual add
+  EXPECT_EQ(count_ops(fused, "", "Transpose"), 1);
+  expect_same_outputs(g, fused, {{"x", random_tensor({1, 8, 12, 12}, 11, -2.f, 2.f)}});
+}
+
+TEST(ConvChannelsLast, SharedOrGraphOutputValuesStay) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {1, 4, 6, 6});
+  int c = b.op1("Conv", {x, b.constant(random_tensor({4, 4, 1, 1}, 1), "w")});
+  b.output(c, "conv");  // the NCHW result is an output too: the conv keeps writing NCHW
+  b.output(L::transpose(b, c, {0, 2, 3, 1}), "t");
+  ir::Graph fused = g;
+  EXPECT_FALSE(compiler::conv_channels_last(fused));
+  EXPECT_EQ(count_ops(fused, "", "Conv"), 1);
+}
+
 TEST(MergeTransposes, ComposesAndCancels) {
   ir::Graph g;
   GraphBuilder b(g);

@@ -87,6 +87,7 @@ std::vector<Pass> fusion_passes() {
           Pass{"fuse-rope", fuse_rope},
           Pass{"fuse-attention", fuse_attention},
           Pass{"fuse-layer-norm-2d", fuse_layer_norm_2d},
+          Pass{"conv-channels-last", conv_channels_last},
           Pass{"fuse-linear", fuse_linear}};
 }
 

@@ -26,7 +26,14 @@ struct ConvConfig {
   Tensor bias_const;
   int bias_input = -1;
   bool bf16 = false;
+  bool last_in = false, last_out = false;  // segmux Conv: [N, H, W, C] input / output
 };
+
+// Logical NCHW dims of a 4-D shape stored channels-last ([N, H, W, C]).
+memory::dims nchw_dims(const Shape& s, bool channels_last) {
+  if (!channels_last) return to_dims(s);
+  return {s[0], s[3], s[1], s[2]};
+}
 
 struct ConvPlan {
   bool ok = false;
@@ -79,7 +86,8 @@ class ConvKernel : public Kernel {
     } else if (cfg_.bias_input >= 0 && size_t(cfg_.bias_input) < ctx.inputs.size() &&
                ctx.inputs[size_t(cfg_.bias_input)]) {
       const Tensor& b = *ctx.inputs[size_t(cfg_.bias_input)];
-      SEGMUX_CHECK(b.numel() == y.dim(1), ctx.node.describe(), ": bias has ", b.numel(), " values for ", y.dim(1),
+      const int64_t oc = cfg_.last_out ? y.dim(3) : y.dim(1);
+      SEGMUX_CHECK(b.numel() == oc, ctx.node.describe(), ": bias has ", b.numel(), " values for ", oc,
                    " output channels");
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(b.raw()));
     }
@@ -111,7 +119,9 @@ class ConvKernel : public Kernel {
     return p;
   }
 
-  void build(ConvPlan& p, const Shape& x, const Shape& y, bool emulate_bf16) {
+  void build(ConvPlan& p, const Shape& x_stored, const Shape& y_stored, bool emulate_bf16) {
+    const memory::dims xd = nchw_dims(x_stored, cfg_.last_in), yd = nchw_dims(y_stored, cfg_.last_out);
+    const Shape x(xd.begin(), xd.end()), y(yd.begin(), yd.end());
     const size_t ns = x.size() - 2;
     if (y.size() != x.size() || cfg_.kernel.size() != ns) throw dnnl::error(dnnl_invalid_arguments, "rank");
     const dt compute = cfg_.bf16 && !emulate_bf16 ? dt::bf16 : dt::f32;
@@ -159,11 +169,11 @@ class ConvKernel : public Kernel {
       st.insert(st.end(), kst.begin(), kst.end());
       wei_user = memory::desc(wdims, dt::f32, st);
     }
-    p.src_user = plain_md(to_dims(x), dt::f32);
-    p.dst_user = plain_md(to_dims(y), dt::f32);
+    p.src_user = cfg_.last_in ? memory::desc(xd, dt::f32, memory::format_tag::nhwc) : plain_md(xd, dt::f32);
+    p.dst_user = cfg_.last_out ? memory::desc(yd, dt::f32, memory::format_tag::nhwc) : plain_md(yd, dt::f32);
     p.bias_md = plain_md({OC}, dt::f32);
-    memory::desc src_any(to_dims(x), compute, memory::format_tag::any);
-    memory::desc dst_any(to_dims(y), dt::f32, memory::format_tag::any);
+    memory::desc src_any(xd, compute, memory::format_tag::any);
+    memory::desc dst_any(yd, dt::f32, memory::format_tag::any);
     memory::desc wei_any(wdims, compute, memory::format_tag::any);
     const bool has_bias = cfg_.bias_const.defined() || cfg_.bias_input >= 0;
     dnnl::primitive_attr attr;
@@ -216,6 +226,7 @@ class ConvKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed) {
   if (init.inputs.size() < 2 || !init.inputs[0] || !init.inputs[1]) return nullptr;
+  const bool segmux_conv = init.node.domain == "segmux";
   for (auto* t : init.inputs)
     if (t && t->dtype != DType::f32) return nullptr;
   const Tensor* w = init.constants[1];
@@ -244,6 +255,11 @@ std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed
     return nullptr;
   cfg.weight = *w;
   cfg.bf16 = ir::wants_bf16(n);
+  if (segmux_conv) {
+    if (w->rank() != 4) return nullptr;
+    cfg.last_in = n.attr_int("channels_last_in", 0) != 0;
+    cfg.last_out = n.attr_int("channels_last_out", 0) != 0;
+  }
   if (init.inputs.size() > 2 && init.inputs[2]) {
     if (init.constants[2])
       cfg.bias_const = *init.constants[2];

@@ -28,6 +28,7 @@ const std::map<std::string, Factory>& cpu_table() {
       {"::ReduceMean", cpu::make_reduce_mean},
       {"::Resize", cpu::make_resize},
       {"segmux::Linear", cpu::make_linear},
+      {"segmux::Conv", cpu::make_conv},
       {"segmux::Gelu", cpu::make_gelu},
       {"segmux::GroupNorm", cpu::make_group_norm},
       {"segmux::Attention", cpu::make_attention},
