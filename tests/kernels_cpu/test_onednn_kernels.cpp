@@ -161,6 +161,23 @@ TEST(CpuConv, StridedPaddedGroupedDilated) {
       500);
 }
 
+// 3x3 stride-1 convolutions with >= 64 channels on >= 1024 output pixels run as Winograd (onednn_conv.cpp):
+// the same tolerance as the direct kernel, also channels-last and without bias.
+TEST(CpuConv, WinogradShapes) {
+  using V = std::vector<int64_t>;
+  const V p1 = {1, 1, 1, 1};
+  check_conv("Conv",
+             {{{1, 64, 40, 40}, {64, 64, 3, 3}, {{"pads", p1}}, true},
+              {{1, 128, 33, 34}, {96, 128, 3, 3}, {{"pads", p1}}, false},
+              {{2, 64, 32, 32}, {80, 64, 3, 3}, {{"pads", V{0, 0, 0, 0}}}, true}},
+             700);
+  const Tensor x = random_tensor({1, 64, 36, 36}, 710), w = random_tensor({64, 64, 3, 3}, 711);
+  const Tensor b = random_tensor({64}, 712);
+  ir::Attrs a = {{"pads", p1}, {"channels_last_in", int64_t(0)}, {"channels_last_out", int64_t(1)}};
+  expect_matches_reference(make_node("Conv", a, "segmux"), {{x}, {w, true}, {b, true}}, tol_k(576) * 2, 1e-5,
+                           "winograd channels-last out");
+}
+
 // segmux Conv (channels-last input and/or output) against the reference, which transposes around the
 // ONNX Conv reference; and the reference itself against ONNX Conv on transposed tensors, so a layout
 // mix-up in both cannot cancel out.
