@@ -29,7 +29,7 @@ double numel(const Shape& s) {
 double node_flops(const ir::Graph& g, const ir::Node& n) {
   const std::string& op = n.op_type;
   bool heavy_onnx = n.domain.empty() && (op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvTranspose");
-  bool heavy_segmux = n.domain == "segmux" && (op == "Linear" || op == "Attention");
+  bool heavy_segmux = n.domain == "segmux" && (op == "Linear" || op == "Attention" || op == "Conv");
   if (!heavy_onnx && !heavy_segmux) return 0;
   if (n.inputs.size() < 2 || n.outputs.empty()) return 0;
   const ir::Value* a = known(g, n.inputs[0]);

@@ -346,7 +346,7 @@ bool eliminate_common_subexpressions(ir::Graph& g) {
 
 bool mark_bf16_precision(ir::Graph& g) {
   static const std::set<std::string> onnx_ops = {"MatMul", "Gemm", "Conv", "ConvTranspose"};
-  static const std::set<std::string> segmux_ops = {"Linear", "Attention"};
+  static const std::set<std::string> segmux_ops = {"Linear", "Attention", "Conv"};
   bool changed = false;
   for (auto& node : g.nodes) {
     bool candidate = (node.domain.empty() && onnx_ops.count(node.op_type)) ||

@@ -54,6 +54,7 @@ double estimate_flops(const ir::Node& node, const std::vector<const Tensor*>& in
   }
   if (node.domain == "segmux") {
     if (op == "Linear" && w && w->rank() == 2) return 2.0 * out * double(w->dim(0));
+    if (op == "Conv" && w && w->rank() >= 3 && w->dim(0) > 0) return 2.0 * out * double(w->numel()) / double(w->dim(0));
     if (op == "Attention" && w && a->rank() >= 2 && w->rank() == a->rank()) {
       const Tensor* v = in_at(inputs, 2);
       const double lq = double(a->dim(-2)), d = double(a->dim(-1)), lk = double(w->dim(-2));

@@ -78,6 +78,117 @@ TEST(FuseGelu, InnerValueUsedElsewhereIsNotFused) {
   EXPECT_EQ(count_ops(fused, "segmux", "Gelu"), 0);
 }
 
+// LayerNorm2d as sam_heads.cpp layer_norm_2d emits it (channel mean, centred square mean, eps, Sqrt, Div,
+// per-channel affine with [1, C, 1, 1] constants).
+int layer_norm_2d_pattern(GraphBuilder& b, int x, int64_t C, uint64_t seed) {
+  const ir::Attrs axis1 = {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}};
+  int u = b.op1("ReduceMean", {x}, axis1);
+  int xc = L::sub(b, x, u);
+  int var = b.op1("ReduceMean", {L::mul(b, xc, xc)}, axis1);
+  int y = L::div(b, xc, b.op1("Sqrt", {L::add(b, var, b.scalar_f32(1e-6f))}));
+  int w = b.constant(random_tensor({1, C, 1, 1}, seed, 0.5f, 1.5f), "weight");
+  return L::add(b, L::mul(b, w, y), b.constant(random_tensor({1, C, 1, 1}, seed + 1), "bias"));
+}
+
+TEST(FuseLayerNorm2d, ChannelNormBecomesLayerNormalizationAndTransposesCancel) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const int64_t C = 24;
+  int x = b.input("x", DType::f32, {2, C, 5, 7});
+  int y1 = L::gelu_erf(b, layer_norm_2d_pattern(b, x, C, 1));  // the mask downsampler's form
+  // The ConvNeXt block's form: the norm, then to channels-last (the pair of transposes cancels).
+  int t = L::transpose(b, layer_norm_2d_pattern(b, y1, C, 3), {0, 2, 3, 1});
+  int y2 = L::add(b, t, t);
+  b.output(y1, "y1");
+  b.output(y2, "y2");
+  ir::Graph fused = g;
+  for (auto& p : compiler::fusion_passes()) p.run(fused);
+  EXPECT_EQ(count_ops(fused, "", "LayerNormalization"), 2);
+  EXPECT_EQ(count_ops(fused, "", "ReduceMean"), 0);
+  EXPECT_EQ(count_ops(fused, "", "Sqrt"), 0);
+  // to channels-last and back around the first norm, to channels-last only before the second
+  EXPECT_EQ(count_ops(fused, "", "Transpose"), 3);
+  expect_same_outputs(g, fused, {{"x", random_tensor({2, C, 5, 7}, 5, -3.f, 3.f)}});
+}
+
+TEST(FuseLayerNorm2d, NotAChannelNormIsLeftAlone) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {2, 6, 4, 4});
+  const ir::Attrs axis2 = {{"axes", std::vector<int64_t>{2}}, {"keepdims", int64_t(1)}};
+  int u = b.op1("ReduceMean", {x}, axis2);  // over H, not channels
+  int xc = L::sub(b, x, u);
+  int var = b.op1("ReduceMean", {L::mul(b, xc, xc)}, axis2);
+  b.output(L::div(b, xc, b.op1("Sqrt", {L::add(b, var, b.scalar_f32(1e-6f))})), "y");
+  int y2 = layer_norm_2d_pattern(b, x, 6, 7);
+  b.output(y2, "y2");
+  b.output(b.op1("ReduceMean", {y2}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(1)}}), "m");
+  ir::Graph fused = g;
+  EXPECT_TRUE(compiler::fuse_layer_norm_2d(fused));
+  EXPECT_EQ(count_ops(fused, "", "LayerNormalization"), 1);
+  EXPECT_EQ(count_ops(fused, "", "ReduceMean"), 3);
+  expect_same_outputs(g, fused, {{"x", random_tensor({2, 6, 4, 4}, 8)}});
+}
+
+TEST(ConvChannelsLast, ConvNormGeluChainKeepsOneLayout) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const int64_t C = 16;
+  int x = b.input("x", DType::f32, {1, 8, 12, 12});
+  auto conv = [&](int in, int64_t ic, int64_t oc, int64_t k, uint64_t seed, const ir::Attrs& extra) {
+    ir::Attrs a = extra;
+    a["pads"] = std::vector<int64_t>(4, k / 2);
+    return b.op1("Conv",
+                 {in, b.constant(random_tensor({oc, ic, k, k}, seed, -0.3f, 0.3f), "w"),
+                  b.constant(random_tensor({oc}, seed + 1), "b")},
+                 a);
+  };
+  // mask downsampler: conv -> LayerNorm2d -> GELU -> conv (stride 2)
+  int h = conv(x, 8, C, 3, 1, {{"strides", std::vector<int64_t>{2, 2}}});
+  h = L::gelu_erf(b, layer_norm_2d_pattern(b, h, C, 3));
+  h = conv(h, C, C, 3, 5, {{"strides", std::vector<int64_t>{2, 2}}});
+  // ConvNeXt block: depthwise conv -> LayerNorm2d -> channels-last -> (pointwise) -> back -> residual
+  int d = conv(h, 1, C, 7, 7, {{"group", C}});
+  int t = L::transpose(b, layer_norm_2d_pattern(b, d, C, 9), {0, 2, 3, 1});
+  int y = L::add(b, h, L::transpose(b, L::add(b, t, t), {0, 3, 1, 2}));
+  b.output(y, "y");
+  ir::Graph fused = g;
+  for (auto& p : compiler::fusion_passes()) p.run(fused);
+  EXPECT_EQ(count_ops(fused, "segmux", "Conv"), 3);
+  EXPECT_EQ(count_ops(fused, "", "Conv"), 0);
+  // left: only the transpose back to channels-first before the residual add
+  EXPECT_EQ(count_ops(fused, "", "Transpose"), 1);
+  expect_same_outputs(g, fused, {{"x", random_tensor({1, 8, 12, 12}, 11, -2.f, 2.f)}});
+}
+
+TEST(ConvChannelsLast, SharedOrGraphOutputValuesStay) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {1, 4, 6, 6});
+  int c = b.op1("Conv", {x, b.constant(random_tensor({4, 4, 1, 1}, 1), "w")});
+  b.output(c, "conv");  // the NCHW result is an output too: the conv keeps writing NCHW
+  b.output(L::transpose(b, c, {0, 2, 3, 1}), "t");
+  ir::Graph fused = g;
+  EXPECT_FALSE(compiler::conv_channels_last(fused));
+  EXPECT_EQ(count_ops(fused, "", "Conv"), 1);
+}
+
+TEST(MergeTransposes, ComposesAndCancels) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {2, 3, 4, 5});
+  int t = L::transpose(b, L::transpose(b, x, {0, 2, 3, 1}), {0, 3, 1, 2});  // identity
+  b.output(L::add(b, t, t), "sum");
+  b.output(L::transpose(b, L::transpose(b, x, {1, 0, 2, 3}), {0, 1, 3, 2}), "composed");
+  int shared = L::transpose(b, x, {3, 2, 1, 0});  // used twice: stays
+  b.output(L::transpose(b, shared, {3, 2, 1, 0}), "back");
+  b.output(shared, "shared");
+  ir::Graph merged = g;
+  EXPECT_TRUE(compiler::merge_transposes(merged));
+  EXPECT_EQ(count_ops(merged, "", "Transpose"), 3);
+  expect_same_outputs(g, merged, {{"x", random_tensor({2, 3, 4, 5}, 9)}});
+}
+
 TEST(FuseLinear, BiasGeluAndResidual) {
   ir::Graph g;
   GraphBuilder b(g);

@@ -161,6 +161,67 @@ TEST(CpuConv, StridedPaddedGroupedDilated) {
       500);
 }
 
+// 3x3 stride-1 convolutions with >= 64 channels on >= 1024 output pixels run as Winograd (onednn_conv.cpp):
+// the same tolerance as the direct kernel, also channels-last and without bias.
+TEST(CpuConv, WinogradShapes) {
+  using V = std::vector<int64_t>;
+  const V p1 = {1, 1, 1, 1};
+  check_conv("Conv",
+             {{{1, 64, 40, 40}, {64, 64, 3, 3}, {{"pads", p1}}, true},
+              {{1, 128, 33, 34}, {96, 128, 3, 3}, {{"pads", p1}}, false},
+              {{2, 64, 32, 32}, {80, 64, 3, 3}, {{"pads", V{0, 0, 0, 0}}}, true}},
+             700);
+  const Tensor x = random_tensor({1, 64, 36, 36}, 710), w = random_tensor({64, 64, 3, 3}, 711);
+  const Tensor b = random_tensor({64}, 712);
+  ir::Attrs a = {{"pads", p1}, {"channels_last_in", int64_t(0)}, {"channels_last_out", int64_t(1)}};
+  expect_matches_reference(make_node("Conv", a, "segmux"), {{x}, {w, true}, {b, true}}, tol_k(576) * 2, 1e-5,
+                           "winograd channels-last out");
+}
+
+// segmux Conv (channels-last input and/or output) against the reference, which transposes around the
+// ONNX Conv reference; and the reference itself against ONNX Conv on transposed tensors, so a layout
+// mix-up in both cannot cancel out.
+Tensor nhwc_of(const Tensor& nchw) {
+  const int64_t N = nchw.dim(0), C = nchw.dim(1), H = nchw.dim(2), W = nchw.dim(3);
+  Tensor y(DType::f32, {N, H, W, C});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          y.data<float>()[((n * H + h) * W + w) * C + c] = nchw.data<float>()[((n * C + c) * H + h) * W + w];
+  return y;
+}
+
+TEST(CpuConv, ChannelsLastSegmuxConv) {
+  using V = std::vector<int64_t>;
+  const std::vector<ConvCase> cases = {
+      {{1, 16, 12, 11}, {24, 16, 3, 3}, {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}}, true},
+      {{2, 8, 9, 9}, {8, 1, 7, 7}, {{"group", int64_t(8)}, {"pads", V{3, 3, 3, 3}}}, true},
+      {{1, 32, 6, 5}, {16, 32, 1, 1}, {}, false}};
+  uint32_t seed = 900;
+  for (auto& c : cases) {
+    const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++), b = random_tensor({c.w[0]}, seed++);
+    const int64_t k = shape_numel(c.w) / c.w[0];
+    const auto want =
+        run_node(reference_provider(), make_node("Conv", c.attrs),
+                 c.bias ? std::vector<Input>{{x}, {w, true}, {b, true}} : std::vector<Input>{{x}, {w, true}});
+    for (int last_in = 0; last_in < 2; ++last_in)
+      for (int last_out = 0; last_out < 2; ++last_out) {
+        ir::Attrs a = c.attrs;
+        a["channels_last_in"] = int64_t(last_in);
+        a["channels_last_out"] = int64_t(last_out);
+        std::vector<Input> in = {{last_in ? nhwc_of(x) : x}, {w, true}};
+        if (c.bias) in.push_back({b, true});
+        const std::string label =
+            "segmux Conv x" + shape_str(c.x) + " in " + std::to_string(last_in) + " out " + std::to_string(last_out);
+        expect_matches_reference(make_node("Conv", a, "segmux"), in, tol_k(k) * 2, 1e-5, label);
+        auto ref = run_node(reference_provider(), make_node("Conv", a, "segmux"), in);
+        ASSERT_EQ(ref.size(), 1u) << label;
+        EXPECT_TRUE(close(ref[0], last_out ? nhwc_of(want[0]) : want[0], 0, 0)) << label << " reference layout";
+      }
+  }
+}
+
 TEST(CpuConvTranspose, StridesGroupsOutputPadding) {
   using V = std::vector<int64_t>;
   check_conv(

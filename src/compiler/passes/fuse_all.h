@@ -22,6 +22,19 @@ bool fuse_attention(ir::Graph& g);
 // [-> Mul(gamma per channel) -> Add(beta per channel)] -> segmux GroupNorm(x, gamma, beta).
 bool fuse_group_norm(ir::Graph& g);
 
+// ReduceMean(x, channel axis) -> Sub -> square -> ReduceMean -> Add(eps) -> Sqrt -> Div -> Mul(gamma per
+// channel) -> Add(beta per channel) (LayerNorm2d) -> Transpose(channels last) -> LayerNormalization(last
+// axis) -> Transpose back; then merge_transposes.
+bool fuse_layer_norm_2d(ir::Graph& g);
+
+// Transpose(Transpose(x, p1), p2), the inner one consumed only there -> Transpose(x, composed), or x
+// itself when the composition is the identity (unless the result is a graph output).
+bool merge_transposes(ir::Graph& g);
+
+// Conv -> Transpose(to channels-last), Transpose(to channels-first) [-> Gelu|Relu] -> Conv: the conv
+// becomes a segmux Conv reading / writing [N, H, W, C] and the Transpose goes.
+bool conv_channels_last(ir::Graph& g);
+
 // MatMul(x, W constant 2-D) -> Add(bias constant [N]) -> segmux Linear(x, W, bias); then a Linear
 // followed by segmux Gelu gets activation="gelu", and a Linear followed by Add(residual of the output's
 // shape) takes the residual as its 4th input (oneDNN post-ops).

@@ -82,8 +82,13 @@ bool fuse_linear(ir::Graph& g) {
 }
 
 std::vector<Pass> fusion_passes() {
-  return {Pass{"fuse-gelu", fuse_gelu}, Pass{"fuse-group-norm", fuse_group_norm}, Pass{"fuse-rope", fuse_rope},
-          Pass{"fuse-attention", fuse_attention}, Pass{"fuse-linear", fuse_linear}};
+  return {Pass{"fuse-gelu", fuse_gelu},
+          Pass{"fuse-group-norm", fuse_group_norm},
+          Pass{"fuse-rope", fuse_rope},
+          Pass{"fuse-attention", fuse_attention},
+          Pass{"fuse-layer-norm-2d", fuse_layer_norm_2d},
+          Pass{"conv-channels-last", conv_channels_last},
+          Pass{"fuse-linear", fuse_linear}};
 }
 
 }  // namespace segmux::compiler

@@ -11,11 +11,15 @@
 //       share their leading (batch, head) dims; mask broadcasts to [..., Lq, Lk] and is f32 (added)
 //       or bool (true = attend). Rows whose keys are all masked give zeros. Windowed attention is
 //       expressed by reshaping windows into the leading dims.
+//   Conv(X, W, B?) -> ONNX Conv (2-D, same attributes) where X is [N, H, W, C] if channels_last_in = 1
+//       and the output [N, H', W', M] if channels_last_out = 1 (else NCHW): lets consecutive convs and
+//       channel norms run without layout changes between them.
 //   Rope(X [..., L, D], cos [L, D/2], sin [L, D/2]) -> X's shape: rotary embedding on interleaved
 //       pairs: y[2i] = x[2i] cos_i - x[2i+1] sin_i, y[2i+1] = x[2i] sin_i + x[2i+1] cos_i (per row l);
 //       cos/sin may carry extra size-1 dims (e.g. [L, D/2, 1]).
 #include "ir/schemas/schema_util.h"
 #include "ir/schemas/schemas.h"
+#include "ir/schemas/shape_math.h"
 
 namespace segmux::ir {
 
@@ -100,9 +104,33 @@ void infer_rope(InferContext& ctx) {
   su::set_out(ctx, 0, ctx.in(0).dtype, x);
 }
 
+void infer_conv_channels_last(InferContext& ctx) {
+  su::require_float(ctx, 0);
+  const TensorType& x = ctx.in(0);
+  const TensorType& w = ctx.in(1);
+  if (w.dtype != x.dtype || (ctx.has_input(2) && ctx.in(2).dtype != x.dtype))
+    ctx.error("X, W and B must share one dtype");
+  if (!x.has_shape || !w.has_shape) return su::set_out_unknown(ctx, 0, x.dtype);
+  if (x.shape.size() != 4 || w.shape.size() != 4) ctx.error("X and W must be 4-D");
+  const bool last_in = ctx.node.attr_int("channels_last_in", 0) != 0;
+  const bool last_out = ctx.node.attr_int("channels_last_out", 0) != 0;
+  const Shape nchw = last_in ? Shape{x.shape[0], x.shape[3], x.shape[1], x.shape[2]} : x.shape;
+  const int64_t g = ctx.node.attr_int("group", 1);
+  if (g < 1 || nchw[1] != w.shape[1] * g || w.shape[0] % g != 0)
+    ctx.error("X has " + std::to_string(nchw[1]) + " channels, W " + shape_str(w.shape) + " and group " +
+              std::to_string(g) + " disagree");
+  if (ctx.has_input(2) && ctx.in(2).has_shape && ctx.in(2).shape != Shape{w.shape[0]})
+    ctx.error("B must have shape [M]");
+  auto win = shape_math::conv_window(ctx.node, nchw, {w.shape[2], w.shape[3]}, false);
+  Shape out = last_out ? Shape{nchw[0], win.out[0], win.out[1], w.shape[0]}
+                       : Shape{nchw[0], w.shape[0], win.out[0], win.out[1]};
+  su::set_out(ctx, 0, x.dtype, out);
+}
+
 }  // namespace
 
 void register_segmux_schemas() {
+  register_schema({"Conv", "segmux", 2, 3, 1, 1, infer_conv_channels_last});
   register_schema({"Rope", "segmux", 3, 3, 1, 1, infer_rope});
   register_schema({"Linear", "segmux", 2, 4, 1, 1, infer_linear});
   register_schema({"Gelu", "segmux", 1, 1, 1, 1, infer_gelu});

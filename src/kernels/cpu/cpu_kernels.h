@@ -27,5 +27,6 @@ std::unique_ptr<Kernel> make_split(const KernelInit& init);        // ONNX Split
 std::unique_ptr<Kernel> make_concat(const KernelInit& init);       // ONNX Concat (any dtype)
 std::unique_ptr<Kernel> make_sigmoid(const KernelInit& init);      // ONNX Sigmoid (f32)
 std::unique_ptr<Kernel> make_reduce_mean(const KernelInit& init);  // ONNX ReduceMean over contiguous axes (f32)
+std::unique_ptr<Kernel> make_resize(const KernelInit& init);       // ONNX Resize, mode nearest (f32)
 
 }  // namespace segmux::cpu

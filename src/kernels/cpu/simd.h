@@ -19,6 +19,10 @@ using BinaryInnerFn = void (*)(const float* a, int64_t sa, const float* b, int64
 struct EltwiseFns {
   BinaryInnerFn add, sub, mul, div;
   void (*gelu)(const float* x, float* y, int64_t n);  // exact GELU (erf), y may not alias x partially
+  // Sigmoid, the reference's result exactly: computed in double as the reference does (1 / (1 + e^-x),
+  // e^x / (1 + e^x) below 0), lanes whose float rounding the approximation could change recomputed
+  // with libm's exp.
+  void (*sigmoid)(const float* x, float* y, int64_t n);
 };
 
 struct NormFns {

@@ -140,6 +140,49 @@ void gelu(const float* x, float* y, int64_t n) {
   }
 }
 
+// exp(x) in double to ~1e-15 relative (degree 12 on |r| <= ln2/2): sigmoid's float result then
+// matches the reference's libm exp unless the value lies within ~1e-15 of a float rounding boundary,
+// which sigmoid() checks for.
+inline double exp_d_precise(double x) {
+  x = x > 709.0 ? 709.0 : x;
+  x = x < -745.0 ? -745.0 : x;
+  const double magic = 6755399441055744.0;
+  const double t = x * 1.4426950408889634 + magic;
+  const double n = t - magic;
+  const int64_t ni = __builtin_bit_cast(int64_t, t) - __builtin_bit_cast(int64_t, magic);
+  double r = x - n * 6.93147180369123816490e-01;
+  r = r - n * 1.90821492927058770002e-10;
+  double p = 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const int64_t n1 = ni >> 1, n2 = ni - n1;
+  return p * __builtin_bit_cast(double, (n1 + 1023) << 52) * __builtin_bit_cast(double, (n2 + 1023) << 52);
+}
+
+inline double sigmoid_d(double v, double e) { return v >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e); }
+
+void sigmoid(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    const double s = sigmoid_d(v, exp_d_precise(v >= 0 ? -v : v));
+    // Near a float rounding boundary (or NaN): the reference's own formula with libm's exp.
+    if (float(s * (1 - 1e-12)) != float(s * (1 + 1e-12)) || s != s)
+      y[i] = float(v >= 0 ? 1.0 / (1.0 + __builtin_exp(-v)) : __builtin_exp(v) / (1.0 + __builtin_exp(v)));
+    else
+      y[i] = float(s);
+  }
+}
+
 // ---- row-wise ----
 
 float row_max(const float* x, int64_t n) {
@@ -363,7 +406,8 @@ int64_t tile_scratch_floats(int64_t, int64_t Dv) { return kAttentionQueryBlock *
 
 }  // namespace
 
-const EltwiseFns kEltwise = {binary<BinOp::add>, binary<BinOp::sub>, binary<BinOp::mul>, binary<BinOp::div>, gelu};
+const EltwiseFns kEltwise = {
+    binary<BinOp::add>, binary<BinOp::sub>, binary<BinOp::mul>, binary<BinOp::div>, gelu, sigmoid};
 const NormFns kNorms = {softmax_rows, softmax_columns, layer_norm_rows, group_norm};
 const RopeFns kRope = {rope_rows};
 const AttentionFns kAttention = {tile, kAttentionQueryBlock, kAttentionQueryBlock, true, tile_scratch_floats};

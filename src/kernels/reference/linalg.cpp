@@ -1,5 +1,5 @@
-// Reference kernels of MatMul, Gemm, Conv, ConvTranspose and Einsum. Float products accumulate in
-// double; integer ones in int64 (wrapping like the integer type would).
+// Reference kernels of MatMul, Gemm, Conv (and segmux Conv, channels-last), ConvTranspose and Einsum. Float products
+// accumulate in double; integer ones in int64 (wrapping like the integer type would).
 #include <algorithm>
 
 #include "ir/schemas/shape_math.h"
@@ -154,6 +154,41 @@ void conv_kernel(KernelContext& ctx) {
   conv_forward(ctx, in(ctx, 0), in(ctx, 1), has_in(ctx, 2) ? &in(ctx, 2) : nullptr, out(ctx, 0));
 }
 
+// [N, A, B, C] -> [N, C, A, B] (to_first) or [N, A, B, C] -> [N, B, C, A] (to_last), f32.
+Tensor rotate_channels(const Tensor& x, bool to_first) {
+  const int64_t N = x.dim(0), A = x.dim(1), B = x.dim(2), C = x.dim(3);
+  Tensor y(x.dtype(), to_first ? Shape{N, C, A, B} : Shape{N, B, C, A});
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c) {
+          const float v = px[((n * A + a) * B + b) * C + c];
+          if (to_first)
+            py[((n * C + c) * A + a) * B + b] = v;
+          else
+            py[((n * B + b) * C + c) * A + a] = v;
+        }
+  return y;
+}
+
+// segmux Conv: ONNX Conv (2-D) on channels-last input and/or output ([N, H, W, C]).
+void conv_channels_last_kernel(KernelContext& ctx) {
+  const Tensor& X = in(ctx, 0);
+  Tensor& Y = out(ctx, 0);
+  if (X.rank() != 4 || X.dtype() != DType::f32) kfail(ctx, "segmux Conv takes a 4-D f32 input");
+  const bool last_in = ctx.node.attr_int("channels_last_in", 0) != 0;
+  const bool last_out = ctx.node.attr_int("channels_last_out", 0) != 0;
+  const Tensor x = last_in ? rotate_channels(X, true) : X;
+  Tensor y = last_out ? Tensor(Y.dtype(), {Y.dim(0), Y.dim(3), Y.dim(1), Y.dim(2)}) : Y;
+  conv_forward(ctx, x, in(ctx, 1), has_in(ctx, 2) ? &in(ctx, 2) : nullptr, y);
+  if (last_out) {
+    const Tensor r = rotate_channels(y, false);
+    std::copy(r.data<float>(), r.data<float>() + r.numel(), Y.data<float>());
+  }
+}
+
 void conv_transpose_kernel(KernelContext& ctx) {
   const Tensor& X = in(ctx, 0);
   const Tensor& W = in(ctx, 1);
@@ -255,6 +290,7 @@ void register_linalg_reference() {
   reg("Gemm", gemm_kernel);
   reg("Conv", conv_kernel);
   reg("ConvTranspose", conv_transpose_kernel);
+  register_reference_kernel_fn("segmux", "Conv", conv_channels_last_kernel);
   reg("Einsum", einsum_kernel);
 }
 
