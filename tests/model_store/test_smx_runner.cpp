@@ -19,6 +19,8 @@
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/compiled_backend.h"
 #include "pipeline/backends/smx_runner.h"
+#include "runtime/offline_model.h"
+#include "runtime/verified_memo.h"
 
 namespace segmux::pipeline {
 namespace {
@@ -78,6 +80,38 @@ TEST(SmxRunner, AFlippedByteIsRefusedWhenTheRunnerOpens) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos) << e.what();
   }
+}
+
+// A memo of a file verified in full lets the next open skip hashing its weights; any write to the
+// file changes its identity, so a flipped byte is still refused.
+TEST(VerifiedMemo, SkipsTheWeightsOfAFileVerifiedBeforeAndNeverOfAModifiedOne) {
+  TempDir tmp;
+  const std::string path = write_model(tmp.path), memos = (tmp.path / "memos").string();
+  LoadOptions load;
+  load.verified_memo_dir = memos;
+  load_offline_model_file(path, load);
+  const std::string memo = verified_memo_path(path, memos);
+  ASSERT_FALSE(memo.empty());
+  EXPECT_TRUE(fs::exists(memo)) << "a file verified in full gets its memo";
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = std::streamoff(fs::file_size(path) - 100);  // inside the weights
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(at);
+    c = char(c ^ 0x21);
+    f.write(&c, 1);
+  }
+  EXPECT_NE(verified_memo_path(path, memos), memo) << "a write changes the file's identity";
+  EXPECT_THROW(load_offline_model_file(path, load), Error);
+  EXPECT_THROW(open_smx_runner(path, ExecutorOptions{1, true}, load), Error);
+  EXPECT_FALSE(fs::exists(verified_memo_path(path, memos))) << "no memo for a file that failed";
+  // The memo is what skips the weights: one made for the damaged file (as if it had been verified)
+  // lets it open, while without memos it is refused.
+  write_verified_memo(verified_memo_path(path, memos), path);
+  EXPECT_NO_THROW(load_offline_model_file(path, load));
+  EXPECT_THROW(load_offline_model_file(path), Error);
 }
 
 // A runner that records what the glue asks of it and returns zeros for every name it is asked for.

@@ -587,13 +587,16 @@ std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const 
 }
 
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_threads) {
+                                                    sam31::Tokenizer tokenizer, int num_threads,
+                                                    const std::string& verified_memo_dir) {
   ExecutorOptions ex{num_threads, true};
   // The candidates run one after another: one arena of the largest plan instead of one per candidate.
   ex.shared_arena = std::make_shared<SharedArena>();
   // By value: the backend keeps the factory for candidates it loads later (point prompts).
-  auto open = [model_dir, ex](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
-    return open_smx_runner(model_dir + "/" + f.file + ".smx", ex);
+  LoadOptions load;
+  load.verified_memo_dir = verified_memo_dir;
+  auto open = [model_dir, ex, load](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
+    return open_smx_runner(model_dir + "/" + f.file + ".smx", ex, load);
   };
   return open_backend(cfg, open, std::move(tokenizer));
 }

@@ -11,8 +11,8 @@ namespace {
 
 class SmxRunner : public CandidateRunner {
  public:
-  SmxRunner(const std::string& path, ExecutorOptions options)
-      : model_(load_offline_model_file(path)), options_(std::move(options)) {}
+  SmxRunner(const std::string& path, ExecutorOptions options, const LoadOptions& load)
+      : model_(load_offline_model_file(path, load)), options_(std::move(options)) {}
 
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) override {
     if (!executor_) executor_ = std::make_unique<Executor>(model_.graph, model_.plan, options_);
@@ -40,8 +40,9 @@ class SmxRunner : public CandidateRunner {
 
 }  // namespace
 
-std::unique_ptr<CandidateRunner> open_smx_runner(const std::string& path, const ExecutorOptions& options) {
-  return std::make_unique<SmxRunner>(path, options);
+std::unique_ptr<CandidateRunner> open_smx_runner(const std::string& path, const ExecutorOptions& options,
+                                                 const LoadOptions& load) {
+  return std::make_unique<SmxRunner>(path, options, load);
 }
 
 }  // namespace segmux::pipeline

@@ -9,9 +9,11 @@
 
 #include "pipeline/backends/candidate_runner.h"
 #include "runtime/executor.h"
+#include "runtime/offline_model.h"
 
 namespace segmux::pipeline {
 
-std::unique_ptr<CandidateRunner> open_smx_runner(const std::string& path, const ExecutorOptions& options);
+std::unique_ptr<CandidateRunner> open_smx_runner(const std::string& path, const ExecutorOptions& options,
+                                                 const LoadOptions& load = {});
 
 }  // namespace segmux::pipeline
