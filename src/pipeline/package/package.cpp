@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "compiler/compile.h"
-#include "compiler/slim.h"
 #include "compiler/pass_manager.h"
+#include "compiler/slim.h"
 #include "core/error.h"
 #include "core/mapped_pages.h"
 #include "io/files.h"
