@@ -16,6 +16,7 @@
 #include "engines/ort/ort_model.h"
 #include "pipeline/backends/compiled_backend.h"
 #include "pipeline/backends/ort_backend.h"
+#include "pipeline/backends/smx_runner.h"
 #include "runtime/executor.h"
 #include "runtime/offline_model.h"
 
@@ -29,20 +30,23 @@ using Inputs = std::map<std::string, Tensor>;
 // Our runtime on one .smx file, recording the inputs of each call while the recorder says so.
 class RecordingRunner : public pipeline::CandidateRunner {
  public:
-  RecordingRunner(std::string file, LoadedModel loaded, CallRecorder& rec)
-      : file_(std::move(file)), loaded_(std::move(loaded)), rec_(rec) {}
+  RecordingRunner(std::string file, std::unique_ptr<pipeline::CandidateRunner> ours, CallRecorder& rec)
+      : file_(std::move(file)), ours_(std::move(ours)), rec_(rec) {}
   Inputs run(const Inputs& in) override {
     if (rec_.recording) {
       Inputs copy;  // deep: the caller may reuse its buffers after the call
       for (const auto& [name, t] : in) copy.emplace(name, t.clone());
       rec_.calls.emplace_back(file_, std::move(copy));
     }
-    return loaded_.executor->run(in);
+    return ours_->run(in);
   }
+  // As the product backend's runner (pipeline/backends/smx_runner.h): same outputs, same memory.
+  void set_wanted_outputs(std::vector<std::string> names) override { ours_->set_wanted_outputs(std::move(names)); }
+  void release() override { ours_->release(); }
 
  private:
   std::string file_;
-  LoadedModel loaded_;
+  std::unique_ptr<pipeline::CandidateRunner> ours_;
   CallRecorder& rec_;
 };
 
@@ -129,7 +133,8 @@ RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std
   ExecutorOptions ex{threads, true};
   ex.shared_arena = std::make_shared<SharedArena>();  // as open_compiled_backend: candidates run in turn
   auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<pipeline::CandidateRunner> {
-    auto r = std::make_unique<RecordingRunner>(f.file, load_compiled(model_dir + "/" + f.file + ".smx", ex), rec);
+    auto r = std::make_unique<RecordingRunner>(f.file, pipeline::open_smx_runner(model_dir + "/" + f.file + ".smx", ex),
+                                               rec);
     out.runners[f.file] = r.get();
     return r;
   };

@@ -1,11 +1,15 @@
 #include "io/sha256.h"
 
+#include <cpuid.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <vector>
 
 #include "core/error.h"
+#include "io/sha256_blocks.h"
 
 namespace segmux {
 
@@ -28,39 +32,71 @@ inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 }  // namespace
 
+namespace sha256_detail {
+
+void blocks_portable(uint32_t state[8], const uint8_t* p, size_t nblocks) {
+  for (size_t blk = 0; blk < nblocks; ++blk, p += 64) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = state[0], b = state[1], c = state[2], d = state[3], e = state[4], f = state[5], g = state[6],
+             h = state[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    state[0] += a;
+    state[1] += b;
+    state[2] += c;
+    state[3] += d;
+    state[4] += e;
+    state[5] += f;
+    state[6] += g;
+    state[7] += h;
+  }
+}
+
+bool shani_available() {
+  const char* force = std::getenv("SEGMUX_SHA256");
+  if (force && std::string(force) == "portable") return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool ssse3 = c & (1u << 9), sse41 = c & (1u << 19);
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return ssse3 && sse41 && (b & (1u << 29));
+}
+
+}  // namespace sha256_detail
+
+namespace {
+
+// Chosen once per process: the SHA extensions where the CPU has them.
+void compress(uint32_t* state, const uint8_t* p, size_t nblocks) {
+  static const bool shani = sha256_detail::shani_available();
+  if (shani)
+    sha256_detail::blocks_shani(state, p, nblocks);
+  else
+    sha256_detail::blocks_portable(state, p, nblocks);
+}
+
+}  // namespace
+
 Sha256::Sha256() : h_(kInit) {}
 
-void Sha256::block(const uint8_t* p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kK[i] + w[i];
-    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h_[0] += a;
-  h_[1] += b;
-  h_[2] += c;
-  h_[3] += d;
-  h_[4] += e;
-  h_[5] += f;
-  h_[6] += g;
-  h_[7] += h;
-}
+void Sha256::block(const uint8_t* p) { compress(h_.data(), p, 1); }
 
 void Sha256::update(const void* data, size_t n) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
@@ -75,7 +111,11 @@ void Sha256::update(const void* data, size_t n) {
     block(buf_.data());
     buf_len_ = 0;
   }
-  for (; n >= 64; p += 64, n -= 64) block(p);
+  if (n >= 64) {
+    compress(h_.data(), p, n / 64);
+    p += n / 64 * 64;
+    n %= 64;
+  }
   std::memcpy(buf_.data(), p, n);
   buf_len_ = n;
 }

@@ -102,6 +102,21 @@ size_t Executor::prepacked_bytes() const {
 }
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  std::vector<std::string> all;
+  for (int v : graph_.outputs) all.push_back(graph_.value(v).name);
+  return run(inputs, all);
+}
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& inputs,
+                                            const std::vector<std::string>& wanted) {
+  std::vector<int> copy_out;
+  for (const std::string& name : wanted) {
+    int found = -1;
+    for (int v : graph_.outputs)
+      if (graph_.value(v).name == name) found = v;
+    SEGMUX_CHECK(found >= 0, "'", name, "' is not an output of the model");
+    copy_out.push_back(found);
+  }
   std::lock_guard<std::mutex> lock(run_mutex_);
   // A shared arena is held only during the run (views made on it now, dropped at the end, even on an
   // error), so that growing it for another executor never leaves an outgrown copy alive.
@@ -204,7 +219,7 @@ std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&
     }
   }
   std::map<std::string, Tensor> result;
-  for (int v : graph_.outputs) result[graph_.value(v).name] = values[size_t(v)].clone();
+  for (int v : copy_out) result[graph_.value(v).name] = values[size_t(v)].clone();
   return result;
 }
 

@@ -79,6 +79,10 @@ class Executor {
 
   // Inputs by graph input name (declared dtype and shape). Outputs by graph output name, copied out.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // The same, copying out only the outputs named in `wanted` (the others are computed but stay in the
+  // arena: no copy, no memory); a name that is not an output of the graph is an error.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs,
+                                    const std::vector<std::string>& wanted);
 
   const ir::Graph& graph() const { return graph_; }
   const MemoryPlan& plan() const { return plan_; }

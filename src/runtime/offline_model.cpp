@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "kernels/isa.h"
+#include "runtime/verified_memo.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -415,7 +417,17 @@ bool is_offline_model_file(const std::string& path) {
 }
 
 OfflineModel load_offline_model_file(const std::string& path, const LoadOptions& opt) {
-  return load_offline_model(map_file(path), "'" + path + "'", opt);
+  if (!opt.verify_checksums || opt.verified_memo_dir.empty())
+    return load_offline_model(map_file(path), "'" + path + "'", opt);
+  const std::string memo = verified_memo_path(path, opt.verified_memo_dir);
+  const bool verified_before = !memo.empty() && std::filesystem::exists(memo);
+  LoadOptions o = opt;
+  o.verify_weights = !verified_before;
+  OfflineModel m = load_offline_model(map_file(path), "'" + path + "'", o);
+  // Only when the file is still the one that was hashed (not replaced while it was read).
+  if (!verified_before && !memo.empty() && verified_memo_path(path, opt.verified_memo_dir) == memo)
+    write_verified_memo(memo, path);
+  return m;
 }
 
 namespace {
@@ -491,7 +503,8 @@ OfflineModel load_offline_model(std::shared_ptr<Storage> storage, const std::str
                  " section lies outside the file or overlaps another");
     for (size_t p = cursor; p < off; ++p)
       SEGMUX_CHECK(base[p] == std::byte{0}, what, ": nonzero padding byte at offset ", p, " (corrupted)");
-    if (opt.verify_checksums)
+    const bool large = kind == uint32_t(SectionKind::weights) || kind == uint32_t(SectionKind::prepacked);
+    if (opt.verify_checksums && (opt.verify_weights || !large))
       SEGMUX_CHECK(hash_and_release(base + off, len) == get<uint64_t>(e + 24), what, ": ", names[kind],
                    " section checksum mismatch (corrupted)");
     entries.push_back(Entry{SectionKind(kind), size_t(off), size_t(len), get<uint64_t>(e + 24)});

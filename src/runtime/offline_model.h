@@ -59,6 +59,12 @@ void write_offline_model(const std::string& path, const ir::Graph& g, const Memo
 struct LoadOptions {
   bool verify_checksums = true;  // header, section table and every section, the weights included
   bool check_isa = true;         // refuse a model whose target ISA this machine lacks
+  // With verify_checksums: false leaves the weights and prepacked sections unhashed (the small ones
+  // still are). load_offline_model_file sets it for a file a memo says was verified (below).
+  bool verify_weights = true;
+  // A folder of memos of files verified in full (runtime/verified_memo.h): a file verified before, and
+  // not changed since, opens without hashing its weights; "" verifies every section every time.
+  std::string verified_memo_dir;
 };
 
 // Parses a mapped file (or any bytes). `what` names the source in errors.

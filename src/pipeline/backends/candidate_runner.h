@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "models/sam31/candidates.h"
@@ -15,8 +16,14 @@ namespace segmux::pipeline {
 class CandidateRunner {
  public:
   virtual ~CandidateRunner() = default;
-  // Inputs by name; returns every output by name. Errors are segmux::Error.
+  // Inputs by name; returns every output by name (or those of set_wanted_outputs). Errors are segmux::Error.
   virtual std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
+  // The caller reads only these outputs (empty: all). An engine that can leave the others out of the
+  // result does (our runtime then copies nothing else out of its arena); the default returns them all.
+  virtual void set_wanted_outputs(std::vector<std::string> /*names*/) {}
+  // The caller will not run this candidate for a while: drop what the next run() can make again (our
+  // runtime: the kernels and their prepacked weights, while the verified file stays mapped). Default: nothing.
+  virtual void release() {}
 };
 
 // Opens the runner of one compiled file of the model folder (error naming the file at fault).

@@ -18,6 +18,7 @@
 #include "models/sam31/point_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/tracker_io.h"
+#include "pipeline/backends/smx_runner.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/media/preprocess.h"
 #include "runtime/offline_model.h"
@@ -86,18 +87,6 @@ class AntialiasResizer {
   std::map<std::tuple<Shape, int64_t, int64_t>, std::unique_ptr<Session>> sessions_;
 };
 
-// One compiled file through our runtime.
-class SmxRunner : public CandidateRunner {
- public:
-  explicit SmxRunner(LoadedModel loaded) : loaded_(std::move(loaded)) {}
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) override {
-    return loaded_.executor->run(in);
-  }
-
- private:
-  LoadedModel loaded_;
-};
-
 // One candidate of the backend: its file name prefixes run errors.
 struct Runner {
   std::string name;
@@ -150,6 +139,18 @@ class CompiledBackend : public ModelBackend {
     propagation_ = load(CandidateId::propagation_decoder);
     memory_ = load(CandidateId::memory_encoder);
     memory_image_size_ = load(CandidateId::memory_encoder, sam31::kMemoryEncoderImageSizeVariant);
+    // Only what the glue reads is returned: the backbone's other outputs (vit_trunk, the position
+    // encodings and propagation features of levels 0 and 1: ~0.25 GB per frame at full size) stay in
+    // the arena.
+    namespace bb = sam31::names::backbone;
+    std::vector<std::string> bb_out = {bb::pos(2), bb::fpn(bb::kPropagationHead, 2), bb::kHighResS0, bb::kHighResS1};
+    for (int l = 0; l < 3; ++l) {
+      bb_out.push_back(bb::fpn(bb::kDetHead, l));
+      bb_out.push_back(bb::fpn(bb::kInteractiveHead, l));
+    }
+    backbone_.impl->set_wanted_outputs(bb_out);
+    namespace det = sam31::names::detector;
+    detector_.impl->set_wanted_outputs({det::kPredLogits, det::kPredBoxesXyxy, det::kPredMasks, det::kPresenceLogit});
   }
 
   BackendGeometry geometry() const override {
@@ -176,6 +177,10 @@ class CompiledBackend : public ModelBackend {
   }
 
   void run_backbone_input(int frame_index, const Tensor& image, int width, int height) override {
+    // Prompts are encoded before the frames they apply to and kept (text_cache_): the text encoder's
+    // kernels and prepacked weights (~1.2 GB at full size) are given back while frames are processed,
+    // and made again for the next new prompt.
+    text_.impl->release();
     namespace bb = sam31::names::backbone;
     auto out = backbone_.run({{bb::kImage, image}});
     FrameFeatures f;
@@ -704,13 +709,16 @@ std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const 
 }
 
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_threads) {
+                                                    sam31::Tokenizer tokenizer, int num_threads,
+                                                    const std::string& verified_memo_dir) {
   ExecutorOptions ex{num_threads, true};
   // The candidates run one after another: one arena of the largest plan instead of one per candidate.
   ex.shared_arena = std::make_shared<SharedArena>();
   // By value: the backend keeps the factory for candidates it loads later (point prompts).
-  auto open = [model_dir, ex](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
-    return std::make_unique<SmxRunner>(load_compiled(model_dir + "/" + f.file + ".smx", ex));
+  LoadOptions load;
+  load.verified_memo_dir = verified_memo_dir;
+  auto open = [model_dir, ex, load](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
+    return open_smx_runner(model_dir + "/" + f.file + ".smx", ex, load);
   };
   return open_backend(cfg, open, std::move(tokenizer));
 }

@@ -14,9 +14,11 @@ namespace segmux::pipeline {
 
 // Loads every compiled file of `model_dir` (error naming the missing or broken one). The frame count
 // the object-pointer temporal encodings use comes with each call (TrackerStateView::num_frames), so
-// one backend serves videos of any length and live streams whose count grows.
+// one backend serves videos of any length and live streams whose count grows. `verified_memo_dir`:
+// where memos of files verified in full are kept (LoadOptions; "" verifies every file in full).
 std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_threads);
+                                                    sam31::Tokenizer tokenizer, int num_threads,
+                                                    const std::string& verified_memo_dir = "");
 
 // The same glue on any engine: `open` gives the runner of each compiled file.
 std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const CandidateRunnerFactory& open,

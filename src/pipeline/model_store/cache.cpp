@@ -22,6 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kHashDir = "checkpoint-hashes";
+constexpr const char* kVerifiedDir = "verified-models";
 
 int64_t ns(const struct timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
@@ -65,6 +66,8 @@ uint64_t folder_bytes(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string verified_memo_dir(const std::string& cache_dir) { return cache_dir + "/" + kVerifiedDir; }
 
 std::string checkpoint_content_hash(const std::string& path, const std::string& cache_dir, const LogFn& log) {
   struct stat st {};
@@ -148,6 +151,7 @@ CacheCleanup clear_cache(const std::string& cache_dir) {
   }
   std::error_code ec;
   fs::remove_all(cache_dir + "/" + kHashDir, ec);
+  fs::remove_all(cache_dir + "/" + kVerifiedDir, ec);
   return r;
 }
 

@@ -16,6 +16,10 @@ namespace segmux::pipeline {
 // and a replaced file has a new inode or ctime, so a changed checkpoint is always hashed again.
 std::string checkpoint_content_hash(const std::string& path, const std::string& cache_dir, const LogFn& log);
 
+// Where memos of compiled files verified in full are kept (runtime/verified_memo.h): CACHE/verified-models.
+// Opening a model verified before then hashes no weights; `clear` removes them.
+std::string verified_memo_dir(const std::string& cache_dir);
+
 // Records that the entry `dir` was just used (its folder's mtime), for `prune`.
 void mark_used(const std::string& dir);
 

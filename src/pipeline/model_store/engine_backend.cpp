@@ -12,6 +12,7 @@
 #include "onnx/onnx_io.h"
 #include "pipeline/backends/compiled_backend.h"
 #include "pipeline/backends/ort_backend.h"
+#include "pipeline/model_store/cache.h"
 
 namespace segmux::pipeline {
 
@@ -55,10 +56,11 @@ void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& we
 }
 
 std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
-                                                  const std::string& dir, sam31::Tokenizer tok,
-                                                  const LogFn& log) {
+                                                  const std::string& dir, sam31::Tokenizer tok, const LogFn& log) {
   require_engine(src.engine);
-  if (src.engine == "smx") return open_compiled_backend(cfg, dir, std::move(tok), src.num_threads);
+  if (src.engine == "smx")
+    return open_compiled_backend(cfg, dir, std::move(tok), src.num_threads,
+                                 verified_memo_dir(src.cache_dir.empty() ? default_cache_dir() : src.cache_dir));
   if (!src.weights.empty()) ensure_onnx_candidates(cfg, src.weights, dir, log);
   return open_ort_backend(cfg, dir, std::move(tok), src.num_threads);
 }

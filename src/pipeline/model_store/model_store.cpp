@@ -1,5 +1,6 @@
 #include "pipeline/model_store/model_store.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,6 +72,7 @@ std::string cached_model_dir(const ModelSource& src, const sam31::ModelConfig& c
       std::string("first use of this checkpoint: ") + (ort ? "exporting the ONNX" : "compiling the") +
           " candidates into " + dir,
       log);
+  malloc_trim(0);  // a compile frees gigabytes in blocks glibc would keep: give them back before the model opens
   mark_used(dir);
   return dir;
 }

@@ -6,9 +6,10 @@
 #include <filesystem>
 
 #include "compiler/compile.h"
-#include "compiler/slim.h"
 #include "compiler/pass_manager.h"
+#include "compiler/slim.h"
 #include "core/error.h"
+#include "core/mapped_pages.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "io/sha256.h"
@@ -52,6 +53,16 @@ std::vector<Variant> variants(const PackageOptions& opt) {
       v.push_back({p, isa, v.empty() ? "" : "compiled/" + p + "-" + isa});
     }
   return v;
+}
+
+// The checkpoint is mapped: after each step the pages it read leave the resident set (the next
+// candidate that needs them reads them again from the page cache), so a compile holds one candidate's
+// weights at a time instead of the whole checkpoint.
+void release_checkpoint_pages(const sam31::Weights& w) {
+  for (const std::string& key : w.keys()) {
+    const Tensor& t = w.get(key);
+    release_mapped_pages(t.raw(), t.nbytes());
+  }
 }
 
 }  // namespace
@@ -122,6 +133,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   log("loading weights " + opt.checkpoint);
   sam31::Weights w = sam31::Weights::load(opt.checkpoint);
   sam31::check_weights(w, cfg);
+  release_checkpoint_pages(w);
   stage("load weights", "", t0);
 
   std::string vocab_rel;
@@ -182,6 +194,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
       compiler::write_compiled(out, r, co);
       stage("compile " + v.precision + " " + v.isa, f.file, t0);
     }
+    release_checkpoint_pages(w);
   }
   if (opt.route_files) write_route_docs(cfg, contracts, dir);
   rec.seconds = since(t_all);

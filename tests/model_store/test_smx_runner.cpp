@@ -1,0 +1,173 @@
+// The backend's runner of one .smx file (pipeline/backends/smx_runner.h): the file is verified when it
+// is opened (a flipped byte is refused then, before any run), the executor is made on the first run and
+// dropped by release(); a run after release() gives the same values; wanted outputs limit the result.
+// And the backend glue asks for that: the text encoder is released once frames are processed, and the
+// backbone and detector return only what the glue reads.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "common/random_tensor.h"
+#include "compiler/compile.h"
+#include "core/error.h"
+#include "ir/builder.h"
+#include "models/sam31/config.h"
+#include "models/sam31/tensor_names.h"
+#include "models/sam31/tokenizer.h"
+#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/smx_runner.h"
+#include "runtime/offline_model.h"
+#include "runtime/verified_memo.h"
+
+namespace segmux::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("segmux-smx-runner-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string write_model(const fs::path& dir) {
+  ir::Graph g;
+  ir::GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {4, 64});
+  int h = b.op1("MatMul", {x, b.constant(test::random_tensor({64, 64}, 3), "w")});
+  b.output(b.op1("Tanh", {h}), "a");
+  b.output(b.op1("Sigmoid", {h}), "b");
+  compiler::CompileOptions opt;
+  auto c = compiler::compile_graph(g, opt);
+  const std::string path = (dir / "m.smx").string();
+  compiler::write_compiled(path, c, opt);
+  return path;
+}
+
+TEST(SmxRunner, ReleaseAndRunAgainGiveTheSameValuesAndWantedOutputsLimitTheResult) {
+  TempDir tmp;
+  auto runner = open_smx_runner(write_model(tmp.path), ExecutorOptions{1, true});
+  std::map<std::string, Tensor> in{{"x", test::random_tensor({4, 64}, 5)}};
+  auto first = runner->run(in);
+  ASSERT_EQ(first.size(), 2u);
+  runner->release();
+  runner->release();  // twice: nothing to drop the second time
+  runner->set_wanted_outputs({"b"});
+  auto again = runner->run(in);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again.at("b").identical(first.at("b")));
+}
+
+TEST(SmxRunner, AFlippedByteIsRefusedWhenTheRunnerOpens) {
+  TempDir tmp;
+  const std::string path = write_model(tmp.path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = std::streamoff(fs::file_size(path) - 100);  // inside the weights
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(at);
+    c = char(c ^ 0x21);
+    f.write(&c, 1);
+  }
+  try {
+    open_smx_runner(path, ExecutorOptions{1, true});
+    FAIL() << "a damaged file must be refused at open, not at its first run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos) << e.what();
+  }
+}
+
+// A memo of a file verified in full lets the next open skip hashing its weights; any write to the
+// file changes its identity, so a flipped byte is still refused.
+TEST(VerifiedMemo, SkipsTheWeightsOfAFileVerifiedBeforeAndNeverOfAModifiedOne) {
+  TempDir tmp;
+  const std::string path = write_model(tmp.path), memos = (tmp.path / "memos").string();
+  LoadOptions load;
+  load.verified_memo_dir = memos;
+  load_offline_model_file(path, load);
+  const std::string memo = verified_memo_path(path, memos);
+  ASSERT_FALSE(memo.empty());
+  EXPECT_TRUE(fs::exists(memo)) << "a file verified in full gets its memo";
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = std::streamoff(fs::file_size(path) - 100);  // inside the weights
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(at);
+    c = char(c ^ 0x21);
+    f.write(&c, 1);
+  }
+  EXPECT_NE(verified_memo_path(path, memos), memo) << "a write changes the file's identity";
+  EXPECT_THROW(load_offline_model_file(path, load), Error);
+  EXPECT_THROW(open_smx_runner(path, ExecutorOptions{1, true}, load), Error);
+  EXPECT_FALSE(fs::exists(verified_memo_path(path, memos))) << "no memo for a file that failed";
+  // The memo is what skips the weights: one made for the damaged file (as if it had been verified)
+  // lets it open, while without memos it is refused.
+  write_verified_memo(verified_memo_path(path, memos), path);
+  EXPECT_NO_THROW(load_offline_model_file(path, load));
+  EXPECT_THROW(load_offline_model_file(path), Error);
+}
+
+// A runner that records what the glue asks of it and returns zeros for every name it is asked for.
+struct Calls {
+  std::map<std::string, std::vector<std::string>> wanted;
+  std::map<std::string, int> releases, runs;
+  std::vector<std::string> order;  // "run FILE" / "release FILE"
+};
+
+class FakeRunner : public CandidateRunner {
+ public:
+  FakeRunner(std::string file, Calls& calls) : file_(std::move(file)), calls_(calls) {}
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>&) override {
+    ++calls_.runs[file_];
+    calls_.order.push_back("run " + file_);
+    namespace te = sam31::names::text_encoder;
+    std::vector<std::string> names = calls_.wanted[file_];
+    if (names.empty()) names = {te::kLanguageFeatures, te::kLanguageMask};
+    std::map<std::string, Tensor> out;
+    for (const auto& n : names) out[n] = Tensor(DType::f32, {1});
+    return out;
+  }
+  void set_wanted_outputs(std::vector<std::string> names) override { calls_.wanted[file_] = std::move(names); }
+  void release() override {
+    ++calls_.releases[file_];
+    calls_.order.push_back("release " + file_);
+  }
+
+ private:
+  std::string file_;
+  Calls& calls_;
+};
+
+TEST(CompiledBackendGlue, TextEncoderReleasedForFramesAndOnlyUsedOutputsAsked) {
+  const std::string fixtures = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+  sam31::ModelConfig cfg = sam31::load_config(fixtures + "/config.json");
+  sam31::Tokenizer tok =
+      sam31::Tokenizer::load(fixtures + "/tokenizer/bpe_simple_vocab_16e6.txt.gz", cfg.text_context_length);
+  Calls calls;
+  auto backend = open_backend(
+      cfg, [&](const sam31::CompiledFile& f) { return std::make_unique<FakeRunner>(f.file, calls); }, tok);
+  namespace bb = sam31::names::backbone;
+  const auto& bb_wanted = calls.wanted["backbone"];
+  EXPECT_EQ(bb_wanted.size(), 10u);
+  EXPECT_EQ(std::set<std::string>(bb_wanted.begin(), bb_wanted.end()).count(bb::kVitTrunk), 0u);
+  EXPECT_EQ(calls.wanted["detector"].size(), 4u);
+  backend->encode_text({"dog", "visual", "geometric"});
+  EXPECT_EQ(calls.runs["text_encoder"], 1);
+  EXPECT_EQ(calls.releases["text_encoder"], 0) << "kept while prompts are encoded";
+  backend->run_backbone_input(0, Tensor(DType::f32, {1, 3, cfg.image_size, cfg.image_size}), 8, 8);
+  ASSERT_GE(calls.order.size(), 3u);
+  EXPECT_EQ(calls.order[1], "release text_encoder") << "released before the backbone runs";
+  EXPECT_EQ(calls.order[2], "run backbone");
+  backend->encode_text({"dog", "visual", "geometric"});  // cached features: the encoder is not run again
+  EXPECT_EQ(calls.runs["text_encoder"], 1);
+}
+
+}  // namespace
+}  // namespace segmux::pipeline
