@@ -42,6 +42,7 @@ class RecordingRunner : public pipeline::CandidateRunner {
   }
   // As the product backend's runner (pipeline/backends/smx_runner.h): same outputs, same memory.
   void set_wanted_outputs(std::vector<std::string> names) override { ours_->set_wanted_outputs(std::move(names)); }
+  bool has_output(const std::string& name) const override { return ours_->has_output(name); }
   void release() override { ours_->release(); }
 
  private:

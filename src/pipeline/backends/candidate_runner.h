@@ -21,6 +21,9 @@ class CandidateRunner {
   // The caller reads only these outputs (empty: all). An engine that can leave the others out of the
   // result does (our runtime then copies nothing else out of its arena); the default returns them all.
   virtual void set_wanted_outputs(std::vector<std::string> /*names*/) {}
+  // Whether the candidate has this output (a package compiled before an output was added lacks it).
+  // Default: yes (a runner that cannot tell returns every output it has anyway).
+  virtual bool has_output(const std::string& /*name*/) const { return true; }
   // The caller will not run this candidate for a while: drop what the next run() can make again (our
   // runtime: the kernels and their prepacked weights, while the verified file stays mapped). Default: nothing.
   virtual void release() {}

@@ -148,6 +148,10 @@ class CompiledBackend : public ModelBackend {
       bb_out.push_back(bb::fpn(bb::kDetHead, l));
       bb_out.push_back(bb::fpn(bb::kInteractiveHead, l));
     }
+    // The bf16-rounded high-resolution features of the propagation after clicks (models compiled before
+    // they existed lack them; the glue then uses the unrounded ones).
+    for (const char* cached : {bb::kHighResS0Cached, bb::kHighResS1Cached})
+      if (backbone_.impl->has_output(cached)) bb_out.push_back(cached);
     backbone_.impl->set_wanted_outputs(bb_out);
     namespace det = sam31::names::detector;
     detector_.impl->set_wanted_outputs({det::kPredLogits, det::kPredBoxesXyxy, det::kPredMasks, det::kPresenceLogit});

@@ -20,6 +20,11 @@ class SmxRunner : public CandidateRunner {
   }
 
   void set_wanted_outputs(std::vector<std::string> names) override { wanted_ = std::move(names); }
+  bool has_output(const std::string& name) const override {
+    for (int id : model_.graph.outputs)
+      if (id >= 0 && model_.graph.value(id).name == name) return true;
+    return false;
+  }
 
   void release() override {
     if (!executor_) return;
