@@ -366,8 +366,8 @@ bool mark_bf16_precision(ir::Graph& g) {
   static const std::set<std::string> onnx_ops = {"MatMul", "Gemm", "Conv", "ConvTranspose"};
   bool changed = false;
   for (auto& node : g.nodes) {
-    const bool candidate = (node.domain.empty() && onnx_ops.count(node.op_type)) ||
-                           (node.domain == "segmux" && node.op_type == "Linear");
+    const bool candidate =
+        (node.domain.empty() && onnx_ops.count(node.op_type)) || (node.domain == "segmux" && node.op_type == "Linear");
     bool has_f32_weight = false;
     for (size_t k = 1; candidate && k < node.inputs.size(); ++k) {
       const Tensor* w = node.inputs[k] >= 0 ? g.initializer(node.inputs[k]) : nullptr;

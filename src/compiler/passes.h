@@ -39,7 +39,8 @@ bool eliminate_common_subexpressions(ir::Graph& g);
 // The attribute the optimized kernels honour for reduced-precision compute (ir/precision.h).
 using ir::kPrecisionAttr;
 // Marks MatMul/Gemm/Conv/ConvTranspose and segmux Linear nodes with a constant weight, and segmux
-// Attention nodes on f32 q, k, v without a mask input, for bf16 compute. The reference kernels ignore the attribute (they stay the fp32 ground truth).
+// Attention nodes on f32 q, k, v without a mask input, for bf16 compute. The reference kernels ignore the attribute
+// (they stay the fp32 ground truth).
 bool mark_bf16_precision(ir::Graph& g);
 
 // Small helpers shared by the passes (and tests).
