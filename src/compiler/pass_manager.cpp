@@ -25,7 +25,10 @@ std::vector<Pass> default_passes(const std::string& precision, const FoldOptions
   for (auto& p : fusion_passes()) passes.push_back(p);
 #endif
   passes.push_back(Pass{"dce", eliminate_dead_code});
-  if (precision == "bf16") passes.push_back(Pass{"precision-bf16", mark_bf16_precision});
+  if (precision == "bf16") {
+    passes.push_back(Pass{"precision-bf16", mark_bf16_precision});
+    passes.push_back(Pass{"bf16-roundings", drop_bf16_roundings});
+  }
   return passes;
 }
 

@@ -38,9 +38,14 @@ bool eliminate_common_subexpressions(ir::Graph& g);
 
 // The attribute the optimized kernels honour for reduced-precision compute (ir/precision.h).
 using ir::kPrecisionAttr;
-// Marks MatMul/Gemm/Conv/ConvTranspose (and segmux Linear/Attention) nodes with a constant weight
-// for bf16 compute. The reference kernels ignore the attribute (they stay the fp32 ground truth).
+// Marks MatMul/Gemm/Conv/ConvTranspose and segmux Linear nodes with a constant weight, and segmux
+// Attention nodes on f32 q, k, v without a mask input, for bf16 compute. The reference kernels ignore the attribute
+// (they stay the fp32 ground truth).
 bool mark_bf16_precision(ir::Graph& g);
+// After it (bf16 builds): drops Cast(Cast(x, bf16), f32) roundings feeding a bf16 MatMul / Gemm /
+// Linear input the kernel rounds anyway (exact), and those between a bf16 Linear and its GELU (so they
+// fuse; GELU then sees the unrounded f32 result). passes/bf16_rounding.cpp.
+bool drop_bf16_roundings(ir::Graph& g);
 
 // Small helpers shared by the passes (and tests).
 void replace_uses(ir::Graph& g, int from, int to);                 // node inputs only

@@ -194,6 +194,35 @@ TEST(Passes, PrecisionMarksWeightedMatMuls) {
   EXPECT_THROW(compiler::default_passes("int4"), Error);
 }
 
+TEST(Passes, PrecisionMarksF32Attention) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int q = b.input("q", DType::f32, {1, 2, 6, 8});
+  int k = b.input("k", DType::f32, {1, 2, 5, 8});
+  int v = b.input("v", DType::f32, {1, 2, 5, 8});
+  int a = b.op1("Attention", {q, k, v}, {}, "segmux");
+  int m = b.input("m", DType::f32, {1, 1, 6, 5});
+  int a16 = b.op1("Attention", {b.op1("Cast", {q}, {{"to", ir::AttrValue(int64_t(16))}}), k, v}, {}, "segmux");
+  int am = b.op1("Attention", {q, k, v, m}, {}, "segmux");
+  b.output(a, "a");
+  b.output(a16, "a16");
+  b.output(am, "am");
+  EXPECT_TRUE(compiler::mark_bf16_precision(g));
+  int marked = 0, attention = 0;
+  for (auto& n : g.nodes) {
+    if (n.op_type != "Attention") continue;
+    ++attention;
+    // No weight, yet marked: its q, k, v are computed f32 tensors (the bf16 tile rounds them). Not with a
+    // bf16 q, nor with a mask (those stay f32).
+    const bool want = g.value(n.inputs[0]).dtype == DType::f32 && n.inputs.size() == 3;
+    EXPECT_EQ(n.attr_string(compiler::kPrecisionAttr, ""), want ? "bf16" : "") << n.name;
+    marked += want;
+  }
+  EXPECT_EQ(attention, 3);
+  EXPECT_EQ(marked, 1);
+  EXPECT_FALSE(compiler::mark_bf16_precision(g));
+}
+
 TEST(PassManager, SkipsByNameAndReportsStats) {
   ir::Graph g;
   GraphBuilder b(g);

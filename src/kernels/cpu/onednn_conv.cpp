@@ -305,6 +305,9 @@ std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed
 }  // namespace
 
 std::unique_ptr<Kernel> make_conv(const KernelInit& init) { return make_conv_common(init, false); }
-std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init) { return make_conv_common(init, true); }
+std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init) {
+  if (auto k = make_deconv_gemm_bf16(init)) return k;
+  return make_conv_common(init, true);
+}
 
 }  // namespace segmux::cpu
