@@ -31,6 +31,25 @@ class LastFrameCache : public FrameSource {
   RgbFrame last_;
 };
 
+// Drops object `obj_id`'s row from a frame's outputs (FrameOutput or a kept frame: the same columns;
+// the overlap columns may be absent). Returns whether it was there.
+template <class Rows>
+bool erase_object_row(Rows& r, int64_t obj_id) {
+  for (size_t i = 0; i < r.obj_ids.size(); ++i) {
+    if (r.obj_ids[i] != obj_id) continue;
+    const auto at = long(i);
+    r.obj_ids.erase(r.obj_ids.begin() + at);
+    r.probs.erase(r.probs.begin() + at);
+    r.boxes_xywh.erase(r.boxes_xywh.begin() + at);
+    r.masks.erase(r.masks.begin() + at);
+    r.prompts.erase(r.prompts.begin() + at);
+    if (r.overlap_probs.size() > i) r.overlap_probs.erase(r.overlap_probs.begin() + at);
+    if (r.pre_overlap_masks.size() > i) r.pre_overlap_masks.erase(r.pre_overlap_masks.begin() + at);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // Per concept, the one real backend: backbone features are reference-counted across concepts (run
@@ -338,19 +357,7 @@ FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
 bool ConceptSet::remove_object(int64_t obj_id) {
   // Gone from the kept outputs even when the tracker had dropped it already (it left the video): a
   // later point prompt answers with a kept frame, which must not bring it back.
-  for (auto& [f, k] : kept_)
-    for (size_t i = 0; i < k.obj_ids.size(); ++i)
-      if (k.obj_ids[i] == obj_id) {
-        const auto at = long(i);
-        k.obj_ids.erase(k.obj_ids.begin() + at);
-        k.probs.erase(k.probs.begin() + at);
-        k.boxes_xywh.erase(k.boxes_xywh.begin() + at);
-        k.masks.erase(k.masks.begin() + at);
-        k.prompts.erase(k.prompts.begin() + at);
-        if (k.overlap_probs.size() > i) k.overlap_probs.erase(k.overlap_probs.begin() + at);
-        if (k.pre_overlap_masks.size() > i) k.pre_overlap_masks.erase(k.pre_overlap_masks.begin() + at);
-        break;
-      }
+  for (auto& [f, k] : kept_) erase_object_row(k, obj_id);
   for (auto& c : concepts_)
     if (c->control->remove_object(obj_id)) return true;
   return false;
@@ -392,18 +399,7 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
   // The frame's outputs as last kept, the object's entry replaced (dropped when its mask is empty).
   FrameOutput out = frame_outputs(frame_index).value_or(FrameOutput{});
   out.frame_index = frame_index;
-  for (size_t i = 0; i < out.obj_ids.size(); ++i)
-    if (out.obj_ids[i] == obj_id) {
-      const auto at = long(i);
-      out.obj_ids.erase(out.obj_ids.begin() + at);
-      out.probs.erase(out.probs.begin() + at);
-      out.boxes_xywh.erase(out.boxes_xywh.begin() + at);
-      out.masks.erase(out.masks.begin() + at);
-      out.prompts.erase(out.prompts.begin() + at);
-      if (out.overlap_probs.size() > i) out.overlap_probs.erase(out.overlap_probs.begin() + at);
-      if (out.pre_overlap_masks.size() > i) out.pre_overlap_masks.erase(out.pre_overlap_masks.begin() + at);
-      break;
-    }
+  erase_object_row(out, obj_id);
   FrameOutput mine;
   mine.frame_index = frame_index;
   if (r.mask.area() > 0) {
