@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include "core/zeroed_buffer.h"
 #include "ir/static_shape.h"
 #include "runtime/node_kernels.h"
 
@@ -39,6 +40,12 @@ void make_kernels(const ir::Graph& graph, const MemoryPlan& plan, const std::vec
   // The first failing node in graph order, as a sequential build reports it.
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+// Zero-filled and 64-byte padded as Storage::allocate; a large arena is faulted in by one call.
+std::shared_ptr<Storage> allocate_arena(size_t bytes) {
+  auto buffer = allocate_zeroed_buffer(std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  return Storage::borrow(buffer.get(), bytes, buffer);
 }
 
 }  // namespace
@@ -86,14 +93,14 @@ Executor::Executor(ir::Graph graph, MemoryPlan plan, ExecutorOptions options)
   validate_plan(graph_, plan_);
   make_kernels(graph_, plan_, kernel_providers(options_.use_optimized_kernels), options_.num_threads, kernels_,
                node_providers_);
-  // One arena for the model's lifetime (or a shared one); Storage::allocate zero-fills it, which is the one
+  // One arena for the model's lifetime (or a shared one); allocate_arena zero-fills it, which is the one
   // first touch.
   // A shared arena is only reserved here; the views are made on it at the first run, so that storage
   // outgrown by a later executor is freed at once.
   if (options_.shared_arena) {
     options_.shared_arena->reserve(plan_.arena_bytes);
   } else {
-    arena_ = Storage::allocate(plan_.arena_bytes);
+    arena_ = allocate_arena(plan_.arena_bytes);
     make_views();
   }
 }
@@ -110,8 +117,8 @@ void Executor::make_views() {
 void SharedArena::reserve(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (storage_ && storage_->nbytes >= bytes) return;
-  storage_.reset();                     // executors hold it only during a run, which this mutex excludes
-  storage_ = Storage::allocate(bytes);  // executors made on the old one re-point at their next run
+  storage_.reset();                  // executors hold it only during a run, which this mutex excludes
+  storage_ = allocate_arena(bytes);  // executors made on the old one re-point at their next run
 }
 
 Executor::~Executor() = default;
