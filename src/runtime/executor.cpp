@@ -1,15 +1,52 @@
 #include "runtime/executor.h"
 
+#include "core/zeroed_buffer.h"
 #include "ir/static_shape.h"
 #include "runtime/node_kernels.h"
 
+#include <algorithm>
 #include <cstring>
+#include <exception>
 
 namespace segmux {
 
 namespace {
 
 size_t value_bytes(const ir::Value& v) { return size_t(shape_numel(v.shape)) * dtype_size(v.dtype); }
+
+// Most of a model's start-up is here: the oneDNN kernels reorder (prepack) their weights. The nodes are
+// independent and each writes only its own slot, so they are made on all the run's threads. A oneDNN call
+// inside the parallel loop runs on its calling thread alone (nested OpenMP is off), which does not change
+// the packed bytes: the result is the same for any number of threads (tests/runtime/test_parallel_build).
+void make_kernels(const ir::Graph& graph, const MemoryPlan& plan, const std::vector<const Provider*>& providers,
+                  int num_threads, std::vector<std::unique_ptr<Kernel>>& kernels, std::vector<std::string>& chosen) {
+  const int64_t count = int64_t(graph.nodes.size());
+  kernels.resize(graph.nodes.size());
+  chosen.resize(graph.nodes.size());
+  std::vector<std::exception_ptr> errors(graph.nodes.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, num_threads))
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t n = size_t(i);
+    if (plan.view_nodes[n]) {
+      chosen[n] = "view";
+      continue;
+    }
+    try {
+      kernels[n] = create_node_kernel(graph, graph.nodes[n], providers, num_threads, &chosen[n]);
+    } catch (...) {
+      errors[n] = std::current_exception();  // exceptions must not leave the parallel region
+    }
+  }
+  // The first failing node in graph order, as a sequential build reports it.
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Zero-filled and 64-byte padded as Storage::allocate; a large arena is faulted in by one call.
+std::shared_ptr<Storage> allocate_arena(size_t bytes) {
+  auto buffer = allocate_zeroed_buffer(std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  return Storage::borrow(buffer.get(), bytes, buffer);
+}
 
 }  // namespace
 
@@ -54,24 +91,16 @@ void validate_plan(const ir::Graph& g, const MemoryPlan& plan) {
 Executor::Executor(ir::Graph graph, MemoryPlan plan, ExecutorOptions options)
     : graph_(std::move(graph)), plan_(std::move(plan)), options_(options) {
   validate_plan(graph_, plan_);
-  const auto providers = kernel_providers(options_.use_optimized_kernels);
-  kernels_.resize(graph_.nodes.size());
-  node_providers_.resize(graph_.nodes.size());
-  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
-    if (plan_.view_nodes[n]) {
-      node_providers_[n] = "view";
-      continue;
-    }
-    kernels_[n] = create_node_kernel(graph_, graph_.nodes[n], providers, options_.num_threads, &node_providers_[n]);
-  }
-  // One arena for the model's lifetime (or a shared one); Storage::allocate zero-fills it, which is the one
+  make_kernels(graph_, plan_, kernel_providers(options_.use_optimized_kernels), options_.num_threads, kernels_,
+               node_providers_);
+  // One arena for the model's lifetime (or a shared one); allocate_arena zero-fills it, which is the one
   // first touch.
   // A shared arena is only reserved here; the views are made on it at the first run, so that storage
   // outgrown by a later executor is freed at once.
   if (options_.shared_arena) {
     options_.shared_arena->reserve(plan_.arena_bytes);
   } else {
-    arena_ = Storage::allocate(plan_.arena_bytes);
+    arena_ = allocate_arena(plan_.arena_bytes);
     make_views();
   }
 }
@@ -88,8 +117,8 @@ void Executor::make_views() {
 void SharedArena::reserve(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (storage_ && storage_->nbytes >= bytes) return;
-  storage_.reset();                     // executors hold it only during a run, which this mutex excludes
-  storage_ = Storage::allocate(bytes);  // executors made on the old one re-point at their next run
+  storage_.reset();                  // executors hold it only during a run, which this mutex excludes
+  storage_ = allocate_arena(bytes);  // executors made on the old one re-point at their next run
 }
 
 Executor::~Executor() = default;

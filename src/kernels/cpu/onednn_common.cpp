@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/mapped_pages.h"
+#include "core/zeroed_buffer.h"
 
 namespace segmux::cpu {
 
@@ -19,7 +20,15 @@ std::shared_ptr<dnnl::memory> PackedWeight::get(const dnnl::memory::desc& user, 
     src_values = &rounded_;
   }
   dnnl::memory src(user, cpu_engine(), const_cast<void*>(src_values->raw()));
-  auto packed = std::make_shared<dnnl::memory>(want, cpu_engine());
+  // The packed copy on memory of our own (a large one faulted in by one call, not page by page as the
+  // reorder first writes it); the returned memory keeps its buffer alive.
+  struct Owned {
+    std::shared_ptr<void> buffer;
+    dnnl::memory mem;
+  };
+  auto buffer = allocate_zeroed_buffer(want.get_size());
+  auto owned = std::make_shared<Owned>(Owned{buffer, dnnl::memory(want, cpu_engine(), buffer.get())});
+  std::shared_ptr<dnnl::memory> packed(owned, &owned->mem);
   dnnl::stream s(cpu_engine());
   dnnl::reorder(src, *packed).execute(s, src, *packed);
   s.wait();
