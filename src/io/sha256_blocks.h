@@ -7,6 +7,9 @@
 
 namespace segmux::sha256_detail {
 
+// The 64 round constants (FIPS 180-4), one table for both loops; 16-byte aligned for SHA-NI loads.
+extern const uint32_t kRoundK[64];
+
 void blocks_portable(uint32_t state[8], const uint8_t* p, size_t nblocks);
 // Compiled with -msha -msse4.1 (CMakeLists.txt): call only when shani_available().
 void blocks_shani(uint32_t state[8], const uint8_t* p, size_t nblocks);
