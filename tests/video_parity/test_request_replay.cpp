@@ -11,13 +11,23 @@
 
 using namespace segmux::pipeline;
 
-TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
+namespace {
+
+// Replays a fixture set of tests/fixtures through the session API (one compiled-model cache for all).
+RequestReplayReport replay(const std::string& set) {
   VideoParityOptions opt;
-  opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-prompts";
+  opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/" + set;
   opt.cache_dir = ::testing::TempDir() + "/segmux-request-replay-cache";
   std::ostringstream log;
   RequestReplayReport rep = run_request_replay(opt, log);
   std::cout << log.str();
+  return rep;
+}
+
+}  // namespace
+
+TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-prompts");
   ASSERT_EQ(rep.requests.size(), 13u);
   // Every request's outputs match, the propagation after the clicks (request 6, the official partial
   // propagation: the tracker for the clicked objects only, merged into the kept outputs) included. It
@@ -38,12 +48,7 @@ TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
 // The official add_prompt also detects the next frame with the boxes (a prefetch) and never reads it
 // back (the trace's prefetch_read_back is 0): segmux skips it and matches every frame.
 TEST(RequestReplay, BoxExemplarsThenPropagationMatchTheOfficialRequests) {
-  VideoParityOptions opt;
-  opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-exemplar-propagation";
-  opt.cache_dir = ::testing::TempDir() + "/segmux-request-replay-cache";
-  std::ostringstream log;
-  RequestReplayReport rep = run_request_replay(opt, log);
-  std::cout << log.str();
+  const RequestReplayReport rep = replay("sam31-tiny-exemplar-propagation");
   ASSERT_EQ(rep.requests.size(), 8u);  // 3 cases: add_prompt + propagate, reset_session between them
   int propagated = 0;
   for (size_t i = 0; i < rep.requests.size(); ++i) {
@@ -57,12 +62,7 @@ TEST(RequestReplay, BoxExemplarsThenPropagationMatchTheOfficialRequests) {
 // official trace): the official moves it into a new singleton state without spatial memories, then the
 // propagation after the click tracks it alone there. Every response matches.
 TEST(RequestReplay, RefiningAnObjectThatSharesItsStateMatchesTheOfficialRequests) {
-  VideoParityOptions opt;
-  opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-refine-shared";
-  opt.cache_dir = ::testing::TempDir() + "/segmux-request-replay-cache";
-  std::ostringstream log;
-  RequestReplayReport rep = run_request_replay(opt, log);
-  std::cout << log.str();
+  const RequestReplayReport rep = replay("sam31-tiny-refine-shared");
   ASSERT_EQ(rep.requests.size(), 4u);
   for (size_t i = 0; i < rep.requests.size(); ++i)
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
