@@ -46,6 +46,9 @@ bool mark_bf16_precision(ir::Graph& g);
 // Linear input the kernel rounds anyway (exact), and those between a bf16 Linear and its GELU (so they
 // fuse; GELU then sees the unrounded f32 result). passes/bf16_rounding.cpp.
 bool drop_bf16_roundings(ir::Graph& g);
+// Every build: Cast(Cast(x, bf16), f32) around a segmux Gelu folded into it (attributes
+// ir::kGeluRoundInput / kGeluRoundOutput; exact). passes/bf16_rounding.cpp.
+bool fold_gelu_bf16_roundings(ir::Graph& g);
 
 // Small helpers shared by the passes (and tests).
 void replace_uses(ir::Graph& g, int from, int to);                 // node inputs only

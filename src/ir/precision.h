@@ -12,4 +12,9 @@ inline constexpr const char* kPrecisionBf16 = "bf16";
 
 inline bool wants_bf16(const Node& node) { return node.attr_string(kPrecisionAttr, kPrecisionFp32) == kPrecisionBf16; }
 
+// Semantic attributes of segmux Gelu (honoured by every kernel, the reference included): 1 = the input,
+// resp. the output, is rounded to bf16 values (round to nearest even, as Cast to bf16 and back does).
+inline constexpr const char* kGeluRoundInput = "bf16_round_input";
+inline constexpr const char* kGeluRoundOutput = "bf16_round_output";
+
 }  // namespace segmux::ir

@@ -1,9 +1,13 @@
-// The bf16 build's rounding pass (compiler/passes/bf16_rounding.cpp) on the official bf16 MLP pattern
-// of the ViT (x, fc1 output and GELU output rounded to bf16 by Cast pairs): which Casts go, that fc1
-// and GELU fuse, and what the optimized kernels compute before and after.
+// The rounding passes (compiler/passes/bf16_rounding.cpp) on the official bf16 MLP pattern of the ViT
+// (x, fc1 output and GELU output rounded to bf16 by Cast pairs): which Casts go, that fc1 and GELU fuse
+// in bf16 builds, that every build folds the Casts around GELU into it, and what the optimized kernels
+// compute before and after.
+#include <cstring>
+
 #include "compiler/pass_manager.h"
 #include "compiler/passes.h"
 #include "harness.h"
+#include "ir/precision.h"
 #include "models/sam31/layers.h"
 #include "runtime/session.h"
 
@@ -34,13 +38,35 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return m;
 }
 
-// The passes of a bf16 build, with or without the rounding pass.
-ir::Graph compiled(const ir::Graph& g, bool drop_roundings) {
+// The passes of a build, with or without the rounding passes.
+ir::Graph compiled(const ir::Graph& g, bool drop_roundings, const std::string& precision = "bf16") {
   ir::Graph c = g;
   compiler::PassManagerOptions opt;
-  if (!drop_roundings) opt.skip.insert("bf16-roundings");
-  compiler::run_passes(c, compiler::default_passes("bf16"), opt);
+  if (!drop_roundings) {
+    if (precision == "bf16") opt.skip.insert("bf16-roundings");
+    opt.skip.insert("gelu-bf16-roundings");
+  }
+  compiler::run_passes(c, compiler::default_passes(precision), opt);
   return c;
+}
+
+// The official bf16 MLP: y = x + fc2(round(GELU(round(fc1(round(x)))))).
+ir::Graph official_mlp(const Shape& x_shape, int64_t H) {
+  const int64_t D = x_shape.back();
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, x_shape);
+  int h = L::linear_t(b, L::round_to_bf16(b, x), random_tensor({H, D}, 5), random_tensor({H}, 6), "fc1");
+  h = L::round_to_bf16(b, L::gelu_erf(b, L::round_to_bf16(b, h)));
+  int y = L::add(b, x, L::linear_t(b, h, random_tensor({D, H}, 7), random_tensor({D}, 8), "fc2"));
+  b.output(y, "y");
+  return g;
+}
+
+const ir::Node* find_op(const ir::Graph& g, const std::string& op) {
+  for (auto& n : g.nodes)
+    if (n.op_type == op) return &n;
+  return nullptr;
 }
 
 TEST(Bf16Roundings, RoundedInputOfABf16LinearIsTheSameNumbers) {
@@ -59,14 +85,7 @@ TEST(Bf16Roundings, RoundedInputOfABf16LinearIsTheSameNumbers) {
 }
 
 TEST(Bf16Roundings, OfficialBf16MlpFusesAndStaysClose) {
-  ir::Graph g;
-  GraphBuilder b(g);
-  const int64_t D = 48, H = 96;
-  int x = b.input("x", DType::f32, {2, 9, D});
-  int h = L::linear_t(b, L::round_to_bf16(b, x), random_tensor({H, D}, 5), random_tensor({H}, 6), "fc1");
-  h = L::round_to_bf16(b, L::gelu_erf(b, L::round_to_bf16(b, h)));
-  int y = L::add(b, x, L::linear_t(b, h, random_tensor({D, H}, 7), random_tensor({D}, 8), "fc2"));
-  b.output(y, "y");
+  const ir::Graph g = official_mlp({2, 9, 48}, 96);
   ir::Graph kept = compiled(g, false), dropped = compiled(g, true);
   EXPECT_EQ(count_ops(kept, "Cast"), 6);
   EXPECT_EQ(count_ops(dropped, "Cast"), 0);
@@ -76,7 +95,7 @@ TEST(Bf16Roundings, OfficialBf16MlpFusesAndStaysClose) {
   EXPECT_EQ(gelu, 1);
   // Only GELU's input is no longer rounded (one bf16 rounding, relative 2^-9): the change is smaller
   // than the bf16 build's own distance from the fp32 graph (reference kernels, which ignore bf16).
-  Tensor in = random_tensor({2, 9, D}, 9);
+  Tensor in = random_tensor({2, 9, 48}, 9);
   SessionOptions ref_opt;
   ref_opt.use_optimized_kernels = false;
   const Tensor want = Session(g, ref_opt).run({{"x", in}}).at("y");
@@ -106,6 +125,46 @@ TEST(Bf16Roundings, LeavesFp32BuildsAndOtherConsumersAlone) {
     EXPECT_EQ(c16.value(n.inputs[0]).name, "x");
   }
   EXPECT_EQ(linear, 1);
+}
+
+TEST(Bf16Roundings, Fp32BuildFoldsTheCastsAroundGeluExactly) {
+  const ir::Graph g = official_mlp({2, 9, 48}, 96);
+  ir::Graph kept = compiled(g, false, "fp32"), folded = compiled(g, true, "fp32");
+  EXPECT_EQ(count_ops(kept, "Cast"), 6);
+  EXPECT_EQ(count_ops(folded, "Cast"), 2);  // fc1's input: an f32 Linear does not round it
+  const ir::Node* gelu = find_op(folded, "Gelu");
+  ASSERT_NE(gelu, nullptr);  // not fused into fc1: oneDNN's post-op would not round
+  EXPECT_EQ(gelu->attr_int(ir::kGeluRoundInput, 0), 1);
+  EXPECT_EQ(gelu->attr_int(ir::kGeluRoundOutput, 0), 1);
+  Tensor in = random_tensor({2, 9, 48}, 9);
+  EXPECT_TRUE(run_optimized(kept, in).identical(run_optimized(folded, in)));
+  SessionOptions ref_opt;
+  ref_opt.use_optimized_kernels = false;
+  EXPECT_TRUE(
+      Session(kept, ref_opt).run({{"x", in}}).at("y").identical(Session(folded, ref_opt).run({{"x", in}}).at("y")));
+}
+
+// Bit patterns where rounding to bf16 is easy to get wrong: ties to even both ways, carries into the
+// exponent, the largest finite values (rounding to infinity), infinities, NaNs with payloads and signs
+// (quieted, payload's top bits kept), denormals, zeros.
+TEST(Bf16Roundings, FoldedGeluRoundsSpecialValuesAsCastDoes) {
+  const std::vector<uint32_t> bits = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x3f7fffffu, 0xbf808000u, 0xbf818000u,
+                                      0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                      0x7f800001u, 0xff812345u, 0x7fbfffffu, 0x00000001u, 0x807fffffu, 0x00008000u,
+                                      0x00000000u, 0x80000000u, 0x40490fdbu, 0xc0a00000u, 0x3ea8f5c3u, 0x4120ffffu};
+  Tensor in(DType::f32, {int64_t(bits.size())});
+  std::memcpy(in.raw(), bits.data(), bits.size() * 4);
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {int64_t(bits.size())});
+  b.output(L::round_to_bf16(b, L::gelu_erf(b, L::round_to_bf16(b, x))), "y");
+  ir::Graph kept = compiled(g, false, "fp32"), folded = compiled(g, true, "fp32");
+  ASSERT_EQ(count_ops(folded, "Cast"), 0);
+  EXPECT_TRUE(run_optimized(kept, in).identical(run_optimized(folded, in)));
+  SessionOptions ref_opt;
+  ref_opt.use_optimized_kernels = false;
+  EXPECT_TRUE(
+      Session(kept, ref_opt).run({{"x", in}}).at("y").identical(Session(folded, ref_opt).run({{"x", in}}).at("y")));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// bf16 builds only: the graph's own bf16 roundings (Cast to bf16 then back to f32, as the official
-// bf16 MLP of the ViT is exported: src/models/sam31/backbone.cpp vit_mlp) where the bf16 kernels make
-// them redundant, so that they cost no pass over [tokens, hidden] and fc1 + GELU fuse.
+// The graph's own bf16 roundings (Cast to bf16 then back to f32, as the official bf16 MLP of the ViT
+// is exported: src/models/sam31/backbone.cpp vit_mlp). bf16 builds drop them where the bf16 kernels
+// make them redundant, so that fc1 + GELU fuse; every build folds those around a GELU into the GELU
+// (attributes bf16_round_input / bf16_round_output), so they cost no pass over [tokens, hidden].
 #include "compiler/passes.h"
 #include "compiler/passes/fuse_util.h"
 #include "ir/precision.h"
@@ -65,6 +66,40 @@ bool drop_bf16_roundings(ir::Graph& g) {
     // The Casts nobody reads any more.
     eliminate_dead_code(g);
   }
+  return changed;
+}
+
+// Exact in every precision: GELU(round(x)) rounded, computed in one pass instead of five (four Casts
+// over [tokens, hidden] and the GELU). The Gelu node takes over the second Cast's output value.
+bool fold_gelu_bf16_roundings(ir::Graph& g) {
+  fuse::Matcher m(g);
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ir::Node& n = g.nodes[i];
+    if (m.removed[i] || n.domain != "segmux" || n.op_type != "Gelu" || n.inputs.size() != 1) continue;
+    if (n.attr_int(ir::kGeluRoundInput, 0) == 0) {
+      const int x = rounded_source(m, n.inputs[0]);
+      if (x >= 0) {
+        n.inputs[0] = x;
+        n.attrs[ir::kGeluRoundInput] = int64_t(1);
+        changed = true;
+      }
+    }
+    if (n.attr_int(ir::kGeluRoundOutput, 0) != 0) continue;
+    const int y = n.outputs[0];
+    const int to_bf16 = y >= 0 && m.internal(y) ? m.consumers[size_t(y)][0] : -1;
+    if (to_bf16 < 0 || m.removed[size_t(to_bf16)] || !is_cast_to(g, g.nodes[size_t(to_bf16)], DType::bf16)) continue;
+    const int b = g.nodes[size_t(to_bf16)].outputs[0];
+    const int to_f32 = m.internal(b) ? m.consumers[size_t(b)][0] : -1;
+    if (to_f32 < 0 || m.removed[size_t(to_f32)] || !is_cast_to(g, g.nodes[size_t(to_f32)], DType::f32)) continue;
+    n.outputs = g.nodes[size_t(to_f32)].outputs;
+    n.attrs[ir::kGeluRoundOutput] = int64_t(1);
+    m.remove(to_bf16);
+    m.remove(to_f32);
+    changed = true;
+  }
+  m.commit();
+  if (changed) eliminate_dead_code(g);  // input Casts nobody reads any more
   return changed;
 }
 

@@ -1,6 +1,7 @@
 // MatMul(x, W) + bias -> segmux Linear; Linear + Gelu -> activation; Linear + residual Add -> 4th input.
 #include "compiler/passes/fuse_all.h"
 #include "compiler/passes/fuse_util.h"
+#include "ir/precision.h"
 
 namespace segmux::compiler {
 
@@ -47,8 +48,10 @@ bool fuse_linear(ir::Graph& g) {
     if (m.internal(y)) {
       int c = m.consumers[size_t(y)][0];
       ir::Node& n = g.nodes[size_t(c)];
+      // A GELU that rounds its input or output to bf16 stays on its own (oneDNN's post-op would not).
       if (!m.removed[size_t(c)] && n.domain == "segmux" && n.op_type == "Gelu" &&
-          !g.nodes[size_t(lin)].has_attr("activation")) {
+          !g.nodes[size_t(lin)].has_attr("activation") && !n.has_attr(ir::kGeluRoundInput) &&
+          !n.has_attr(ir::kGeluRoundOutput)) {
         // The Gelu node becomes the Linear (it owns the output value consumers read).
         ir::Node fused = g.nodes[size_t(lin)];
         fused.outputs = n.outputs;

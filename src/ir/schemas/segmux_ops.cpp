@@ -4,7 +4,8 @@
 //   Linear(A [..., K], W [K, N], bias [N]?, residual?) -> [..., N]
 //       y = act(A W + bias) + residual; attr activation = "" | "gelu" (exact erf); residual
 //       broadcasts to the output.
-//   Gelu(X) -> X's shape: 0.5 x (1 + erf(x / sqrt 2)).
+//   Gelu(X) -> X's shape: 0.5 x (1 + erf(x / sqrt 2)); attrs bf16_round_input / bf16_round_output = 1
+//       round x, resp. the result, to bf16 values first (what Cast(Cast(., bf16), f32) does).
 //   GroupNorm(X [N, C, ...], scale [C], bias [C]) -> X's shape; attrs num_groups, epsilon (1e-5).
 //   Attention(q [..., Lq, D], k [..., Lk, D], v [..., Lk, Dv], mask?) -> [..., Lq, Dv]
 //       softmax(q k^T * scale + mask) v over the last axis; attr scale (default 1/sqrt(D)); q, k, v

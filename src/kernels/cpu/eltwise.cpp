@@ -1,9 +1,11 @@
-// Element-wise f32 kernels: the four arithmetic binary ops with numpy broadcasting, and exact GELU.
+// Element-wise f32 kernels: the four arithmetic binary ops with numpy broadcasting, and exact GELU
+// (optionally with its input / output rounded to bf16 values).
 // Broadcasting is reduced to "outer loop x contiguous-or-scalar inner run" after merging dims that
 // broadcast the same way, so same-shape, scalar, row and column cases all hit vector inner loops
 // (simd.h: the loops of the instruction set chosen when the kernel is created).
 #include <cstring>
 
+#include "ir/precision.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd.h"
@@ -93,20 +95,47 @@ class BinaryKernel : public Kernel {
   BinaryInnerFn inner_;
 };
 
+// round_to_bf16 (core/dtype.h) over a run, written branch-free so that it vectorizes: the same values,
+// NaNs included (quieted, sign and top payload kept).
+void round_run_to_bf16(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, &x[i], 4);
+    const uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    const uint32_t quiet_nan = (b & 0xffff0000u) | 0x00400000u;
+    const uint32_t r = int32_t(b & 0x7fffffffu) > int32_t(0x7f800000u) ? quiet_nan : rounded;
+    std::memcpy(&y[i], &r, 4);
+  }
+}
+
+// Exact GELU; with the bf16_round_* attributes the input and / or the result rounded to bf16 values
+// in the same pass (the graph's Cast pairs folded in by the compiler), block by block in L1.
 class GeluKernel : public Kernel {
  public:
+  GeluKernel(bool round_input, bool round_output) : round_input_(round_input), round_output_(round_output) {}
   void run(KernelContext& ctx) override {
     const float* x = ctx.inputs[0]->data<float>();
     float* y = ctx.outputs[0]->data<float>();
     const int64_t n = ctx.inputs[0]->numel();
     int nt = n < 32768 ? 1 : ctx.num_threads;
-    parallel_chunks((n + 15) / 16, nt, [&](int64_t b, int64_t e) {
-      const int64_t lo = b * 16, hi = std::min(n, e * 16);
-      gelu_(x + lo, y + lo, hi - lo);
+    parallel_chunks((n + kBlock - 1) / kBlock, nt, [&](int64_t b, int64_t e) {
+      alignas(64) float rounded[kBlock];
+      for (int64_t lo = b * kBlock; lo < std::min(n, e * kBlock); lo += kBlock) {
+        const int64_t len = std::min(kBlock, n - lo);
+        const float* src = x + lo;
+        if (round_input_) {
+          round_run_to_bf16(src, rounded, len);
+          src = rounded;
+        }
+        gelu_(src, y + lo, len);
+        if (round_output_) round_run_to_bf16(y + lo, y + lo, len);
+      }
     });
   }
 
  private:
+  static constexpr int64_t kBlock = 2048;
+  bool round_input_, round_output_;
   decltype(EltwiseFns::gelu) gelu_ = eltwise_fns().gelu;
 };
 
@@ -133,7 +162,8 @@ std::unique_ptr<Kernel> make_binary(const KernelInit& init) {
 
 std::unique_ptr<Kernel> make_gelu(const KernelInit& init) {
   if (init.inputs.size() != 1 || !all_f32(init)) return nullptr;
-  return std::make_unique<GeluKernel>();
+  return std::make_unique<GeluKernel>(init.node.attr_int(ir::kGeluRoundInput, 0) != 0,
+                                      init.node.attr_int(ir::kGeluRoundOutput, 0) != 0);
 }
 
 }  // namespace segmux::cpu

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ir/precision.h"
 #include "kernels/kernel.h"
 
 namespace segmux::ref {
@@ -67,7 +68,12 @@ void linear(KernelContext& ctx) {
 void gelu(KernelContext& ctx) {
   const float* x = ctx.inputs[0]->data<float>();
   float* y = ctx.outputs[0]->data<float>();
-  for (int64_t i = 0; i < ctx.inputs[0]->numel(); ++i) y[i] = float(gelu_exact(x[i]));
+  const bool round_in = ctx.node.attr_int(ir::kGeluRoundInput, 0) != 0;
+  const bool round_out = ctx.node.attr_int(ir::kGeluRoundOutput, 0) != 0;
+  for (int64_t i = 0; i < ctx.inputs[0]->numel(); ++i) {
+    y[i] = float(gelu_exact(round_in ? round_to_bf16(x[i]) : x[i]));
+    if (round_out) y[i] = round_to_bf16(y[i]);
+  }
 }
 
 void group_norm(KernelContext& ctx) {
