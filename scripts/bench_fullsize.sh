@@ -15,8 +15,11 @@
 #   OBJECTS       object counts (default "1 4 16");  PRECISIONS (default "fp32 bf16")
 #   FRAMES        timed frames per configuration (default 3; medians);  WARMUP (default: fill the memory bank)
 #   THREADS       threads (default: nproc)
-#   PEER          "ort" (default): the fp32 runs also time ONNX Runtime on the same candidate calls
-#                 (bench-frame --peer ort; skipped with a note where it is not available); "" to skip
+#   PEER          "ort" (default): the fp32 run with PEER_OBJECTS objects also times ONNX Runtime on the
+#                 same candidate calls (bench-frame --peer ort; skipped with a note where it is not
+#                 available); "" to skip
+#   PEER_OBJECTS  object count of the peer run (default: the largest of OBJECTS; the other counts
+#                 change only the propagation decoder's and memory encoder's calls)
 #   DOC           output document (default docs/performance.md)
 #   SKIP_BUILD=1  use the binaries already in BUILD_DIR
 set -euo pipefail
@@ -28,6 +31,7 @@ PRECISIONS=${PRECISIONS:-"fp32 bf16"}
 FRAMES=${FRAMES:-3}
 THREADS=${THREADS:-$(nproc)}
 PEER=${PEER-ort}
+PEER_OBJECTS=${PEER_OBJECTS:-$(echo $OBJECTS | tr ' ' '\n' | sort -n | tail -1)}
 DOC=${DOC:-docs/performance.md}
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 export CCACHE_BASEDIR="$PWD"
@@ -57,7 +61,7 @@ for p in $PRECISIONS; do
   for n in $OBJECTS; do
     echo "bench-frame: $n object(s), $p (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     peer=()
-    [ "$p" = fp32 ] && [ -n "$PEER" ] && peer=(--peer "$PEER")
+    [ "$p" = fp32 ] && [ -n "$PEER" ] && [ "$n" = "$PEER_OBJECTS" ] && peer=(--peer "$PEER")
     "$S" bench-frame "${common[@]}" --objects "$n" --precision "$p" "${peer[@]}" --json >"$work/frame_${p}_${n}.json" ||
       echo "{\"error\": \"bench-frame exited with $?\"}" >"$work/frame_${p}_${n}.json"
   done
@@ -71,9 +75,11 @@ for p in $PRECISIONS; do
   done
 done
 
-python3 - "$work" "$start" "$THREADS" "$DOC.tmp.$$" "$CHECKPOINT" <<'PY'
+cpuinfo() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'; }
+cpu="$(cpuinfo 'model name'), family $(cpuinfo 'cpu family') model $(cpuinfo model)"
+python3 - "$work" "$start" "$THREADS" "$DOC.tmp.$$" "$CHECKPOINT" "$cpu" <<'PY'
 import json, os, re, sys, glob
-work, start, threads, out, ckpt = sys.argv[1:6]
+work, start, threads, out, ckpt, cpu = sys.argv[1:7]
 peaks = open(os.path.join(work, "peaks.txt")).read()
 m = re.search(r"f32 FMA ([\d.]+) GFLOP/s, bf16 dot ([\d.]+) GFLOP/s", peaks)
 peak = {"fp32": float(m.group(1)), "bf16": float(m.group(2))} if m else {}
@@ -94,16 +100,17 @@ L.append("filled by warm-up frames, medians of the timed frames) on a random ful
 L.append("beside the floor each frame would have at this machine's peaks measured in the same run (`bench_matmul`:")
 L.append("FMA / bf16-dot peak) for the FLOP estimate of the compiled candidates (`segmux inspect`).")
 L.append("")
-L.append(f"- run: {start}, {os.cpu_count()} cores, {threads} threads, checkpoint `{ckpt}`")
+L.append(f"- run: {start}, {os.cpu_count()} cores ({cpu}), {threads} threads, checkpoint `{ckpt}`")
 L.append("- bf16 accuracy: it misses the tracker's tolerance on the fixtures, so `track` defaults to fp32")
 L.append("  (measured difference per frame: `docs/track.md`, Precision)")
-if peak: L.append(f"- measured peaks: fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} GFLOP/s")
+if peak: L.append(f"- measured peaks: fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} GFLOP/s (the virtual machine's "
+                 "host decides them: compare the floor column, not seconds from another day)")
 for p, f in flops.items():
     L.append(f"- FLOP estimate per frame ({p} compile): " + ", ".join(f"{c} {v/1e12:.3f} T" for c, v in f.items())
              + f"; total {sum(f.values())/1e12:.2f} TFLOP")
 L.append("")
-L.append("| precision | objects | backbone s | detector s | propagation s | memory enc. s | whole frame s | floor s | peak RSS GiB | load avg before / after |")
-L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+L.append("| precision | objects | backbone s | detector s | propagation s | memory enc. s | whole frame s | floor s | floor / frame | peak RSS GiB | load avg before / after |")
+L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 def order(path):
     p, n = os.path.basename(path)[6:-5].split("_")
     return (p != "fp32", int(n))
@@ -111,15 +118,34 @@ for path in sorted(glob.glob(os.path.join(work, "frame_*.json")), key=order):
     j = load(path)
     p, n = os.path.basename(path)[6:-5].split("_")
     if "candidates" not in j:
-        L.append(f"| {p} | {n} | {j.get('error', 'no result')} | | | | | | | |")
+        L.append(f"| {p} | {n} | {j.get('error', 'no result')} | | | | | | | | |")
         continue
     c = j["candidates"]
-    floor = ""
-    if p in flops and p in peak: floor = f"{sum(flops[p].values()) / (peak[p] * 1e9):.1f}"
+    floor, share = "", ""
+    if p in flops and p in peak:
+        f = sum(flops[p].values()) / (peak[p] * 1e9)
+        floor, share = f"{f:.1f}", f"{100 * f / j['total_seconds']:.0f} %"
     la = lambda v: " ".join(f"{x:.1f}" for x in v)
     L.append(f"| {p} | {n} | " + " | ".join(f"{c[k]:.2f}" for k in cands) +
-             f" | {j['total_seconds']:.2f} | {floor} | {j['peak_rss_bytes']/2**30:.2f} | {la(j['load_average_before'])} / {la(j['load_average_after'])} |")
+             f" | {j['total_seconds']:.2f} | {floor} | {share} | {j['peak_rss_bytes']/2**30:.2f} | {la(j['load_average_before'])} / {la(j['load_average_after'])} |")
 L.append("")
+L.append("floor = the FLOP estimate at the measured peak of the precision (fp32 FMA, bf16 dot); floor / frame = the")
+L.append("share of that peak the whole frame reaches.")
+L.append("")
+# bf16 against fp32 per candidate, same object count, same run.
+both = []
+for n in sorted({os.path.basename(q)[6:-5].split("_")[1] for q in glob.glob(os.path.join(work, "frame_*.json"))}, key=int):
+    a, b = load(os.path.join(work, f"frame_fp32_{n}.json")), load(os.path.join(work, f"frame_bf16_{n}.json"))
+    if "candidates" in a and "candidates" in b:
+        both.append(f"| {n} | " + " | ".join(f"{a['candidates'][k] / max(b['candidates'][k], 1e-12):.2f}x" for k in cands) +
+                    f" | {a['total_seconds'] / max(b['total_seconds'], 1e-12):.2f}x |")
+if both:
+    L.append("bf16 speed-up over fp32 (fp32 seconds / bf16 seconds, same run):")
+    L.append("")
+    L.append("| objects | " + " | ".join(cands) + " | whole frame |")
+    L.append("|---:|" + "---:|" * (len(cands) + 1))
+    L.extend(both)
+    L.append("")
 # ONNX Runtime on the same candidate calls (fp32 runs with --peer ort): ratio = segmux / ort.
 peer_rows = []
 for path in sorted(glob.glob(os.path.join(work, "frame_fp32_*.json")), key=order):
@@ -140,6 +166,7 @@ if peer_rows:
     L.append("|---:|" + "---|" * len(cands))
     L.extend(peer_rows)
     L.append("")
+L.append("Earlier measurements, per change and per candidate (profiles, start-up, memory): `docs/performance-history.md`.")
 open(out, "w").write("\n".join(L) + "\n")
 PY
 mv "$DOC.tmp.$$" "$DOC"

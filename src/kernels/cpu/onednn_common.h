@@ -75,9 +75,10 @@ inline dnnl::memory workspace_memory(WorkSlot slot, const dnnl::memory::desc& md
 // Copies n floats rounded to bf16 values (the activations of an emulated bf16 primitive).
 void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads);
 
-// bf16 ConvTranspose with kernel == stride (no pads, dilation, groups) as one GEMM and a scatter
-// (onednn_deconv_gemm.cpp); nullptr where it does not apply or oneDNN has no fast bf16 matmul here.
-std::unique_ptr<Kernel> make_deconv_gemm_bf16(const KernelInit& init);
+// ConvTranspose with kernel == stride (no pads, dilation, groups), f32 or bf16, as one GEMM and a
+// scatter (onednn_deconv_gemm.cpp); nullptr where it does not apply or oneDNN has no fast matmul of
+// that precision here.
+std::unique_ptr<Kernel> make_deconv_gemm(const KernelInit& init);
 
 inline void run_fallback(std::unique_ptr<Kernel>& fallback, KernelContext& ctx) {
   SEGMUX_CHECK(fallback != nullptr, ctx.node.describe(),

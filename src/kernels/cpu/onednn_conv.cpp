@@ -306,7 +306,7 @@ std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed
 
 std::unique_ptr<Kernel> make_conv(const KernelInit& init) { return make_conv_common(init, false); }
 std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init) {
-  if (auto k = make_deconv_gemm_bf16(init)) return k;
+  if (auto k = make_deconv_gemm(init)) return k;
   return make_conv_common(init, true);
 }
 

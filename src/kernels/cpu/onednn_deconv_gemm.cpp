@@ -1,12 +1,13 @@
-// bf16 ConvTranspose whose kernel equals its stride (no padding, dilation or groups: the neck's 2x2
-// stride-2 upsampling), as one GEMM: every input pixel writes its own kh x kw output block, so
+// ConvTranspose whose kernel equals its stride (no padding, dilation or groups: the neck's 2x2 stride-2
+// upsampling), f32 or bf16, as one GEMM: every input pixel writes its own kh x kw output block, so
 //   Y[(oc, i, j), p] = sum_c W[c, oc, i, j] X[c, p]     (p = h * W + w, per image)
 //   out[oc, h * kh + i, w * kw + j] = Y[(oc, i, j), p] + bias[oc].
-// W^T [OC kh kw, C] is the constant matmul source (bf16, converted once at load), the image X [C, H W]
-// is the matmul weight (converted to bf16 into oneDNN's blocked layout per run, no transpose), and the
-// f32 product is scattered into NCHW with the bias. oneDNN's bf16 deconvolution (jit_bf16) runs these
-// shapes at about half the rate of its brgemm matmul, plus blocked-layout reorders on both sides.
-// Only where oneDNN has a bf16 matmul for this CPU; elsewhere the caller keeps the deconvolution.
+// W^T [OC kh kw, C] is the constant matmul source (packed once at load), the image X [C, H W] is the
+// matmul weight (reordered, in bf16 converted, into oneDNN's blocked layout per run, no transpose),
+// and the f32 product is scattered into NCHW with the bias. oneDNN's deconvolutions run these shapes
+// well below the rate of its brgemm matmul (bf16 jit_bf16 about half; f32 ~65 % of it at full size),
+// plus blocked-layout reorders on both sides. Only where oneDNN has a non-reference matmul of that
+// precision for this CPU; elsewhere the caller keeps the deconvolution.
 #include "ir/precision.h"
 #include "kernels/cpu/onednn_common.h"
 
@@ -20,21 +21,21 @@ struct DeconvGemmShape {
   int64_t N, C, OC, H, W, kh, kw;
 };
 
-class DeconvGemmBf16 : public Kernel {
+class DeconvGemm : public Kernel {
  public:
-  DeconvGemmBf16(const DeconvGemmShape& s, const Tensor& weight, Tensor bias, int bias_input)
+  DeconvGemm(const DeconvGemmShape& s, const Tensor& weight, Tensor bias, int bias_input, bool bf16)
       : s_(s), bias_(std::move(bias)), bias_input_(bias_input), weight_(weight) {
     const int64_t R = s.OC * s.kh * s.kw, P = s.H * s.W;
-    a_md_ = plain_md({R, s.C}, dt::bf16);
+    const dt compute = bf16 ? dt::bf16 : dt::f32;
+    a_md_ = plain_md({R, s.C}, compute);
     x_md_ = plain_md({s.C, P}, dt::f32);
     y_md_ = plain_md({R, P}, dt::f32);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    memory::desc b_any({s.C, P}, dt::bf16, memory::format_tag::any);
+    memory::desc b_any({s.C, P}, compute, memory::format_tag::any);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md_, b_any, y_md_), attr, cpu_engine());  // throws if none
-    // oneDNN's reference bf16 matmul exists everywhere and is far slower than the emulated deconvolution.
-    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
-      throw dnnl::error(dnnl_unimplemented, "reference bf16 matmul");
+    // oneDNN's reference matmul exists everywhere and is far slower than its deconvolution.
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference matmul");
     prim_ = dnnl::matmul(pd);
     b_md_ = pd.weights_desc();
     scratch_md_ = pd.scratchpad_desc();
@@ -113,10 +114,9 @@ class DeconvGemmBf16 : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_deconv_gemm_bf16(const KernelInit& init) {
+std::unique_ptr<Kernel> make_deconv_gemm(const KernelInit& init) {
   const ir::Node& n = init.node;
-  if (!ir::wants_bf16(n) || init.inputs.size() < 2 || !shape_known(init.inputs[0]) || init.outputs.empty())
-    return nullptr;
+  if (init.inputs.size() < 2 || !shape_known(init.inputs[0]) || init.outputs.empty()) return nullptr;
   for (auto* t : init.inputs)
     if (t && t->dtype != DType::f32) return nullptr;
   const Tensor* w = init.constants[1];
@@ -144,9 +144,9 @@ std::unique_ptr<Kernel> make_deconv_gemm_bf16(const KernelInit& init) {
     if (bias.defined() && bias.numel() != s.OC) return nullptr;
   }
   try {
-    return std::make_unique<DeconvGemmBf16>(s, *w, bias, bias_input);
+    return std::make_unique<DeconvGemm>(s, *w, bias, bias_input, ir::wants_bf16(n));
   } catch (const dnnl::error&) {
-    return nullptr;  // no bf16 matmul on this CPU: the deconvolution path emulates bf16
+    return nullptr;  // no fast matmul of this precision here: the deconvolution (emulating bf16 if asked)
   }
 }
 
