@@ -46,7 +46,9 @@ TEST(DeconvGemmBf16, TakesOnlyKernelEqualsStride) {
   EXPECT_FALSE(gemm_takes(bf16({{"strides", V{2, 2}}, {"dilations", V{2, 2}}}), {1, 8, 5, 5}, {8, 4, 2, 2}));
 }
 
-TEST(DeconvGemmBf16, MatchesReferenceOnRoundedOperands) {
+// Every node of the cases takes the GEMM (where oneDNN has one of that precision) and computes the
+// reference: in bf16 on bf16-rounded operands, in fp32 on the operands as they are.
+void expect_matches_reference(bool bf16_build, uint32_t seed) {
   struct Case {
     Shape x, w;
     V strides;
@@ -57,25 +59,29 @@ TEST(DeconvGemmBf16, MatchesReferenceOnRoundedOperands) {
                                    {{1, 16, 5, 6}, {16, 8, 2, 3}, {2, 3}, 1},
                                    {{1, 32, 9, 9}, {32, 24, 3, 3}, {3, 3}, 0},
                                    {{2, 12, 11}, {12, 6, 4}, {4}, 1}};
-  uint32_t seed = 40;
   for (auto& c : cases) {
-    if (has_native_bf16()) {
-      EXPECT_TRUE(gemm_takes(bf16({{"strides", c.strides}}), c.x, c.w)) << shape_str(c.x);
+    const ir::Attrs attrs = {{"strides", c.strides}};
+    if (!bf16_build || has_native_bf16()) {
+      EXPECT_TRUE(gemm_takes(bf16_build ? bf16(attrs) : attrs, c.x, c.w)) << shape_str(c.x);
     }
     Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
     std::vector<Input> in = {{x}, {w, true}};
     if (c.bias) in.push_back({random_tensor({c.w[1]}, seed++), c.bias == 1});
     bool handled = false;
-    auto got = run_node(cpu_provider(), make_node("ConvTranspose", bf16({{"strides", c.strides}})), in, 2, &handled);
+    auto got = run_node(cpu_provider(), make_node("ConvTranspose", bf16_build ? bf16(attrs) : attrs), in, 2, &handled);
     ASSERT_TRUE(handled);
     std::vector<Input> rin = in;
-    rin[0].t = bf16_rounded(x);
-    rin[1].t = bf16_rounded(w);
-    auto want = run_node(reference_provider(), make_node("ConvTranspose", {{"strides", c.strides}}), rin);
+    if (bf16_build) {
+      rin[0].t = bf16_rounded(x);
+      rin[1].t = bf16_rounded(w);
+    }
+    auto want = run_node(reference_provider(), make_node("ConvTranspose", attrs), rin);
     const double tol = 4e-6 * std::sqrt(double(c.w[0]));
     EXPECT_TRUE(close(got[0], want[0], tol, 1e-5)) << "x" << shape_str(c.x) << " w" << shape_str(c.w);
   }
 }
+
+TEST(DeconvGemmBf16, MatchesReferenceOnRoundedOperands) { expect_matches_reference(true, 40); }
 
 // Whether oneDNN has a non-reference f32 matmul here (AVX2 and up): then fp32 nodes take the GEMM.
 bool has_fast_f32_matmul() { return __builtin_cpu_supports("avx2"); }
@@ -85,29 +91,7 @@ TEST(DeconvGemmFp32, TakesKernelEqualsStrideAndMatchesReference) {
   EXPECT_TRUE(gemm_takes({{"strides", V{2, 2}}}, {1, 8, 5, 5}, {8, 4, 2, 2}));
   EXPECT_FALSE(gemm_takes({{"strides", V{1, 1}}}, {1, 8, 5, 5}, {8, 4, 2, 2}));
   EXPECT_FALSE(gemm_takes({{"strides", V{2, 2}}, {"group", int64_t(2)}}, {1, 8, 5, 5}, {8, 2, 2, 2}));
-  struct Case {
-    Shape x, w;
-    V strides;
-    int bias;  // 0 none, 1 constant, 2 runtime input
-  };
-  const std::vector<Case> cases = {{{1, 64, 12, 12}, {64, 32, 2, 2}, {2, 2}, 1},
-                                   {{2, 24, 7, 9}, {24, 16, 2, 2}, {2, 2}, 2},
-                                   {{1, 16, 5, 6}, {16, 8, 2, 3}, {2, 3}, 0},
-                                   {{2, 12, 11}, {12, 6, 4}, {4}, 1}};
-  uint32_t seed = 70;
-  for (auto& c : cases) {
-    EXPECT_TRUE(gemm_takes({{"strides", c.strides}}, c.x, c.w)) << shape_str(c.x);
-    Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
-    std::vector<Input> in = {{x}, {w, true}};
-    if (c.bias) in.push_back({random_tensor({c.w[1]}, seed++), c.bias == 1});
-    bool handled = false;
-    auto node = make_node("ConvTranspose", {{"strides", c.strides}});
-    auto got = run_node(cpu_provider(), node, in, 2, &handled);
-    ASSERT_TRUE(handled);
-    auto want = run_node(reference_provider(), node, in);
-    const double tol = 4e-6 * std::sqrt(double(c.w[0]));
-    EXPECT_TRUE(close(got[0], want[0], tol, 1e-5)) << "x" << shape_str(c.x) << " w" << shape_str(c.w);
-  }
+  expect_matches_reference(false, 70);
 }
 
 }  // namespace
