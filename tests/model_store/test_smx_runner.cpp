@@ -47,6 +47,18 @@ std::string write_model(const fs::path& dir) {
   return path;
 }
 
+// Flips one bit pattern inside the weights of a compiled file, in place.
+void flip_a_weight_byte(const std::string& path) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const auto at = std::streamoff(fs::file_size(path) - 100);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  f.seekp(at);
+  c = char(c ^ 0x21);
+  f.write(&c, 1);
+}
+
 TEST(SmxRunner, ReleaseAndRunAgainGiveTheSameValuesAndWantedOutputsLimitTheResult) {
   TempDir tmp;
   auto runner = open_smx_runner(write_model(tmp.path), ExecutorOptions{1, true});
@@ -64,16 +76,7 @@ TEST(SmxRunner, ReleaseAndRunAgainGiveTheSameValuesAndWantedOutputsLimitTheResul
 TEST(SmxRunner, AFlippedByteIsRefusedWhenTheRunnerOpens) {
   TempDir tmp;
   const std::string path = write_model(tmp.path);
-  {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    const auto at = std::streamoff(fs::file_size(path) - 100);  // inside the weights
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(at);
-    c = char(c ^ 0x21);
-    f.write(&c, 1);
-  }
+  flip_a_weight_byte(path);
   try {
     open_smx_runner(path, ExecutorOptions{1, true});
     FAIL() << "a damaged file must be refused at open, not at its first run";
@@ -93,16 +96,7 @@ TEST(VerifiedMemo, SkipsTheWeightsOfAFileVerifiedBeforeAndNeverOfAModifiedOne) {
   const std::string memo = verified_memo_path(path, memos);
   ASSERT_FALSE(memo.empty());
   EXPECT_TRUE(fs::exists(memo)) << "a file verified in full gets its memo";
-  {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    const auto at = std::streamoff(fs::file_size(path) - 100);  // inside the weights
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(at);
-    c = char(c ^ 0x21);
-    f.write(&c, 1);
-  }
+  flip_a_weight_byte(path);
   EXPECT_NE(verified_memo_path(path, memos), memo) << "a write changes the file's identity";
   EXPECT_THROW(load_offline_model_file(path, load), Error);
   EXPECT_THROW(open_smx_runner(path, ExecutorOptions{1, true}, load), Error);

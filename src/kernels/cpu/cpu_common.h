@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,5 +60,18 @@ struct Scratch {
     return data.get();
   }
 };
+
+// round_to_bf16 (core/dtype.h) over a run, written branch-free so that it vectorizes: the same values,
+// NaNs included (quieted, sign and top payload kept).
+inline void round_run_to_bf16(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, &x[i], 4);
+    const uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+    const uint32_t quiet_nan = (b & 0xffff0000u) | 0x00400000u;
+    const uint32_t r = int32_t(b & 0x7fffffffu) > int32_t(0x7f800000u) ? quiet_nan : rounded;
+    std::memcpy(&y[i], &r, 4);
+  }
+}
 
 }  // namespace segmux::cpu

@@ -66,9 +66,8 @@ void* run_workspace(WorkSlot slot, size_t bytes) {
 }
 
 void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads) {
-  parallel_chunks(n, n < 65536 ? 1 : num_threads, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] = round_to_bf16(src[i]);
-  });
+  parallel_chunks(n, n < 65536 ? 1 : num_threads,
+                  [&](int64_t b, int64_t e) { round_run_to_bf16(src + b, dst + b, e - b); });
 }
 
 }  // namespace segmux::cpu
