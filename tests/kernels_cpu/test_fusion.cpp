@@ -292,5 +292,76 @@ TEST(FuseRope, AxialRopeOnQueriesAndKeys) {
   for (auto& [name, t] : want) EXPECT_TRUE(close(got.at(name), t, 0, 0)) << name << " (bit-exact expected)";
 }
 
+// Unfused (reference kernels) vs fused (optimized and reference kernels): bit for bit, since every
+// step of a Pointwise rounds to f32 as the op it replaced.
+void expect_bit_exact(const ir::Graph& unfused, const ir::Graph& fused, const std::map<std::string, Tensor>& in) {
+  auto want = run_graph(unfused, in, false);
+  auto got_opt = run_graph(fused, in, true);
+  auto got_ref = run_graph(fused, in, false);
+  for (auto& [name, t] : want) {
+    EXPECT_TRUE(close(got_opt.at(name), t, 0, 0)) << name << " (optimized kernels, bit-exact expected)";
+    EXPECT_TRUE(close(got_ref.at(name), t, 0, 0)) << name << " (reference kernels, bit-exact expected)";
+  }
+}
+
+// The memory encoder's mask input (sigmoid, scale, bias, per-slot validity), then every other step kind
+// with operands of each broadcast form, on sizes that leave partial vectors, blocks and pieces.
+TEST(FusePointwise, ChainsOfEveryStepKindAndBroadcastForm) {
+  for (const Shape& xs : {Shape{1, 3, 5, 7}, Shape{2, 5, 131, 257}}) {
+    ir::Graph g;
+    GraphBuilder b(g);
+    const int64_t C = xs[1];
+    int x = b.input("x", DType::f32, xs);
+    int valid = b.input("valid", DType::f32, {1, C, 1, 1});
+    int row = b.constant(random_tensor({xs[3]}, 21, 0.5f, 2.f), "row");
+    int full = b.input("full", DType::f32, xs);
+    int m = L::mul(b, L::add_scalar(b, L::mul_scalar(b, L::sigmoid(b, x), 2.f), -1.f), valid);
+    b.output(m, "mask");
+    int y = L::relu(b, L::sub(b, L::scalar(b, 0.25f), x));     // operand first (Sub.r), then Relu
+    y = L::div(b, L::div(b, y, row), L::add(b, full, full));  // a row operand, then a full one
+    y = L::div(b, L::scalar(b, 3.f), L::add(b, y, L::scalar(b, 1.f)));  // Div.r
+    b.output(y, "y");
+    ir::Graph fused = g;
+    EXPECT_TRUE(compiler::fuse_pointwise(fused));
+    EXPECT_EQ(count_ops(fused, "segmux", "Pointwise"), 2);
+    EXPECT_EQ(count_ops(fused, "", "Sigmoid") + count_ops(fused, "", "Relu") + count_ops(fused, "", "Div"), 0);
+    EXPECT_EQ(count_ops(fused, "", "Add"), 1);  // full + full: both operands have the value's shape
+    EXPECT_FALSE(compiler::fuse_pointwise(fused));
+    expect_bit_exact(g, fused,
+                     {{"x", random_tensor(xs, 22, -6.f, 6.f)},
+                      {"valid", random_tensor({1, C, 1, 1}, 23, 0.f, 1.f)},
+                      {"full", random_tensor(xs, 24, 0.5f, 2.f)}});
+  }
+}
+
+TEST(FusePointwise, StopsAtSharedValuesGraphOutputsAndGrowingShapes) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {4, 1});
+  int wide = b.input("wide", DType::f32, {4, 6});
+  int s = L::sigmoid(b, x);
+  int shared = L::mul_scalar(b, s, 2.f);  // used twice: the chain Sigmoid -> Mul ends here
+  b.output(L::add(b, shared, shared), "twice");
+  int grown = L::relu(b, L::add(b, x, wide));  // Add grows [4,1] to [4,6]: the chain starts at the Add
+  b.output(grown, "grown");
+  int out_mid = L::relu(b, x);
+  b.output(out_mid, "mid");  // a graph output ends a chain
+  b.output(L::mul_scalar(b, out_mid, 3.f), "after_mid");
+  ir::Graph fused = g;
+  EXPECT_TRUE(compiler::fuse_pointwise(fused));
+  EXPECT_EQ(count_ops(fused, "segmux", "Pointwise"), 2);  // Sigmoid -> Mul, and Add -> Relu
+  EXPECT_EQ(count_ops(fused, "", "Relu"), 1);             // the graph output's
+  expect_bit_exact(g, fused, {{"x", random_tensor({4, 1}, 31, -3.f, 3.f)}, {"wide", random_tensor({4, 6}, 32)}});
+}
+
+TEST(FusePointwise, MalformedStepsAreRefusedByName) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {2, 3});
+  for (const char* steps : {"", "Tanh", "Relu.r", "Add"}) {  // "Add" without its operand
+    EXPECT_THROW(b.op1("Pointwise", {x}, {{"steps", std::string(steps)}}, "segmux"), Error) << steps;
+  }
+}
+
 }  // namespace
 }  // namespace segmux::testing_cpu

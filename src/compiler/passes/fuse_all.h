@@ -44,7 +44,12 @@ bool fuse_linear(ir::Graph& g);
 // (interleaved-pair RoPE with constant [L, D/2, 1] tables) -> segmux Rope(x, cos, sin).
 bool fuse_rope(ir::Graph& g);
 
-// All of the above in the order they must run (GELU before Linear so fc1 + GELU fuse).
+// Chains of f32 element-wise ops (Add, Sub, Mul, Div with an operand that broadcasts to the running
+// value, Sigmoid, Relu), two or more, each value consumed only by the next -> segmux Pointwise.
+bool fuse_pointwise(ir::Graph& g);
+
+// All of the above in the order they must run (GELU before Linear so fc1 + GELU fuse; Pointwise last,
+// so it takes only what no other pattern claimed).
 std::vector<Pass> fusion_passes();
 
 }  // namespace segmux::compiler

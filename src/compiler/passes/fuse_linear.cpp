@@ -91,7 +91,8 @@ std::vector<Pass> fusion_passes() {
           Pass{"fuse-attention", fuse_attention},
           Pass{"fuse-layer-norm-2d", fuse_layer_norm_2d},
           Pass{"conv-channels-last", conv_channels_last},
-          Pass{"fuse-linear", fuse_linear}};
+          Pass{"fuse-linear", fuse_linear},
+          Pass{"fuse-pointwise", fuse_pointwise}};
 }
 
 }  // namespace segmux::compiler

@@ -18,6 +18,10 @@
 //   Rope(X [..., L, D], cos [L, D/2], sin [L, D/2]) -> X's shape: rotary embedding on interleaved
 //       pairs: y[2i] = x[2i] cos_i - x[2i+1] sin_i, y[2i+1] = x[2i] sin_i + x[2i+1] cos_i (per row l);
 //       cos/sin may carry extra size-1 dims (e.g. [L, D/2, 1]).
+//   Pointwise(X, operands...) -> X's shape: the element-wise ops of attr `steps` (ir/pointwise.h)
+//       applied in order to X, each binary step taking the next operand, which broadcasts to X; f32.
+//       Every step rounds to f32 as the unfused op does, so results are those of the chain.
+#include "ir/pointwise.h"
 #include "ir/schemas/schema_util.h"
 #include "ir/schemas/schemas.h"
 #include "ir/schemas/shape_math.h"
@@ -128,6 +132,25 @@ void infer_conv_channels_last(InferContext& ctx) {
   su::set_out(ctx, 0, x.dtype, out);
 }
 
+void infer_pointwise(InferContext& ctx) {
+  std::vector<PointwiseStep> steps;
+  std::string error;
+  if (!parse_pointwise_steps(ctx.node.attr_string(kPointwiseSteps, ""), &steps, &error))
+    ctx.error("steps: " + error);
+  size_t operands = 0;
+  for (const PointwiseStep& s : steps) operands += s.binary();
+  if (ctx.node.inputs.size() != operands + 1)
+    ctx.error(std::to_string(operands) + " binary steps need " + std::to_string(operands + 1) + " inputs, got " +
+              std::to_string(ctx.node.inputs.size()));
+  for (size_t i = 0; i <= operands; ++i) su::require_dtype(ctx, i, {DType::f32}, "input");
+  if (!ctx.in(0).has_shape) return su::set_out_unknown(ctx, 0, DType::f32);
+  const Shape& x = ctx.in(0).shape;
+  for (size_t i = 1; i <= operands; ++i)
+    if (ctx.in(i).has_shape && su::broadcast(ctx, x, ctx.in(i).shape) != x)
+      ctx.error("operand " + shape_str(ctx.in(i).shape) + " does not broadcast to " + shape_str(x));
+  su::set_out(ctx, 0, DType::f32, x);
+}
+
 }  // namespace
 
 void register_segmux_schemas() {
@@ -137,6 +160,7 @@ void register_segmux_schemas() {
   register_schema({"Gelu", "segmux", 1, 1, 1, 1, infer_gelu});
   register_schema({"GroupNorm", "segmux", 3, 3, 1, 1, infer_group_norm});
   register_schema({"Attention", "segmux", 3, 4, 1, 1, infer_attention});
+  register_schema({"Pointwise", "segmux", 1, 64, 1, 1, infer_pointwise});
 }
 
 }  // namespace segmux::ir

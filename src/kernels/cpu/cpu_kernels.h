@@ -17,6 +17,7 @@ std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init);  // ONNX Co
 // Our vectorised kernels (inner loops per instruction-set level: simd.h).
 std::unique_ptr<Kernel> make_binary(const KernelInit& init);       // Add, Sub, Mul, Div (f32)
 std::unique_ptr<Kernel> make_gelu(const KernelInit& init);         // segmux Gelu
+std::unique_ptr<Kernel> make_pointwise(const KernelInit& init);    // segmux Pointwise (f32)
 std::unique_ptr<Kernel> make_softmax(const KernelInit& init);      // ONNX Softmax (opset 13+)
 std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);   // ONNX LayerNormalization
 std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);   // segmux GroupNorm

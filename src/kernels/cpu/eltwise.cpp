@@ -5,6 +5,7 @@
 // (simd.h: the loops of the instruction set chosen when the kernel is created).
 #include <cstring>
 
+#include "ir/pointwise.h"
 #include "ir/precision.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -13,69 +14,82 @@
 namespace segmux::cpu {
 namespace {
 
+// Operands broadcast (numpy rules) to `out`, as merged output dims and each operand's element strides
+// (0 = broadcast). Adjacent dims merge where every operand agrees, so scalar, row, column and per-channel
+// operands all end in one long inner run.
 struct BroadcastLayout {
-  std::vector<int64_t> dims, sa, sb;  // merged output dims and the inputs' element strides (0 = broadcast)
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;  // [operand][dim]
 };
 
-BroadcastLayout plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
-  const size_t r = out.size();
-  std::vector<int64_t> da(r, 1), db(r, 1);
-  for (size_t i = 0; i < a.size(); ++i) da[r - a.size() + i] = a[i];
-  for (size_t i = 0; i < b.size(); ++i) db[r - b.size() + i] = b[i];
-  std::vector<int64_t> dims, sa, sb;
-  int64_t stride_a = 1, stride_b = 1;
-  std::vector<int64_t> full_sa(r), full_sb(r);
-  for (size_t i = r; i-- > 0;) {
-    full_sa[i] = da[i] == 1 ? 0 : stride_a;
-    full_sb[i] = db[i] == 1 ? 0 : stride_b;
-    stride_a *= da[i];
-    stride_b *= db[i];
+BroadcastLayout plan_broadcast(const std::vector<Shape>& operands, const Shape& out) {
+  const size_t r = out.size(), k = operands.size();
+  std::vector<std::vector<int64_t>> full(k, std::vector<int64_t>(r, 0));
+  for (size_t j = 0; j < k; ++j) {
+    const Shape& s = operands[j];
+    int64_t stride = 1;
+    for (size_t i = r; i-- > 0;) {
+      const size_t from_end = r - 1 - i;
+      const int64_t d = from_end < s.size() ? s[s.size() - 1 - from_end] : 1;
+      full[j][i] = d == 1 ? 0 : stride;
+      stride *= d;
+    }
   }
+  BroadcastLayout L;
+  L.strides.assign(k, {});
   for (size_t i = 0; i < r; ++i) {
     if (out[i] == 1) continue;
-    if (!dims.empty() && sa.back() == full_sa[i] * out[i] && sb.back() == full_sb[i] * out[i]) {
-      dims.back() *= out[i];
-      sa.back() = full_sa[i];
-      sb.back() = full_sb[i];
+    bool merge = !L.dims.empty();
+    for (size_t j = 0; j < k && merge; ++j) merge = L.strides[j].back() == full[j][i] * out[i];
+    if (merge) {
+      L.dims.back() *= out[i];
+      for (size_t j = 0; j < k; ++j) L.strides[j].back() = full[j][i];
       continue;
     }
-    dims.push_back(out[i]);
-    sa.push_back(full_sa[i]);
-    sb.push_back(full_sb[i]);
+    L.dims.push_back(out[i]);
+    for (size_t j = 0; j < k; ++j) L.strides[j].push_back(full[j][i]);
   }
-  if (dims.empty()) {
-    dims = {1};
-    sa = {0};
-    sb = {0};
+  if (L.dims.empty()) {
+    L.dims = {1};
+    for (auto& st : L.strides) st = {0};
   }
-  return {dims, sa, sb};
+  return L;
+}
+
+// Runs fn(row offsets per operand, output offset, inner length) over the layout's rows, each cut into
+// pieces of at least ~16K elements, on the threads.
+template <typename Fn>
+void for_each_run(const BroadcastLayout& L, int num_threads, Fn&& fn) {
+  const int64_t n = L.dims.back();
+  const size_t outer_rank = L.dims.size() - 1, k = L.strides.size();
+  int64_t outer = 1;
+  for (size_t d = 0; d < outer_rank; ++d) outer *= L.dims[d];
+  const int64_t piece = std::max<int64_t>(16384, (n + 63) / 64 * 16);
+  const int64_t pieces = (n + piece - 1) / piece;
+  const int64_t total = outer * pieces;
+  const int nt = total * n < 32768 ? 1 : num_threads;
+  parallel_chunks(total, nt, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> offsets(k);
+    for (int64_t w = begin; w < end; ++w) {
+      int64_t row = w / pieces, p = w % pieces, rem = row;
+      std::fill(offsets.begin(), offsets.end(), 0);
+      for (size_t d = outer_rank; d-- > 0;) {
+        const int64_t idx = rem % L.dims[d];
+        rem /= L.dims[d];
+        for (size_t j = 0; j < k; ++j) offsets[j] += idx * L.strides[j][d];
+      }
+      const int64_t lo = p * piece;
+      for (size_t j = 0; j < k; ++j) offsets[j] += lo * L.strides[j].back();
+      fn(offsets, row * n + lo, std::min(piece, n - lo));
+    }
+  });
 }
 
 void run_binary(BinaryInnerFn inner, const float* a, const float* b, float* out, const BroadcastLayout& L,
                 int num_threads) {
-  const int64_t n = L.dims.back();
-  const int64_t ia = L.sa.back(), ib = L.sb.back();
-  const size_t outer_rank = L.dims.size() - 1;
-  int64_t outer = 1;
-  for (size_t d = 0; d < outer_rank; ++d) outer *= L.dims[d];
-  // Work items: (outer row, inner piece); pieces keep every item at least ~16K elements.
-  const int64_t piece = std::max<int64_t>(16384, (n + 63) / 64 * 16);
-  const int64_t pieces = (n + piece - 1) / piece;
-  const int64_t total = outer * pieces;
-  int nt = total * n < 32768 ? 1 : num_threads;
-  parallel_chunks(total, nt, [&](int64_t begin, int64_t end) {
-    for (int64_t w = begin; w < end; ++w) {
-      int64_t row = w / pieces, p = w % pieces;
-      int64_t oa = 0, ob = 0, rem = row;
-      for (size_t d = outer_rank; d-- > 0;) {
-        int64_t idx = rem % L.dims[d];
-        rem /= L.dims[d];
-        oa += idx * L.sa[d];
-        ob += idx * L.sb[d];
-      }
-      int64_t lo = p * piece, len = std::min(piece, n - lo);
-      inner(a + oa + lo * ia, ia, b + ob + lo * ib, ib, out + row * n + lo, len);
-    }
+  const int64_t ia = L.strides[0].back(), ib = L.strides[1].back();
+  for_each_run(L, num_threads, [&](const std::vector<int64_t>& off, int64_t out_off, int64_t len) {
+    inner(a + off[0], ia, b + off[1], ib, out + out_off, len);
   });
 }
 
@@ -87,7 +101,7 @@ class BinaryKernel : public Kernel {
     const Tensor& b = *ctx.inputs[1];
     Tensor& out = *ctx.outputs[0];
     if (out.numel() == 0) return;
-    BroadcastLayout L = plan_broadcast(a.shape(), b.shape(), out.shape());
+    BroadcastLayout L = plan_broadcast({a.shape(), b.shape()}, out.shape());
     run_binary(inner_, a.data<float>(), b.data<float>(), out.data<float>(), L, ctx.num_threads);
   }
 
@@ -126,6 +140,74 @@ class GeluKernel : public Kernel {
   decltype(EltwiseFns::gelu) gelu_ = eltwise_fns().gelu;
 };
 
+// segmux Pointwise: each piece of a row goes through every step in L1-sized blocks, through the same
+// inner loops the single-op kernels use, so results are theirs bit for bit.
+class PointwiseKernel : public Kernel {
+ public:
+  explicit PointwiseKernel(std::vector<ir::PointwiseStep> steps) : steps_(std::move(steps)) {}
+
+  void run(KernelContext& ctx) override {
+    Tensor& y = *ctx.outputs[0];
+    SEGMUX_CHECK(ctx.inputs[0]->shape() == y.shape(), ctx.node.describe(), ": input ",
+                 shape_str(ctx.inputs[0]->shape()), " is not of the output's shape ", shape_str(y.shape()));
+    if (y.numel() == 0) return;
+    std::vector<Shape> shapes;
+    std::vector<const float*> data;
+    for (const Tensor* t : ctx.inputs) {
+      shapes.push_back(t->shape());
+      data.push_back(t->data<float>());
+    }
+    const BroadcastLayout L = plan_broadcast(shapes, y.shape());
+    float* out = y.data<float>();
+    for_each_run(L, ctx.num_threads, [&](const std::vector<int64_t>& off, int64_t out_off, int64_t len) {
+      alignas(64) float buffers[2][kBlock];
+      for (int64_t lo = 0; lo < len; lo += kBlock) {
+        const int64_t n = std::min(kBlock, len - lo);
+        const float* value = data[0] + off[0] + lo;
+        size_t operand = 0;
+        for (size_t s = 0; s < steps_.size(); ++s) {
+          // Unary loops may not write over their input, so steps alternate between two buffers.
+          float* dst = s + 1 == steps_.size() ? out + out_off + lo : buffers[s % 2];
+          apply(steps_[s], value, L, data, off, lo, &operand, dst, n);
+          value = dst;
+        }
+      }
+    });
+  }
+
+ private:
+  static constexpr int64_t kBlock = 2048;
+
+  // One step on n values of the running value (contiguous: input 0 has the output's shape).
+  void apply(const ir::PointwiseStep& step, const float* value, const BroadcastLayout& L,
+             const std::vector<const float*>& data, const std::vector<int64_t>& off, int64_t lo, size_t* operand,
+             float* dst, int64_t n) const {
+    switch (step.op) {
+      case ir::PointwiseOp::sigmoid:
+        return fns_.sigmoid(value, dst, n);
+      case ir::PointwiseOp::relu:
+        for (int64_t i = 0; i < n; ++i) dst[i] = value[i] > 0 ? value[i] : 0.f;
+        return;
+      default:
+        break;
+    }
+    const size_t j = ++*operand;
+    const int64_t stride = L.strides[j].back();
+    const float* b = data[j] + off[j] + lo * stride;
+    const BinaryInnerFn inner = step.op == ir::PointwiseOp::add   ? fns_.add
+                                : step.op == ir::PointwiseOp::sub ? fns_.sub
+                                : step.op == ir::PointwiseOp::mul ? fns_.mul
+                                                                  : fns_.div;
+    if (step.operand_first)
+      inner(b, stride, value, 1, dst, n);
+    else
+      inner(value, 1, b, stride, dst, n);
+  }
+
+  std::vector<ir::PointwiseStep> steps_;
+  const EltwiseFns& fns_ = eltwise_fns();
+};
+
 bool all_f32(const KernelInit& init) {
   for (auto* t : init.inputs)
     if (!t || t->dtype != DType::f32) return false;
@@ -145,6 +227,14 @@ std::unique_ptr<Kernel> make_binary(const KernelInit& init) {
   if (t == "Mul") return std::make_unique<BinaryKernel>(f.mul);
   if (t == "Div") return std::make_unique<BinaryKernel>(f.div);
   return nullptr;
+}
+
+std::unique_ptr<Kernel> make_pointwise(const KernelInit& init) {
+  std::vector<ir::PointwiseStep> steps;
+  std::string error;
+  if (!all_f32(init) || !ir::parse_pointwise_steps(init.node.attr_string(ir::kPointwiseSteps, ""), &steps, &error))
+    return nullptr;
+  return std::make_unique<PointwiseKernel>(std::move(steps));
 }
 
 std::unique_ptr<Kernel> make_gelu(const KernelInit& init) {

@@ -30,6 +30,7 @@ const std::map<std::string, Factory>& cpu_table() {
       {"segmux::Linear", cpu::make_linear},
       {"segmux::Conv", cpu::make_conv},
       {"segmux::Gelu", cpu::make_gelu},
+      {"segmux::Pointwise", cpu::make_pointwise},
       {"segmux::GroupNorm", cpu::make_group_norm},
       {"segmux::Attention", cpu::make_attention},
       {"segmux::Rope", cpu::make_rope},

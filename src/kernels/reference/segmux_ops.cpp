@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ir/pointwise.h"
 #include "ir/precision.h"
 #include "kernels/kernel.h"
 
@@ -188,9 +189,66 @@ void rope(KernelContext& ctx) {
   }
 }
 
+// Pointwise: literally the chain it replaced, one reference kernel per step on whole tensors, so the
+// fused op's ground truth is the unfused graph's.
+class PointwiseChain : public Kernel {
+ public:
+  explicit PointwiseChain(const KernelInit& init) {
+    std::vector<ir::PointwiseStep> steps;
+    std::string error;
+    SEGMUX_CHECK(ir::parse_pointwise_steps(init.node.attr_string(ir::kPointwiseSteps, ""), &steps, &error),
+                 init.node.describe(), ": ", error);
+    const ir::TensorType value{DType::f32, init.outputs.at(0).shape, true};
+    size_t operand = 0;
+    for (const ir::PointwiseStep& step : steps) {
+      Step st;
+      st.node.op_type = ir::pointwise_onnx_op(step.op);
+      st.node.name = init.node.name + "/" + st.node.op_type;
+      st.node.outputs = {0};
+      std::vector<const ir::TensorType*> types = {&value};
+      if (step.binary()) {
+        st.operand = ++operand;
+        SEGMUX_CHECK(st.operand < init.inputs.size() && init.inputs[st.operand], init.node.describe(),
+                     ": missing operand ", st.operand);
+        st.operand_first = step.operand_first;
+        types.push_back(init.inputs[st.operand]);
+        if (st.operand_first) std::swap(types[0], types[1]);
+      }
+      for (size_t i = 0; i < types.size(); ++i) st.node.inputs.push_back(int(i));
+      st.kernel = reference_provider().make(KernelInit{st.node, types, {}, {value}, 1});
+      steps_.push_back(std::move(st));
+    }
+  }
+
+  void run(KernelContext& ctx) override {
+    Tensor& y = *ctx.outputs[0];
+    Tensor value = *ctx.inputs[0];
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      Step& st = steps_[i];
+      Tensor next = i + 1 == steps_.size() ? y : Tensor(DType::f32, y.shape());
+      std::vector<const Tensor*> in = {&value};
+      if (st.operand) in.insert(st.operand_first ? in.begin() : in.end(), ctx.inputs[st.operand]);
+      KernelContext step_ctx{st.node, in, {&next}, 1};
+      st.kernel->run(step_ctx);
+      value = next;
+    }
+  }
+
+ private:
+  struct Step {
+    ir::Node node;
+    size_t operand = 0;  // input index of a binary step's operand, 0 for unary steps
+    bool operand_first = false;
+    std::unique_ptr<Kernel> kernel;
+  };
+  std::vector<Step> steps_;
+};
+
 }  // namespace
 
 void register_segmux_reference() {
+  register_reference_kernel("segmux", "Pointwise",
+                            [](const KernelInit& init) { return std::make_unique<PointwiseChain>(init); });
   register_reference_kernel_fn("segmux", "Rope", rope);
   register_reference_kernel_fn("segmux", "Linear", linear);
   register_reference_kernel_fn("segmux", "Gelu", gelu);
