@@ -5,6 +5,7 @@
 // difference is f32 accumulation order): same tolerance. Against unrounded inputs bf16 would differ
 // by ~2^-8 relative per product, which is what the precision choice costs, not a kernel error.
 #include "harness.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 namespace segmux::testing_cpu {
 namespace {
@@ -174,7 +175,7 @@ TEST(CpuConv, WinogradShapes) {
   check_conv("Conv",
              {{{1, 64, 40, 40}, {64, 64, 3, 3}, {{"pads", p1}}, true},
               {{1, 128, 33, 34}, {96, 128, 3, 3}, {{"pads", p1}}, false}},
-             700, cpu_isa() >= Isa::avx512);  // oneDNN has Winograd with AVX-512 only
+             700, cpu::onednn_has_winograd());
   // 30 x 30 outputs: below the Winograd size, so bf16 runs in bf16
   check_conv("Conv", {{{2, 64, 32, 32}, {80, 64, 3, 3}, {{"pads", V{0, 0, 0, 0}}}, true}}, 705);
   const Tensor x = random_tensor({1, 64, 36, 36}, 710), w = random_tensor({64, 64, 3, 3}, 711);

@@ -13,6 +13,8 @@ std::unique_ptr<Kernel> make_gemm(const KernelInit& init);            // ONNX Ge
 std::unique_ptr<Kernel> make_linear(const KernelInit& init);          // segmux Linear
 std::unique_ptr<Kernel> make_conv(const KernelInit& init);            // ONNX Conv
 std::unique_ptr<Kernel> make_conv_transpose(const KernelInit& init);  // ONNX ConvTranspose
+// Whether oneDNN offers Winograd convolutions on this CPU (AVX-512; also capped by ONEDNN_MAX_CPU_ISA).
+bool onednn_has_winograd();
 
 // Our vectorised kernels (inner loops per instruction-set level: simd.h).
 std::unique_ptr<Kernel> make_binary(const KernelInit& init);       // Add, Sub, Mul, Div (f32)

@@ -252,6 +252,27 @@ class ConvKernel : public Kernel {
   std::map<std::pair<Shape, Shape>, ConvPlan> plans_;
 };
 
+}  // namespace
+
+bool onednn_has_winograd() {
+  static const bool has = [] {
+    try {
+      const memory::desc x({1, 64, 36, 36}, dt::f32, memory::format_tag::any);
+      const memory::desc w({64, 64, 3, 3}, dt::f32, memory::format_tag::any);
+      const memory::desc y({1, 64, 36, 36}, dt::f32, memory::format_tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, x,
+                                        w, y, {1, 1}, {0, 0}, {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+namespace {
+
 std::unique_ptr<Kernel> make_conv_common(const KernelInit& init, bool transposed) {
   if (init.inputs.size() < 2 || !init.inputs[0] || !init.inputs[1]) return nullptr;
   const bool segmux_conv = init.node.domain == "segmux";
