@@ -102,3 +102,45 @@ TEST(Executor, OutputsOwnTheirMemory) {
   exec.run({{"x", random_tensor({16}, 8)}});
   EXPECT_TRUE(first.at("y").identical(keep));  // not overwritten by the second run
 }
+
+// Concat inputs and Split outputs on their slice of the whole (compiler/memory_planner.h): producers
+// write the concatenation in place, Split's outputs are views, a value read again later keeps its bytes,
+// and what cannot be placed (a leading dim > 1, a nested concatenation, a repeated input) is copied.
+TEST(Executor, ConcatAndSplitPiecesInPlace) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {1, 4, 16});
+  int a = b.op1("Tanh", {x});
+  int c = b.op1("Concat", {a, b.op1("Sigmoid", {x}), a}, {{"axis", int64_t(1)}});  // [1, 12, 16]
+  int late = b.op1("Mul", {a, x});                                                  // a read after the concat
+  std::vector<int> parts = b.op("Split", {b.op1("Neg", {c}), b.ints({2, 6, 4})}, {{"axis", int64_t(1)}}, 3);
+  int nested = b.op1("Concat", {c, parts[0]}, {{"axis", int64_t(1)}});  // c already holds slices
+  int x2 = b.op1("Reshape", {x, b.ints({2, 2, 16})});
+  int wide = b.op1("Concat", {b.op1("Exp", {x2}), b.op1("Abs", {x2})}, {{"axis", int64_t(1)}});  // [2, 4, 16]
+  b.output(b.op1("Relu", {parts[0]}), "p0");
+  b.output(parts[1], "p1");
+  b.output(b.op1("Add", {parts[2], parts[2]}), "p2");
+  b.output(late, "late");
+  b.output(nested, "nested");
+  b.output(wide, "wide");
+  auto compiled = compiler::compile_graph(g);
+  const MemoryPlan& plan = compiled.plan;
+  const ir::Node* concat = nullptr;
+  const ir::Node* split = nullptr;
+  for (const ir::Node& n : compiled.graph.nodes) {
+    if (n.op_type == "Concat" && !concat) concat = &n;
+    if (n.op_type == "Split") split = &n;
+  }
+  ASSERT_TRUE(concat && split);
+  const int64_t whole = plan.offsets[size_t(concat->outputs[0])];
+  EXPECT_EQ(plan.offsets[size_t(concat->inputs[0])], whole);            // a, at the start
+  EXPECT_EQ(plan.offsets[size_t(concat->inputs[1])], whole + 4 * 64);   // sigmoid, after a's 4 x 16 floats
+  const int64_t split_in = plan.offsets[size_t(split->inputs[0])];
+  EXPECT_EQ(plan.offsets[size_t(split->outputs[1])], split_in + 2 * 64);
+  EXPECT_EQ(plan.offsets[size_t(split->outputs[2])], split_in + 8 * 64);
+  const std::map<std::string, Tensor> in = {{"x", random_tensor({1, 4, 16}, 4)}};
+  compare_compiled_with_eager(g, in);
+  Session eager(g, SessionOptions{2, true});
+  Executor optimized(compiled.graph, compiled.plan, ExecutorOptions{2, true});
+  expect_identical(eager.run(in), optimized.run(in));
+}

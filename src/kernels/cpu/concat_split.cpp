@@ -1,5 +1,6 @@
 // Split and Concat as runs of memcpy (any dtype): along `axis` every input/output is `outer` rows of
-// one contiguous chunk, so each (row, piece) is a single copy. Output shapes come preallocated from
+// one contiguous chunk, so each (row, piece) is a single copy; a piece the memory planner placed on its
+// slice of the whole is skipped. Output shapes come preallocated from
 // shape inference, which also validated the split sizes.
 #include <cstring>
 
@@ -55,9 +56,9 @@ class SplitConcatKernel : public Kernel {
       for (int64_t w = b; w < e; ++w) {
         const int64_t row = w / int64_t(parts.size());
         const size_t p = size_t(w % int64_t(parts.size()));
-        if (part_row[p] == 0) continue;
         std::byte* whole_ptr = base + size_t(row) * whole_row + offset[p];
         std::byte* part_ptr = static_cast<std::byte*>(const_cast<void*>(parts[p]->raw())) + size_t(row) * part_row[p];
+        if (part_row[p] == 0 || part_ptr == whole_ptr) continue;  // already in place (memory planner)
         if (split_)
           std::memcpy(part_ptr, whole_ptr, part_row[p]);
         else

@@ -44,7 +44,8 @@ void concat_kernel(KernelContext& ctx) {
     const Tensor& x = in(ctx, j);
     const size_t row = size_t(x.dim(int(axis)) * inner) * es;
     const std::byte* px = static_cast<const std::byte*>(x.raw());
-    for (int64_t o = 0; o < outer && row; ++o) std::memcpy(py + size_t(o) * out_row + col, px + size_t(o) * row, row);
+    for (int64_t o = 0; o < outer && row; ++o)  // memmove: the planner may have put x on its slice of y
+      std::memmove(py + size_t(o) * out_row + col, px + size_t(o) * row, row);
     col += row;
   }
 }
@@ -63,7 +64,8 @@ void split_kernel(KernelContext& ctx) {
     Tensor& y = out(ctx, k);
     const size_t row = size_t(y.dim(int(axis)) * inner) * es;
     std::byte* py = static_cast<std::byte*>(y.raw());
-    for (int64_t o = 0; o < outer && row; ++o) std::memcpy(py + size_t(o) * row, px + size_t(o) * in_row + col, row);
+    for (int64_t o = 0; o < outer && row; ++o)  // memmove: the planner may have made y a slice of x
+      std::memmove(py + size_t(o) * row, px + size_t(o) * in_row + col, row);
     col += row;
   }
 }
