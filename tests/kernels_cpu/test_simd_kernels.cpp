@@ -47,6 +47,28 @@ TEST_P(CpuBinary, BroadcastShapesMatchReferenceExactly) {
   }
 }
 
+// Expand: broadcast runs (copies and fills), every element size, exactly the reference.
+TEST_P(CpuBinary, ExpandMatchesReferenceExactly) {
+  const std::vector<std::pair<Shape, Shape>> cases = {{{1, 16, 1, 1}, {1, 16, 67, 65}}, {{3, 1}, {2, 3, 129}},
+                                                      {{129}, {4, 129}},                 {{1}, {0, 3}},
+                                                      {{2, 1, 5}, {2, 7, 5}},            {{1, 1}, {300, 300}}};
+  uint32_t seed = 80;
+  for (auto& [xs, to] : cases) {
+    Tensor x = random_tensor(xs, seed++);
+    Tensor shape = Tensor::from_vector<int64_t>({int64_t(to.size())}, to);
+    const std::string label = "expand " + shape_str(xs) + " -> " + shape_str(to);
+    expect_matches_reference(make_node("Expand"), {{x}, {shape, true}}, 0, 0, label + " f32");
+    std::vector<int64_t> ints(size_t(x.numel()));
+    for (size_t i = 0; i < ints.size(); ++i) ints[i] = int64_t(i) * 1000003 - 7;
+    expect_matches_reference(make_node("Expand"), {{Tensor::from_vector<int64_t>(xs, ints)}, {shape, true}}, 0, 0,
+                             label + " i64");
+    std::vector<uint8_t> bytes(size_t(x.numel()));
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 37 + 1);
+    expect_matches_reference(make_node("Expand"), {{Tensor::from_vector<uint8_t>(xs, bytes)}, {shape, true}}, 0, 0,
+                             label + " u8");
+  }
+}
+
 TEST_P(CpuBinary, IntegerInputsFallBackToReference) {
   Tensor a = Tensor::from_vector<int64_t>({2}, {1, 2});
   bool handled = true;

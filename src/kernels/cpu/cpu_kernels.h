@@ -20,6 +20,7 @@ bool onednn_has_winograd();
 std::unique_ptr<Kernel> make_binary(const KernelInit& init);       // Add, Sub, Mul, Div (f32)
 std::unique_ptr<Kernel> make_gelu(const KernelInit& init);         // segmux Gelu
 std::unique_ptr<Kernel> make_pointwise(const KernelInit& init);    // segmux Pointwise (f32)
+std::unique_ptr<Kernel> make_expand(const KernelInit& init);       // ONNX Expand (any dtype)
 std::unique_ptr<Kernel> make_softmax(const KernelInit& init);      // ONNX Softmax (opset 13+)
 std::unique_ptr<Kernel> make_layer_norm(const KernelInit& init);   // ONNX LayerNormalization
 std::unique_ptr<Kernel> make_group_norm(const KernelInit& init);   // segmux GroupNorm

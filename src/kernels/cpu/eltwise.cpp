@@ -1,5 +1,5 @@
-// Element-wise f32 kernels: the four arithmetic binary ops with numpy broadcasting, and exact GELU
-// (optionally with its input / output rounded to bf16 values).
+// Element-wise f32 kernels: the four arithmetic binary ops with numpy broadcasting, exact GELU
+// (optionally with its input / output rounded to bf16 values), fused Pointwise chains; and Expand.
 // Broadcasting is reduced to "outer loop x contiguous-or-scalar inner run" after merging dims that
 // broadcast the same way, so same-shape, scalar, row and column cases all hit vector inner loops
 // (simd.h: the loops of the instruction set chosen when the kernel is created).
@@ -208,6 +208,43 @@ class PointwiseKernel : public Kernel {
   const EltwiseFns& fns_ = eltwise_fns();
 };
 
+// Expand (any dtype) as broadcast runs: a contiguous run is one copy, a broadcast one a fill.
+class ExpandKernel : public Kernel {
+ public:
+  void run(KernelContext& ctx) override {
+    const Tensor& x = *ctx.inputs[0];
+    Tensor& y = *ctx.outputs[0];
+    if (y.numel() == 0) return;
+    const size_t es = dtype_size(y.dtype());
+    const BroadcastLayout L = plan_broadcast({x.shape()}, y.shape());
+    const std::byte* src = static_cast<const std::byte*>(x.raw());
+    std::byte* dst = static_cast<std::byte*>(y.raw());
+    for_each_run(L, ctx.num_threads, [&](const std::vector<int64_t>& off, int64_t out_off, int64_t len) {
+      std::byte* d = dst + size_t(out_off) * es;
+      const std::byte* s = src + size_t(off[0]) * es;
+      if (L.strides[0].back() != 0) return void(std::memcpy(d, s, size_t(len) * es));
+      switch (es) {
+        case 4:
+          return fill_run<uint32_t>(s, d, len);
+        case 8:
+          return fill_run<uint64_t>(s, d, len);
+        case 2:
+          return fill_run<uint16_t>(s, d, len);
+        default:
+          for (int64_t i = 0; i < len; ++i) std::memcpy(d + size_t(i) * es, s, es);
+      }
+    });
+  }
+
+ private:
+  template <typename T>
+  static void fill_run(const std::byte* value, std::byte* out, int64_t n) {
+    T v;
+    std::memcpy(&v, value, sizeof v);
+    std::fill_n(reinterpret_cast<T*>(out), n, v);
+  }
+};
+
 bool all_f32(const KernelInit& init) {
   for (auto* t : init.inputs)
     if (!t || t->dtype != DType::f32) return false;
@@ -235,6 +272,12 @@ std::unique_ptr<Kernel> make_pointwise(const KernelInit& init) {
   if (!all_f32(init) || !ir::parse_pointwise_steps(init.node.attr_string(ir::kPointwiseSteps, ""), &steps, &error))
     return nullptr;
   return std::make_unique<PointwiseKernel>(std::move(steps));
+}
+
+std::unique_ptr<Kernel> make_expand(const KernelInit& init) {
+  if (init.inputs.empty() || !init.inputs[0] || init.outputs.empty() || init.inputs[0]->dtype != init.outputs[0].dtype)
+    return nullptr;
+  return std::make_unique<ExpandKernel>();
 }
 
 std::unique_ptr<Kernel> make_gelu(const KernelInit& init) {

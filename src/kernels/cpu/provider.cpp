@@ -24,6 +24,7 @@ const std::map<std::string, Factory>& cpu_table() {
       {"::Transpose", cpu::make_transpose},
       {"::Split", cpu::make_split},
       {"::Concat", cpu::make_concat},
+      {"::Expand", cpu::make_expand},
       {"::Sigmoid", cpu::make_sigmoid},
       {"::ReduceMean", cpu::make_reduce_mean},
       {"::Resize", cpu::make_resize},
