@@ -14,8 +14,8 @@ size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 // its offset inside the group (0 for views; a slice's position for Concat inputs and Split outputs).
 struct AliasGroups {
   std::vector<int> parent;
-  std::vector<size_t> delta;      // byte offset of a value inside its parent
-  std::vector<char> composite;    // per root: holds values at different offsets (a Concat / Split)
+  std::vector<size_t> delta;    // byte offset of a value inside its parent
+  std::vector<char> composite;  // per root: holds values at different offsets (a Concat / Split)
 
   explicit AliasGroups(size_t n) : parent(n), delta(n, 0), composite(n, 0) {
     std::iota(parent.begin(), parent.end(), 0);

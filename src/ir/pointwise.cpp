@@ -8,8 +8,8 @@ namespace {
 constexpr struct {
   PointwiseOp op;
   const char* name;
-} kOps[] = {{PointwiseOp::add, "Add"},         {PointwiseOp::sub, "Sub"},  {PointwiseOp::mul, "Mul"},
-            {PointwiseOp::div, "Div"},         {PointwiseOp::relu, "Relu"}, {PointwiseOp::sigmoid, "Sigmoid"}};
+} kOps[] = {{PointwiseOp::add, "Add"}, {PointwiseOp::sub, "Sub"},   {PointwiseOp::mul, "Mul"},
+            {PointwiseOp::div, "Div"}, {PointwiseOp::relu, "Relu"}, {PointwiseOp::sigmoid, "Sigmoid"}};
 constexpr const char* kOperandFirst = ".r";
 }  // namespace
 

@@ -37,8 +37,8 @@ ir::Graph random_dag(std::mt19937& rng, int nodes, bool with_views, bool with_sl
       node.op_type = "Split";
       node.attrs["axis"] = int64_t(1);
       node.inputs.resize(1);
-      const int64_t total = shape_numel(g.value(node.inputs[0]).shape) *
-                            int64_t(dtype_size(g.value(node.inputs[0]).dtype)) / 4;
+      const int64_t total =
+          shape_numel(g.value(node.inputs[0]).shape) * int64_t(dtype_size(g.value(node.inputs[0]).dtype)) / 4;
       for (int64_t left = total, k = 0; left > 0; ++k) {
         const int64_t n = std::min<int64_t>(left, 16 * (1 + int64_t(rng() % 3)));
         node.outputs.push_back(g.add_value(node.name + ".s" + std::to_string(k), DType::f32, Shape{1, n}));
@@ -108,7 +108,6 @@ std::vector<int> containers(const ir::Graph& g, const MemoryPlan& plan) {
   return up;
 }
 
-
 void check_no_live_overlap(const ir::Graph& g, const MemoryPlan& plan) {
   auto life = compiler::value_lifetimes(g);
   auto root = alias_roots(g, plan);
@@ -175,8 +174,9 @@ TEST(MemoryPlanner, RandomDagsWithSlicesNeverOverlapLiveTensors) {
     ASSERT_NO_THROW(validate_plan(g, plan));
     check_no_live_overlap(g, plan);
     const std::vector<int> up = containers(g, plan);
-    for (size_t v = 0; v < up.size(); ++v) placed += up[v] >= 0 && g.value(up[v]).producer >= 0 &&
-                                                       g.nodes[size_t(g.value(int(v)).producer)].op_type != "Reshape";
+    for (size_t v = 0; v < up.size(); ++v)
+      placed +=
+          up[v] >= 0 && g.value(up[v]).producer >= 0 && g.nodes[size_t(g.value(int(v)).producer)].op_type != "Reshape";
   }
   EXPECT_GT(placed, 20);  // the property is exercised, not vacuous
 }

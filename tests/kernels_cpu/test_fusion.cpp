@@ -317,8 +317,8 @@ TEST(FusePointwise, ChainsOfEveryStepKindAndBroadcastForm) {
     int full = b.input("full", DType::f32, xs);
     int m = L::mul(b, L::add_scalar(b, L::mul_scalar(b, L::sigmoid(b, x), 2.f), -1.f), valid);
     b.output(m, "mask");
-    int y = L::relu(b, L::sub(b, L::scalar(b, 0.25f), x));     // operand first (Sub.r), then Relu
-    y = L::div(b, L::div(b, y, row), L::add(b, full, full));  // a row operand, then a full one
+    int y = L::relu(b, L::sub(b, L::scalar(b, 0.25f), x));              // operand first (Sub.r), then Relu
+    y = L::div(b, L::div(b, y, row), L::add(b, full, full));            // a row operand, then a full one
     y = L::div(b, L::scalar(b, 3.f), L::add(b, y, L::scalar(b, 1.f)));  // Div.r
     b.output(y, "y");
     ir::Graph fused = g;

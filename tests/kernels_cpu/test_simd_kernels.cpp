@@ -49,9 +49,9 @@ TEST_P(CpuBinary, BroadcastShapesMatchReferenceExactly) {
 
 // Expand: broadcast runs (copies and fills), every element size, exactly the reference.
 TEST_P(CpuBinary, ExpandMatchesReferenceExactly) {
-  const std::vector<std::pair<Shape, Shape>> cases = {{{1, 16, 1, 1}, {1, 16, 67, 65}}, {{3, 1}, {2, 3, 129}},
-                                                      {{129}, {4, 129}},                 {{1}, {0, 3}},
-                                                      {{2, 1, 5}, {2, 7, 5}},            {{1, 1}, {300, 300}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{1, 16, 1, 1}, {1, 16, 67, 65}}, {{3, 1}, {2, 3, 129}}, {{129}, {4, 129}}, {{1}, {0, 3}},
+      {{2, 1, 5}, {2, 7, 5}},           {{1, 1}, {300, 300}}};
   uint32_t seed = 80;
   for (auto& [xs, to] : cases) {
     Tensor x = random_tensor(xs, seed++);

@@ -112,7 +112,7 @@ TEST(Executor, ConcatAndSplitPiecesInPlace) {
   int x = b.input("x", DType::f32, {1, 4, 16});
   int a = b.op1("Tanh", {x});
   int c = b.op1("Concat", {a, b.op1("Sigmoid", {x}), a}, {{"axis", int64_t(1)}});  // [1, 12, 16]
-  int late = b.op1("Mul", {a, x});                                                  // a read after the concat
+  int late = b.op1("Mul", {a, x});                                                 // a read after the concat
   std::vector<int> parts = b.op("Split", {b.op1("Neg", {c}), b.ints({2, 6, 4})}, {{"axis", int64_t(1)}}, 3);
   int nested = b.op1("Concat", {c, parts[0]}, {{"axis", int64_t(1)}});  // c already holds slices
   int x2 = b.op1("Reshape", {x, b.ints({2, 2, 16})});
@@ -133,8 +133,8 @@ TEST(Executor, ConcatAndSplitPiecesInPlace) {
   }
   ASSERT_TRUE(concat && split);
   const int64_t whole = plan.offsets[size_t(concat->outputs[0])];
-  EXPECT_EQ(plan.offsets[size_t(concat->inputs[0])], whole);            // a, at the start
-  EXPECT_EQ(plan.offsets[size_t(concat->inputs[1])], whole + 4 * 64);   // sigmoid, after a's 4 x 16 floats
+  EXPECT_EQ(plan.offsets[size_t(concat->inputs[0])], whole);           // a, at the start
+  EXPECT_EQ(plan.offsets[size_t(concat->inputs[1])], whole + 4 * 64);  // sigmoid, after a's 4 x 16 floats
   const int64_t split_in = plan.offsets[size_t(split->inputs[0])];
   EXPECT_EQ(plan.offsets[size_t(split->outputs[1])], split_in + 2 * 64);
   EXPECT_EQ(plan.offsets[size_t(split->outputs[2])], split_in + 8 * 64);

@@ -135,8 +135,7 @@ void infer_conv_channels_last(InferContext& ctx) {
 void infer_pointwise(InferContext& ctx) {
   std::vector<PointwiseStep> steps;
   std::string error;
-  if (!parse_pointwise_steps(ctx.node.attr_string(kPointwiseSteps, ""), &steps, &error))
-    ctx.error("steps: " + error);
+  if (!parse_pointwise_steps(ctx.node.attr_string(kPointwiseSteps, ""), &steps, &error)) ctx.error("steps: " + error);
   size_t operands = 0;
   for (const PointwiseStep& s : steps) operands += s.binary();
   if (ctx.node.inputs.size() != operands + 1)

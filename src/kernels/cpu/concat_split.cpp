@@ -1,7 +1,7 @@
 // Split and Concat as runs of memcpy (any dtype): along `axis` every input/output is `outer` rows of
 // one contiguous chunk, so each (row, piece) is a single copy; a piece the memory planner placed on its
-// slice of the whole is skipped. Output shapes come preallocated from
-// shape inference, which also validated the split sizes.
+// slice of the whole is skipped. Output shapes come preallocated from shape inference, which also
+// validated the split sizes.
 #include <cstring>
 
 #include "kernels/cpu/cpu_common.h"

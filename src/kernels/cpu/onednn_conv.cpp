@@ -260,8 +260,8 @@ bool onednn_has_winograd() {
       const memory::desc x({1, 64, 36, 36}, dt::f32, memory::format_tag::any);
       const memory::desc w({64, 64, 3, 3}, dt::f32, memory::format_tag::any);
       const memory::desc y({1, 64, 36, 36}, dt::f32, memory::format_tag::any);
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, x,
-                                        w, y, {1, 1}, {0, 0}, {1, 1}, {1, 1});
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, x, w,
+                                        y, {1, 1}, {0, 0}, {1, 1}, {1, 1});
       dnnl::convolution_forward::primitive_desc pd(d, cpu_engine());
       return true;
     } catch (const dnnl::error&) {
