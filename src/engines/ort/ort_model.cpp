@@ -8,6 +8,7 @@
 #if !defined(SEGMUX_NO_ORT) && __has_include(<onnxruntime_c_api.h>)
 #define SEGMUX_HAVE_ORT_HEADER 1
 #include <dlfcn.h>
+#include <limits.h>
 #include <onnxruntime_c_api.h>
 #else
 #define SEGMUX_HAVE_ORT_HEADER 0
@@ -16,8 +17,25 @@
 #ifndef SEGMUX_ORT_DEFAULT_LIB
 #define SEGMUX_ORT_DEFAULT_LIB ""
 #endif
+#ifndef SEGMUX_BUILD_DIR
+#define SEGMUX_BUILD_DIR ""
+#endif
 
 namespace segmux {
+
+std::vector<std::string> ort_library_candidates(const std::string& env_lib, const std::string& module_dir,
+                                                const std::string& build_dir, const std::string& build_tree_lib) {
+  if (!env_lib.empty()) return {env_lib};
+  std::vector<std::string> paths;
+  const auto inside = [](const std::string& dir, const std::string& root) {
+    return !root.empty() && dir.size() >= root.size() && dir.compare(0, root.size(), root) == 0 &&
+           (dir.size() == root.size() || dir[root.size()] == '/');
+  };
+  if (!build_tree_lib.empty() && inside(module_dir, build_dir)) paths.push_back(build_tree_lib);
+  if (!module_dir.empty()) paths.push_back(module_dir + "/libonnxruntime.so");
+  paths.push_back("libonnxruntime.so");
+  return paths;
+}
 
 #if SEGMUX_HAVE_ORT_HEADER
 
@@ -31,14 +49,21 @@ struct OrtRuntime {
   std::string error;  // non-empty when loading failed
 };
 
+// The folder of the executable or shared library this code was linked into.
+std::string this_module_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&this_module_dir), &info) == 0 || !info.dli_fname) return {};
+  char resolved[PATH_MAX];
+  if (!realpath(info.dli_fname, resolved)) return {};
+  std::string path(resolved);
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
 // The libraries to try, in order (see ort_model.h).
 std::vector<std::string> library_paths() {
   const char* env = std::getenv("SEGMUX_ORT_LIB");
-  if (env && *env) return {env};  // an explicit choice: no fallback hides a wrong path
-  std::vector<std::string> paths;
-  if (*SEGMUX_ORT_DEFAULT_LIB) paths.push_back(SEGMUX_ORT_DEFAULT_LIB);
-  paths.push_back("libonnxruntime.so");
-  return paths;
+  return ort_library_candidates(env ? env : "", this_module_dir(), SEGMUX_BUILD_DIR, SEGMUX_ORT_DEFAULT_LIB);
 }
 
 OrtRuntime& runtime() {
@@ -57,7 +82,9 @@ OrtRuntime& runtime() {
       tried += std::string(tried.empty() ? "" : "; ") + "'" + p + "': " + (e ? e : "unknown dlopen error");
     }
     if (!handle) {
-      rt.error = "cannot load ONNX Runtime (" + tried + "); install it with scripts/setup.sh or set SEGMUX_ORT_LIB";
+      rt.error = "cannot load ONNX Runtime (tried " + tried +
+                 "); set SEGMUX_ORT_LIB to its libonnxruntime.so, put it beside the segmux binary or library, or "
+                 "on the loader's path (in a source tree: scripts/setup.sh installs it)";
       return;
     }
     using GetApiBaseFn = const OrtApiBase* (*)();

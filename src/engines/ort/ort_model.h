@@ -1,10 +1,9 @@
 // OrtModel: runs an ONNX model through ONNX Runtime (CPU). Two users: the second engine
 // (`--engine ort`, pipeline/backends/ort_backend.h) and the verification peer our tests and benchmarks
 // compare against (verify/ort_peer.h). ONNX Runtime is optional: libonnxruntime.so is loaded with
-// dlopen at run time, so nothing links against it. Library: env SEGMUX_ORT_LIB, else the copy that
-// scripts/setup.sh puts under <source dir>/third_party/ort/lib, else libonnxruntime.so on the loader's
-// search path. When the C API header was absent at build time, or no library loads, ort_available()
-// says why and OrtModel throws.
+// dlopen at run time, so nothing links against it. The search order is ort_library_candidates()'s.
+// When the C API header was absent at build time, or no library loads, ort_available() says why (every
+// path tried) and OrtModel throws.
 #pragma once
 #include <map>
 #include <memory>
@@ -14,6 +13,15 @@
 #include "core/tensor.h"
 
 namespace segmux {
+
+// The libonnxruntime.so files to try, in order: `env_lib` (SEGMUX_ORT_LIB) alone when set, since an
+// explicit choice must not be hidden by a fallback; else the copy scripts/setup.sh put in the source
+// tree's third_party/ort, but only for a binary still inside the build tree that was configured with it
+// (an installed segmux never reaches into a build tree); else libonnxruntime.so beside the binary or
+// library running this code (`module_dir`, where a deployment may place it); else the loader's own search
+// path (LD_LIBRARY_PATH, ldconfig).
+std::vector<std::string> ort_library_candidates(const std::string& env_lib, const std::string& module_dir,
+                                                const std::string& build_dir, const std::string& build_tree_lib);
 
 // True when ONNX Runtime can be used; otherwise *why (if given) says what is missing.
 bool ort_available(std::string* why = nullptr);
