@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -26,6 +27,10 @@ template <typename... Parts>
 // Parses argv into `app`. Returns -1 when the command should go on, else the exit code: 0 after
 // --help (printed on stdout), 2 for a usage error (printed as "segmux: error: <command>: <why>").
 int parse_command_line(CLI::App& app, int argc, char** argv);
+
+// The candidate closest to `typed` by edit distance, when close enough to be a likely typo (at most a
+// third of its length, and 2 or less for short words); "" otherwise.
+std::string closest_spelling(const std::string& typed, const std::vector<std::string>& candidates);
 
 // JSON text for output: bytes that are not UTF-8 (file names, prompts) become U+FFFD instead of the
 // JSON library's exception. indent < 0: one line.

@@ -139,7 +139,7 @@ int run_segment(int argc, char** argv) {
   float threshold = 0.5f;
   app.add_option("images", images, "image files (PNG/JPEG/BMP/...)")->required();
   app.add_option("--prompt,-p", prompts, "text prompt (repeatable: every concept is segmented)");
-  app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
+  app.add_option("-o,--out,--output", out_dir, "output folder (created if absent)")->required();
   app.add_option("--threshold", threshold, "score threshold (default 0.5, official confidence_threshold)");
   app.add_option("--box", boxes,
                  "box exemplar x,y,w,h[:neg] in pixels (repeatable; with every --prompt, or alone: objects like "

@@ -42,21 +42,24 @@ using namespace segmux::pipeline;
 // A one-line progress bar with ETA on a terminal; a plain line every 10 frames otherwise.
 class Progress {
  public:
-  Progress(int total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(2)), start_(clock::now()) {}
+  Progress(int total, bool quiet) : total_(total), quiet_(quiet), tty_(isatty(2)) {}
   void update(int done, int frame_index) {
     if (quiet_) return;
-    double elapsed = std::chrono::duration<double>(clock::now() - start_).count();
-    double per = done > 0 ? elapsed / done : 0;
-    double eta = per * std::max(0, total_ - done);
+    // The rate is measured from the first frame written on: the time before it (model start, the hot
+    // start's delay before any output) is no measure of the rest, and made the first ETA far too long.
+    const clock::time_point now = clock::now();
+    if (first_done_ < 0) first_done_ = done, first_time_ = now;
+    const int since_first = done - first_done_;
+    const double per = since_first > 0 ? std::chrono::duration<double>(now - first_time_).count() / since_first : 0;
+    const std::string eta = since_first > 0 ? fmt(per * std::max(0, total_ - done)) : std::string("--:--");
     if (tty_) {
       int width = 30, filled = total_ > 0 ? std::min(width, width * done / total_) : width;
       std::fprintf(stderr, "\r[%.*s%*s] %d/%d frames  %.2f s/frame  ETA %s   ", filled,
-                   "##############################", width - filled, "", done, total_, per, fmt(eta).c_str());
+                   "##############################", width - filled, "", done, total_, per, eta.c_str());
       open_line_ = true;
       if (done >= total_) end_line();
     } else if (done == total_ || done % 10 == 0) {
-      std::fprintf(stderr, "frame %d (%d/%d), %.2f s/frame, ETA %s\n", frame_index, done, total_, per,
-                   fmt(eta).c_str());
+      std::fprintf(stderr, "frame %d (%d/%d), %.2f s/frame, ETA %s\n", frame_index, done, total_, per, eta.c_str());
     }
   }
   // Ends the bar's line when the run stopped short of the planned count.
@@ -75,7 +78,8 @@ class Progress {
   }
   int total_;
   bool quiet_, tty_, open_line_ = false;
-  clock::time_point start_;
+  int first_done_ = -1;  // frames done at the first update, and when
+  clock::time_point first_time_;
 };
 
 // Frame outputs kept on disk (one JSON line each, masks as RLE) until they can be written in order.
@@ -170,7 +174,7 @@ int run_track(int argc, char** argv) {
   app.add_option("input", input, "video file, GIF or frame folder")->required();
   app.add_option("--prompt,-p", prompts, "text prompt, e.g. \"dog\" (repeatable: every concept is tracked at once)");
   add_track_prompt_options(app, popt);
-  app.add_option("--out,-o", out_dir, "output folder (created if absent)")->required();
+  app.add_option("-o,--out,--output", out_dir, "output folder (created if absent)")->required();
   auto* w = app.add_option("--weights", src.weights,
                            "SAM 3.1 checkpoint (sam3.1_multiplex.pt or .safetensors); compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);

@@ -1,5 +1,7 @@
 #include "apps/commands.h"
 
+#include "apps/cli.h"
+
 #include <segmux/segmux.h>
 
 #include <cstdio>
@@ -34,7 +36,11 @@ int dispatch(int argc, char** argv) {
   }
   for (auto& c : commands())
     if (c.name == argv[1]) return c.main(argc - 1, argv + 1);
-  std::fprintf(stderr, "segmux: error: unknown command '%s'\n\n", argv[1]);
+  std::vector<std::string> names;
+  for (auto& c : commands()) names.push_back(c.name);
+  const std::string near = closest_spelling(argv[1], names);
+  std::fprintf(stderr, "segmux: error: unknown command '%s'%s\n\n", argv[1],
+               near.empty() ? "" : (" (did you mean '" + near + "'?)").c_str());
   usage(stderr);
   return 2;
 }

@@ -95,3 +95,29 @@ TEST_F(RouteCli, EngineOrtOnAFolderWithoutOnnxFilesNamesTheMissingFile) {
   EXPECT_HAS(r.out, "lacks onnx/text_encoder.onnx");
   EXPECT_FALSE(fs::exists(path("out2")));
 }
+
+// Every compiled file of a deploy package exports as ONNX, the memory encoder's image-size variant too.
+TEST_F(RouteCli, ExportOnnxTakesEveryCompiledFileName) {
+  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+  if (!fs::exists(fixture + "/weights.safetensors")) GTEST_SKIP() << "no fixture at " << fixture;
+  const std::string common = " --weights " + fixture + "/weights.safetensors --config " + fixture + "/config.json";
+  Result r = segmux_cmd("export-onnx --candidate memory_encoder_image_size" + common + " -o " + path("mi.onnx"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = segmux_cmd("export-onnx --candidate memory_encoder" + common + " -o " + path("m.onnx"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  // The variant is a different graph (its mask input has the image's size), not the plain candidate.
+  const ir::Graph variant = onnx_io::import_onnx_file(path("mi.onnx"));
+  const ir::Graph plain = onnx_io::import_onnx_file(path("m.onnx"));
+  ASSERT_EQ(variant.inputs.size(), plain.inputs.size());
+  bool some_shape_differs = false;
+  for (size_t i = 0; i < plain.inputs.size(); ++i)
+    some_shape_differs |= variant.value(variant.inputs[i]).shape != plain.value(plain.inputs[i]).shape;
+  EXPECT_TRUE(some_shape_differs);
+  r = segmux_cmd("export-onnx --candidate memory_encoder_image_size --variant fp32_mlp" + common + " -o " +
+                 path("x.onnx"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_HAS(r.out, "image_size_masks");
+  r = segmux_cmd("export-onnx --candidate nope" + common + " -o " + path("x.onnx"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_HAS(r.out, "memory_encoder_image_size");
+}

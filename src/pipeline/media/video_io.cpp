@@ -545,6 +545,11 @@ RgbImage read_image(const std::string& path) {
   RgbImage img;
   int64_t pts;
   SEGMUX_CHECK(src.next(&img, &pts), "'", path, "': no image could be decoded");
+  // A video or an animated image is not one image: using its first frame silently would hide the mistake.
+  RgbImage second;
+  SEGMUX_CHECK(!src.next(&second, &pts), "'", path,
+               "' holds more than one frame (a video or an animated image), not a single image; track it as a "
+               "video or extract the frame you want");
   return img;
 }
 
