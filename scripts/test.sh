@@ -16,6 +16,8 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSEGMUX_WERROR=
 cmake --build build/release -j "$JOBS"
 # setup.sh must install everything the build used (a machine with more installed must not hide a gap).
 bash scripts/check_packages.sh build/release
+# THIRD_PARTY_NOTICES.md must list what the binaries really link.
+bash scripts/third_party_notices.sh build/release --check
 ctest --test-dir build/release --output-on-failure -j 1
 # The installed package: C/C++ examples built out of tree (find_package and pkg-config), Python module.
 bash scripts/check_install.sh build/release
