@@ -162,7 +162,7 @@ int run_track(int argc, char** argv) {
       "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
       "segmux track"};
   app.footer(kFooter);
-  std::string input, out_dir, direction = "forward", overlay = "auto";
+  std::string input, out_dir, direction = "both", overlay = "auto";
   std::vector<std::string> prompts;
   TrackPromptOptions popt;
   ModelSource src;
@@ -192,7 +192,9 @@ int run_track(int argc, char** argv) {
       ->check(CLI::IsMember({"smx", "ort"}));
   app.add_option("--start", start, "frame to prompt and start from (default 0)");
   app.add_option("--max-frames", max_frames, "frames per direction, the prompted one included (default: all)");
-  app.add_option("--direction", direction, "forward (default), backward or both")
+  app.add_option("--direction", direction,
+                 "both (default, as the official propagate_in_video: forward, then backward from the start frame), "
+                 "forward or backward")
       ->check(CLI::IsMember({"forward", "backward", "both"}));
   app.add_option("--overlay", overlay,
                  "overlay file (.gif/.mp4/...), 'auto' (DIR/overlay.mp4, .gif for GIF input) or 'none'");

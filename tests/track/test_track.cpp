@@ -163,7 +163,7 @@ std::vector<int> range(int a, int b) {  // a..b inclusive
 }
 
 TEST_F(Track, ForwardOutputsAreWellFormed) {
-  Result r = track(tmp("fwd"), "--max-frames 3 --json");
+  Result r = track(tmp("fwd"), "--max-frames 3 --direction forward --json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(check_outputs(tmp("fwd")), range(0, 2));
   nlohmann::json s = nlohmann::json::parse(r.out, nullptr, false);
@@ -177,9 +177,16 @@ TEST_F(Track, ForwardOutputsAreWellFormed) {
 }
 
 TEST_F(Track, StartAndMaxFrames) {
-  Result r = track(tmp("start"), "--start 5 --max-frames 2");
+  Result r = track(tmp("start"), "--start 5 --max-frames 2 --direction forward");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(check_outputs(tmp("start")), range(5, 6));
+}
+
+// The default direction is the official API's: both (forward, then backward from the start frame).
+TEST_F(Track, DefaultDirectionIsBoth) {
+  Result r = track(tmp("default_dir"), "--start 5 --max-frames 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(check_outputs(tmp("default_dir")), range(4, 6));
 }
 
 TEST_F(Track, BackwardWritesFramesInOrder) {
@@ -292,7 +299,8 @@ TEST_F(Track, RleFormsTimesAndColourMasks) {
   EXPECT_GT(objects, 0);
   EXPECT_FALSE(fs::exists(tmp("coco") + "/masks_color"));
 
-  Result r = track(tmp("plain"), "--start 4 --max-frames 2 --rle uncompressed --fps 8 --masks color --json");
+  Result r = track(tmp("plain"),
+                   "--start 4 --max-frames 2 --direction forward --rle uncompressed --fps 8 --masks color --json");
   ASSERT_EQ(r.code, 0) << r.err;
   j = nlohmann::json::parse(slurp(tmp("plain") + "/tracks.json"));
   EXPECT_EQ(j["frames"][0]["time_s"], 0.5);
