@@ -48,8 +48,10 @@ class Server:
                                      env=dict(os.environ, **(env or {})))
         deadline = time.time() + start_timeout
         line = ''
+        self.first_lines = ''  # what it printed before "listening" (the agent-check port)
         while time.time() < deadline:  # the first start compiles the tiny model into CACHE
             line = self.proc.stdout.readline()
+            self.first_lines += line
             if 'listening on' in line or not line:
                 break
         check('listening on' in line, 'segmux serve did not start: %r (exit %s)' % (line, self.proc.poll()))
