@@ -17,17 +17,17 @@
 namespace segmux::apps {
 
 struct GateLimits {
-  size_t max_header_bytes = 64 * 1024;             // request line and headers together
-  int64_t max_body_bytes = int64_t(256) << 20;     // one body (a chunked one is decoded and counted)
+  size_t max_header_bytes = 64 * 1024;              // request line and headers together
+  int64_t max_body_bytes = int64_t(256) << 20;      // one body (a chunked one is decoded and counted)
   int64_t max_buffered_bytes = int64_t(512) << 20;  // bodies held at once over all connections
-  double header_timeout_s = 10;   // the head must arrive within this, from its first byte
-  double request_timeout_s = 60;  // head and body of one request, from its first byte
-  double idle_timeout_s = 30;     // a kept-alive connection without a new request is closed after it
-  double write_timeout_s = 30;    // an answer that makes no progress for this long is abandoned
-  int max_connections = 512;      // beyond it the connection idle the longest is dropped
-  int workers = 8;                // requests run at once (a propagation holds one while it streams)
-  int max_queued = 64;            // complete requests waiting for a worker; beyond it 503
-  int retry_after_s = 5;          // Retry-After of the gate's own 503
+  double header_timeout_s = 10;                     // the head must arrive within this, from its first byte
+  double request_timeout_s = 60;                    // head and body of one request, from its first byte
+  double idle_timeout_s = 30;                       // a kept-alive connection without a new request is closed after it
+  double write_timeout_s = 30;                      // an answer that makes no progress for this long is abandoned
+  int max_connections = 512;                        // beyond it the connection idle the longest is dropped
+  int workers = 8;                                  // requests run at once (a propagation holds one while it streams)
+  int max_queued = 64;                              // complete requests waiting for a worker; beyond it 503
+  int retry_after_s = 5;                            // Retry-After of the gate's own 503
 };
 
 // What the loop answers without a worker: (status, JSON body) of GET /healthz and /readyz, and the
