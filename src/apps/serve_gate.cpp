@@ -158,6 +158,11 @@ struct HttpGate::Conn {
   int64_t content_length = 0;
   std::string body;      // a chunked body, decoded so far
   int64_t reserved = 0;  // bytes counted against max_buffered_bytes
+  // After a refusal: the rest of the request is read and dropped for a while (bounded), so that the
+  // client, still sending, gets to read the answer instead of a connection reset.
+  bool lingering = false;
+  int64_t discard_left = 0;
+  Clock::time_point linger_until;
 
   void reset(Clock::time_point now) {
     since = now;
@@ -311,24 +316,53 @@ class HttpGate::Loop {
     std::vector<Conn*> late;
     for (auto& [fd, c] : conns_) {
       if (c->busy) continue;
+      if (c->lingering) {
+        if (now > c->linger_until) late.push_back(c.get());
+        continue;
+      }
       const double waited = std::chrono::duration<double>(now - c->since).count();
       if (!c->started ? waited > limits_.idle_timeout_s
                       : (!c->head_done && waited > limits_.header_timeout_s) || waited > limits_.request_timeout_s)
         late.push_back(c.get());
     }
     for (Conn* c : late) {
+      if (c->lingering) {
+        close_conn(*c);
+        continue;
+      }
       if (c->started)
-        send_refusal(c->fd,
+        refuse(*c,
                      {408, std::string("the request did not arrive in time (") +
                                (c->head_done ? "--request-timeout " + std::to_string(int(limits_.request_timeout_s))
                                              : "headers within " + std::to_string(int(limits_.header_timeout_s))) +
                                " s)"});
-      close_conn(*c);
+      else
+        close_conn(*c);
     }
+  }
+
+  // Answers a refusal, then drains what the client still sends (at most kLingerS seconds and
+  // max_body_bytes bytes) before closing.
+  static constexpr double kLingerS = 2;
+  void refuse(Conn& c, const Refusal& r) {
+    send_refusal(c.fd, r);
+    ::shutdown(c.fd, SHUT_WR);
+    release(c);
+    c.in.clear();
+    c.body.clear();
+    c.lingering = true;
+    c.discard_left = limits_.max_body_bytes;
+    c.linger_until = Clock::now() + seconds(kLingerS);
   }
 
   void receive(Conn& c) {
     char buf[65536];
+    if (c.lingering) {
+      ssize_t n = 0;
+      while (c.discard_left > 0 && (n = ::recv(c.fd, buf, sizeof(buf), 0)) > 0) c.discard_left -= n;
+      if (c.discard_left <= 0 || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) close_conn(c);
+      return;
+    }
     for (;;) {
       const ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
       if (n > 0) {
@@ -356,8 +390,7 @@ class HttpGate::Loop {
       if (!body_complete(c)) return;
       dispatch(c);
     } catch (const Refusal& r) {
-      send_refusal(c.fd, r);
-      close_conn(c);
+      refuse(c, r);
     }
   }
 
