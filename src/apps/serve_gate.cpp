@@ -331,11 +331,10 @@ class HttpGate::Loop {
         continue;
       }
       if (c->started)
-        refuse(*c,
-                     {408, std::string("the request did not arrive in time (") +
-                               (c->head_done ? "--request-timeout " + std::to_string(int(limits_.request_timeout_s))
-                                             : "headers within " + std::to_string(int(limits_.header_timeout_s))) +
-                               " s)"});
+        refuse(*c, {408, std::string("the request did not arrive in time (") +
+                             (c->head_done ? "--request-timeout " + std::to_string(int(limits_.request_timeout_s))
+                                           : "headers within " + std::to_string(int(limits_.header_timeout_s))) +
+                             " s)"});
       else
         close_conn(*c);
     }
