@@ -523,12 +523,18 @@ class HttpGate::Loop {
   }
 
   void dispatch(Conn& c) {
-    std::string body = c.chunked ? std::move(c.body) : c.in.substr(0, size_t(c.content_length));
-    if (!c.chunked) c.in.erase(0, size_t(c.content_length));
     if (!api_open_) throw Refusal{503, "the model is loading; retry"};
+    const size_t length = c.chunked ? c.body.size() : size_t(c.content_length);
     std::string request = std::move(c.head);
-    request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
-    request += body;
+    request += "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+    request.reserve(request.size() + length);  // one copy of the body (an upload may be large)
+    if (c.chunked) {
+      request += c.body;
+      c.body = std::string();
+    } else {
+      request.append(c.in, 0, length);
+      c.in.erase(0, length);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (int(queue_.size()) >= limits_.max_queued)
       throw Refusal{503, "the server has " + std::to_string(queue_.size()) + " requests waiting; retry"};

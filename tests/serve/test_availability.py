@@ -260,8 +260,7 @@ def sigterm_with_busy_request_is_bounded(allow, tmp):
     srv = start(allow, tmp)
     sid = srv.request({'type': 'start_session', 'resource_path': 'frames'})['session_id']
     srv.request({'type': 'add_prompt', 'session_id': sid, 'frame_index': 0, 'text': 'shape'})
-    slow = connect(srv.port)
-    slow.sendall(b'POST /api/request HTTP/1.1\r\nContent-Length: 100\r\n\r\n{')
+    slow = dribbler(srv.port)
     conn_lines = []
     t = threading.Thread(target=lambda: conn_lines.extend(_safe_stream(srv, sid)))
     t.start()
@@ -277,9 +276,31 @@ def sigterm_with_busy_request_is_bounded(allow, tmp):
         srv.proc.wait(timeout=10)
         raise AssertionError('segmux serve ignored two SIGTERMs for 20 s')
     t.join(timeout=30)
-    slow.close()
+    slow.set()
     check(code == 0, 'exit status %s' % code)
     print('second SIGTERM: stopped in %.1f s with a stream and a slow client open' % (time.time() - t0))
+
+
+def dribbler(port, seconds=40):
+    """A client sending a request's headers at 2 bytes a second (it held an httplib worker for ever).
+    Returns an Event that stops it."""
+    stop = threading.Event()
+
+    def run():
+        s = connect(port)
+        try:
+            for _ in range(seconds * 2):
+                if stop.is_set():
+                    break
+                s.sendall(b'x' if _ else b'GET /metrics HTTP/1.1\r\nX-Slow: ')
+                time.sleep(0.5)
+        except OSError:
+            pass
+        s.close()
+
+    threading.Thread(target=run, daemon=True).start()
+    time.sleep(0.2)
+    return stop
 
 
 def _safe_stream(srv, sid):
