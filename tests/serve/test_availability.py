@@ -124,7 +124,34 @@ def slow_clients_keep_healthz(srv):
     print('slow clients: 20 x 1 byte/s, /healthz answered %d times, worst %.1f ms; all 20 got 408' % (n, worst))
 
 
+class HealthWatch:
+    """Polls /healthz every 0.2 s on fresh connections while attacks run; records failures and the worst time."""
+
+    def __init__(self, port):
+        self.port, self.worst, self.n, self.failures = port, 0.0, 0, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                self.worst = max(self.worst, healthz_ms(self.port, timeout=2))
+                self.n += 1
+            except Exception as e:  # noqa: BLE001
+                self.failures.append(str(e))
+            time.sleep(0.2)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(timeout=10)
+        check(not self.failures and self.worst < 1000,
+              '/healthz during the attacks: %d failures %s, worst %.0f ms' % (len(self.failures), self.failures[:3], self.worst))
+        print('/healthz during every attack: %d answers, worst %.1f ms, no failure' % (self.n, self.worst))
+
+
 def header_limit(srv):
+    rss_before = srv.call('GET', '/metrics')[1]['rss_bytes']
     s = connect(srv.port)
     sent = 0
     try:
@@ -139,7 +166,8 @@ def header_limit(srv):
     s.close()
     check(status == 431 and b'max-header-bytes' in body, 'huge headers: %s %r' % (status, body))
     check(sent < 4 << 20, 'the server read %d bytes of headers before refusing' % sent)
-    healthz_ms(srv.port)
+    grew = srv.call('GET', '/metrics')[1]['rss_bytes'] - rss_before
+    check(grew < 64 << 20, 'RSS grew by %d bytes under huge headers' % grew)
     print('headers: refused with 431 after %d bytes sent (limit 32768)' % sent)
 
 
@@ -353,11 +381,13 @@ def main():
         os.makedirs(tmp)
         srv = start(allow, tmp)
         try:
+            watch = HealthWatch(srv.port)
             busy_port(srv)
             slow_clients_keep_healthz(srv)
             header_limit(srv)
             chunked_limit(srv)
             pipelined(srv)
+            watch.finish()
             sid = ids_headers_agent(srv)
             sigterm_drains_then_stops(srv, sid)
         finally:
