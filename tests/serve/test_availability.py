@@ -362,6 +362,47 @@ def kill9_folder_cleaned(allow, tmp):
     print('kill -9: the next server removed the dead one\'s upload folder, kept a foreign one')
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def loading_then_ready(root, tmp):
+    """While the model compiles (a fresh cache), /healthz answers, /readyz and the API say 503 loading."""
+    port, cache = free_port(), os.path.join(root, 'fresh-cache')
+    proc = subprocess.Popen([SEGMUX, 'serve', '--port', str(port), '--weights', os.path.join(TINY, 'weights.safetensors'),
+                             '--config', os.path.join(TINY, 'config.json'), '--vocab',
+                             os.path.join(TINY, 'tokenizer/bpe_simple_vocab_16e6.txt.gz'), '--cache-dir', cache],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, TMPDIR=tmp))
+    seen = []
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                with connect(port, timeout=5) as s:
+                    s.sendall(b'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\nPOST /api/request HTTP/1.1\r\nHost: x\r\n'
+                              b'Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}')
+                    ready, _, body = read_response(s)
+                    api, headers, api_body = read_response(s)
+            except OSError:
+                time.sleep(0.1)
+                continue
+            seen.append(ready)
+            if ready == 200:
+                break
+            check(ready == 503 and b'loading' in body and api == 503 and b'loading' in api_body and
+                  headers.get('retry-after'), 'while loading: readyz %s %r, api %s %r' % (ready, body, api, api_body))
+            if len(seen) == 1:
+                check(healthz_ms(port) < 1000, 'healthz while loading')
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    check(seen and seen[0] == 503 and seen[-1] == 200, '/readyz during the start: %s' % seen)
+    print('loading: /readyz 503 "loading" %d times (API 503 too, /healthz 200), then 200' % (len(seen) - 1))
+
+
 def busy_port(srv):
     t0 = time.time()
     r = subprocess.run([SEGMUX, 'serve', '--port', str(srv.port), '--weights', os.path.join(TINY, 'weights.safetensors'),
@@ -393,6 +434,7 @@ def main():
         finally:
             srv.stop()
         sigterm_with_busy_request_is_bounded(allow, tmp)
+        loading_then_ready(root, tmp)
         kill9_folder_cleaned(allow, tmp)
     print('test_availability: ok')
 
