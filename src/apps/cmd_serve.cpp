@@ -328,6 +328,101 @@ class StopSignals {
   std::atomic<bool> finished_{false};
 };
 
+pipeline::ControlConfig control_config_for(const pipeline::OpenedModel& model) {
+  pipeline::ControlConfig ccfg = pipeline::default_control_config();
+  ccfg.multiplex_count = model.config.multiplex_count;
+  ccfg.bucket_capacity = model.config.multiplex_count;
+  ccfg.max_num_objects = model.config.max_num_objects;
+  ccfg.num_maskmem = model.config.num_maskmem;
+  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
+  return ccfg;
+}
+
+// Takes the port, loads the model, serves until a stop signal (see StopSignals), then stops in bounded time.
+int serve(Options& opt, const pipeline::ModelSource& src) {
+  auto log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  opt.gate.max_body_bytes = opt.max_body_bytes;
+  opt.gate.max_buffered_bytes = std::max(opt.gate.max_buffered_bytes, 2 * opt.max_body_bytes);
+  opt.gate.workers = opt.limits.max_sessions * 2 + 6;
+
+  // Signals go to one thread (handlers cannot call into the server safely): the first SIGTERM drains,
+  // SIGINT or a second signal stops at once; while the model loads, any of them exits.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  // The port is taken before the model loads: a busy port fails at once, and /healthz answers (and
+  // /readyz says "loading") meanwhile.
+  std::atomic<RequestService*> live{nullptr};
+  HttpGate gate(opt.gate, probes(live));
+  const int port = gate.listen_on(opt.host, opt.port);
+  if (opt.agent_port >= 0) {  // on stdout before "listening": --agent-port 0 picks a free port
+    std::printf("segmux serve: agent-check on port %d\n", gate.listen_agent(opt.host, opt.agent_port));
+    std::fflush(stdout);
+  }
+  bool all_finished = true;
+  std::thread gate_thread([&] { all_finished = gate.serve(kStopGraceS); });
+  StopSignals stop;
+  std::thread signals([&] { stop.watch(stop_signals, live, gate, log); });
+  struct JoinOnError {  // a model that fails to load (an Error) must not leave the threads running
+    HttpGate& gate;
+    StopSignals& stop;
+    std::thread &a, &b;
+    ~JoinOnError() {
+      gate.stop();
+      stop.finish();
+      for (std::thread* t : {&a, &b})
+        if (t->joinable()) t->join();
+    }
+  } join_on_error{gate, stop, gate_thread, signals};
+
+  pipeline::OpenedModel model = pipeline::open_model(src, log);
+  log("model: " + model.description);
+  const pipeline::ControlConfig ccfg = control_config_for(model);
+
+  service::ResourceStore store(opt.allow_dir, opt.max_body_bytes, 32, opt.replica_id);
+  RequestService svc(*model.backend, ccfg, opt.limits, store);
+  svc.set_replica_id(opt.replica_id);
+  Server server(opt, svc, store, gate);
+  server.routes();
+  gate.open_api();
+  live = &svc;
+  std::printf("segmux serve: listening on http://%s:%d/\n",
+              opt.host.find(':') != std::string::npos ? ("[" + opt.host + "]").c_str() : opt.host.c_str(), port);
+  std::fflush(stdout);
+
+  std::mutex expiry_mu;
+  std::condition_variable expiry_cv;
+  std::atomic<bool> stopping{false};
+  std::thread expiry([&] {
+    const auto period = std::chrono::duration<double>(std::min(5.0, opt.limits.session_timeout_s / 4));
+    std::unique_lock<std::mutex> lock(expiry_mu);
+    while (!expiry_cv.wait_for(lock, period, [&] { return stopping.load(); }))
+      if (int n = svc.expire_idle()) log("segmux serve: closed " + std::to_string(n) + " idle session(s)");
+  });
+  stop.wait_and_drain(svc, gate, opt.drain_timeout_s, log);
+  log("segmux serve: stopping");
+  svc.cancel_all();  // a running propagation ends after its frame
+  gate.stop();
+  gate_thread.join();
+  stopping = true;
+  expiry_cv.notify_all();
+  expiry.join();
+  stop.finish();
+  signals.join();
+  if (!all_finished) {  // a model call that outlived the grace cannot be interrupted: leave without it
+    log("segmux serve: requests still running after " + std::to_string(int(kStopGraceS)) + " s; exiting without them");
+    store.remove_now();
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
+  svc.close_all();
+  return 0;
+}
+
 int run_serve(int argc, char** argv) {
   CLI::App app{"Serve the official SAM 3.1 request API over HTTP, with a web page to segment videos.", "segmux serve"};
   app.footer(kFooter);
@@ -373,92 +468,7 @@ int run_serve(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(is_loopback(opt.host) || !opt.token.empty(), "--host ", opt.host,
                      " is not a loopback address: anyone who reaches it could read the --allow-dir videos and use "
                      "the machine, so it needs --token (clients send Authorization: Bearer TOKEN)");
-  auto log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-  opt.gate.max_body_bytes = opt.max_body_bytes;
-  opt.gate.max_buffered_bytes = std::max(opt.gate.max_buffered_bytes, 2 * opt.max_body_bytes);
-  opt.gate.workers = opt.limits.max_sessions * 2 + 6;
-
-  // Signals go to one thread (handlers cannot call into the server safely): the first SIGTERM drains,
-  // SIGINT or a second signal stops at once; while the model loads, any of them exits.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  // The port is taken before the model loads: a busy port fails at once, and /healthz answers (and
-  // /readyz says "loading") meanwhile.
-  std::atomic<RequestService*> live{nullptr};
-  HttpGate gate(opt.gate, probes(live));
-  const int port = gate.listen_on(opt.host, opt.port);
-  if (opt.agent_port >= 0) {  // on stdout before "listening": --agent-port 0 picks a free port
-    std::printf("segmux serve: agent-check on port %d\n", gate.listen_agent(opt.host, opt.agent_port));
-    std::fflush(stdout);
-  }
-  bool all_finished = true;
-  std::thread gate_thread([&] { all_finished = gate.serve(kStopGraceS); });
-  StopSignals stop;
-  std::thread signals([&] { stop.watch(stop_signals, live, gate, log); });
-  struct JoinOnError {  // a model that fails to load (an Error) must not leave the threads running
-    HttpGate& gate;
-    StopSignals& stop;
-    std::thread &a, &b;
-    ~JoinOnError() {
-      gate.stop();
-      stop.finish();
-      for (std::thread* t : {&a, &b})
-        if (t->joinable()) t->join();
-    }
-  } join_on_error{gate, stop, gate_thread, signals};
-
-  pipeline::OpenedModel model = pipeline::open_model(src, log);
-  log("model: " + model.description);
-  pipeline::ControlConfig ccfg = pipeline::default_control_config();
-  ccfg.multiplex_count = model.config.multiplex_count;
-  ccfg.bucket_capacity = model.config.multiplex_count;
-  ccfg.max_num_objects = model.config.max_num_objects;
-  ccfg.num_maskmem = model.config.num_maskmem;
-  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-
-  service::ResourceStore store(opt.allow_dir, opt.max_body_bytes, 32, opt.replica_id);
-  RequestService svc(*model.backend, ccfg, opt.limits, store);
-  svc.set_replica_id(opt.replica_id);
-  Server server(opt, svc, store, gate);
-  server.routes();
-  gate.open_api();
-  live = &svc;
-  std::printf("segmux serve: listening on http://%s:%d/\n",
-              opt.host.find(':') != std::string::npos ? ("[" + opt.host + "]").c_str() : opt.host.c_str(), port);
-  std::fflush(stdout);
-
-  std::mutex expiry_mu;
-  std::condition_variable expiry_cv;
-  std::atomic<bool> stopping{false};
-  std::thread expiry([&] {
-    const auto period = std::chrono::duration<double>(std::min(5.0, opt.limits.session_timeout_s / 4));
-    std::unique_lock<std::mutex> lock(expiry_mu);
-    while (!expiry_cv.wait_for(lock, period, [&] { return stopping.load(); }))
-      if (int n = svc.expire_idle()) log("segmux serve: closed " + std::to_string(n) + " idle session(s)");
-  });
-  stop.wait_and_drain(svc, gate, opt.drain_timeout_s, log);
-  log("segmux serve: stopping");
-  svc.cancel_all();  // a running propagation ends after its frame
-  gate.stop();
-  gate_thread.join();
-  stopping = true;
-  expiry_cv.notify_all();
-  expiry.join();
-  stop.finish();
-  signals.join();
-  if (!all_finished) {  // a model call that outlived the grace cannot be interrupted: leave without it
-    log("segmux serve: requests still running after " + std::to_string(int(kStopGraceS)) + " s; exiting without them");
-    store.remove_now();
-    std::fflush(stderr);
-    std::_Exit(0);
-  }
-  svc.close_all();
-  return 0;
+  return serve(opt, src);
 }
 
 CommandRegistration reg("serve", "serve the official request API over HTTP, with a web page (docs/serve.md)",
