@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -179,6 +180,7 @@ class HttpGate::Loop {
   Loop(HttpGate& gate, GateLimits limits, GateProbes probes)
       : gate_(gate), limits_(limits), probes_(std::move(probes)), wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
     SEGMUX_CHECK(wake_ >= 0, "serve: eventfd: ", std::strerror(errno));
+    fit_connections_to_fd_limit();
   }
   ~Loop() {
     for (int fd : {listen_fd_, agent_fd_, wake_})
@@ -242,6 +244,23 @@ class HttpGate::Loop {
   std::vector<std::pair<Conn*, bool>> finished_;  // (connection, keep it open), for the loop
   int running_ = 0;
   bool shutdown_ = false;
+
+  // Every connection is a file descriptor: raise the soft limit as far as needed (and allowed), and
+  // never accept more than it leaves room for (else accept fails with EMFILE while the listening
+  // socket stays readable, and the loop spins).
+  void fit_connections_to_fd_limit() {
+    constexpr rlim_t kReserve = 256;  // model files, logs, uploads, the workers' own files
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    const rlim_t want = rlim_t(limits_.max_connections) + kReserve;
+    if (rl.rlim_cur < want) {
+      rl.rlim_cur = std::min(want, rl.rlim_max);
+      ::setrlimit(RLIMIT_NOFILE, &rl);
+      ::getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want)
+      limits_.max_connections = int(std::max<rlim_t>(8, rl.rlim_cur - std::min(rl.rlim_cur, kReserve)));
+  }
 
   void poll_once() {
     std::vector<pollfd> fds{{wake_, POLLIN, 0}};
