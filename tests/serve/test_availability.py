@@ -403,6 +403,35 @@ def loading_then_ready(root, tmp):
     print('loading: /readyz 503 "loading" %d times (API 503 too, /healthz 200), then 200' % (len(seen) - 1))
 
 
+def cpu_ticks(pid):
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def fd_limit_respected(allow, tmp):
+    """Under a 64-file limit, 200 connections: the server drops the oldest idle ones instead of spinning
+    on a failing accept, and /healthz answers."""
+    import resource
+    srv = Server('--allow-dir', allow, env={'TMPDIR': tmp},
+                 preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+    socks = []
+    try:
+        for _ in range(200):
+            socks.append(socket.create_connection(('127.0.0.1', srv.port), timeout=5))
+        time.sleep(0.5)
+        before = cpu_ticks(srv.proc.pid)
+        time.sleep(2)
+        busy = cpu_ticks(srv.proc.pid) - before
+        ms = healthz_ms(srv.port)
+        check(busy < 50, 'the server used %d CPU ticks in 2 s with 200 idle connections (spinning)' % busy)
+    finally:
+        for s in socks:
+            s.close()
+        check(srv.stop() == 0, 'exit status')
+    print('64-file limit, 200 connections: %d CPU ticks in 2 s, /healthz %.1f ms' % (busy, ms))
+
+
 def busy_port(srv):
     t0 = time.time()
     r = subprocess.run([SEGMUX, 'serve', '--port', str(srv.port), '--weights', os.path.join(TINY, 'weights.safetensors'),
@@ -435,6 +464,7 @@ def main():
             srv.stop()
         sigterm_with_busy_request_is_bounded(allow, tmp)
         loading_then_ready(root, tmp)
+        fd_limit_respected(allow, tmp)
         kill9_folder_cleaned(allow, tmp)
     print('test_availability: ok')
 
