@@ -11,3 +11,9 @@ add_test(NAME serve_load COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/tests/serve
 set_tests_properties(serve_http PROPERTIES LABELS "serve;slow" TIMEOUT 900 ENVIRONMENT "${SERVE_TEST_ENV}")
 set_tests_properties(serve_browser PROPERTIES LABELS "serve;browser;slow" TIMEOUT 900 ENVIRONMENT "${SERVE_TEST_ENV}")
 set_tests_properties(serve_load PROPERTIES LABELS "serve;load;slow" TIMEOUT 900 ENVIRONMENT "${SERVE_TEST_ENV}")
+# Hostile clients (slow headers, huge headers, chunked bodies, pipelining, SIGTERM, kill -9, a busy
+# port) and three replicas behind a real HAProxy (deploy/haproxy/haproxy.cfg; docs/serve.md).
+add_test(NAME serve_availability COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/tests/serve/test_availability.py)
+add_test(NAME serve_haproxy COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/tests/serve/test_haproxy.py)
+set_tests_properties(serve_availability PROPERTIES LABELS "serve;slow" TIMEOUT 600 ENVIRONMENT "${SERVE_TEST_ENV}")
+set_tests_properties(serve_haproxy PROPERTIES LABELS "serve;slow" TIMEOUT 600 ENVIRONMENT "${SERVE_TEST_ENV}")

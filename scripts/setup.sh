@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 # decodes tracks.json's COCO RLE with an independent decoder in Python.
 # libcpp-httplib-dev: segmux serve's HTTP server; its pkg-config file requires openssl and libbrotli*
 # (libssl-dev, libbrotli-dev; zlib1g-dev is listed already). chromium: the serve page's browser test.
+# haproxy: the load balancer in front of segmux serve replicas in tests/serve/test_haproxy.py (deploy/haproxy).
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
@@ -19,7 +20,7 @@ APT_PACKAGES=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
   python3 python3-numpy libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
-  qemu-user
+  qemu-user haproxy
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

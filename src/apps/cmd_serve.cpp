@@ -5,7 +5,9 @@
 
 #include <httplib.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <cstdio>
 #include <limits>
@@ -14,6 +16,7 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/precision_option.h"
+#include "apps/serve_gate.h"
 #include "core/error.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
@@ -53,16 +56,24 @@ struct Options {
   std::string token, allow_dir;
   int64_t max_body_bytes = int64_t(256) << 20;
   service::ServiceLimits limits;
+  // Scale-out and availability (docs/serve.md "Behind a load balancer").
+  std::string replica_id;
+  int agent_port = -1;  // -1: no agent-check port
+  double drain_timeout_s = 10;
+  GateLimits gate;
 };
+
+// The session a request names travels in this header too, so that a balancer can route by it.
+constexpr const char* kSessionHeader = "X-Segmux-Session";
+constexpr const char* kUploadHeader = "X-Segmux-Upload";
+constexpr double kStopGraceS = 10;  // after the drain: requests still running get this long
 
 class Server {
  public:
-  Server(const Options& opt, RequestService& svc, service::ResourceStore& store)
-      : opt_(opt), svc_(svc), store_(store) {}
+  Server(const Options& opt, RequestService& svc, service::ResourceStore& store, HttpGate& http)
+      : opt_(opt), svc_(svc), store_(store), http_(http) {}
 
   void routes() {
-    http_.set_payload_max_length(size_t(opt_.max_body_bytes));
-    http_.new_task_queue = [n = size_t(opt_.limits.max_sessions) * 2 + 6] { return new httplib::ThreadPool(n); };
     http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
@@ -104,26 +115,15 @@ class Server {
       if (req.is_multipart_form_data()) {
         if (!req.has_file("file")) throw ServiceError(400, "upload: the multipart form has no 'file' part");
         const auto f = req.get_file_value("file");
-        send_json(res, 200, store_.add_upload(f.filename, f.content));
+        send_upload(res, store_.add_upload(f.filename, f.content));
       } else {
         const std::string name = req.has_param("filename") ? req.get_param_value("filename") : "";
         if (name.empty()) throw ServiceError(400, "upload: a raw body needs ?filename=NAME.mp4 (or send multipart)");
-        send_json(res, 200, store_.add_upload(name, req.body));
+        send_upload(res, store_.add_upload(name, req.body));
       }
     });
     guarded_post("/api/request", [this](const httplib::Request& req, httplib::Response& res) { request(req, res); });
   }
-
-  // Binds (port 0: any free port) and prints the address; returns the port.
-  int bind() {
-    const int port = opt_.port == 0                             ? http_.bind_to_any_port(opt_.host)
-                     : http_.bind_to_port(opt_.host, opt_.port) ? opt_.port
-                                                                : -1;
-    if (port <= 0) fail("cannot listen on ", opt_.host, ":", opt_.port, " (in use, or not an address of this machine)");
-    return port;
-  }
-  void listen() { http_.listen_after_bind(); }
-  void stop() { http_.stop(); }
 
  private:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
@@ -159,14 +159,45 @@ class Server {
       } catch (const Error& e) {
         send_error(res, 400, e.what());
       }
+      if ((res.status == 429 || res.status == 503) && !res.has_header("Retry-After"))
+        res.set_header("Retry-After", std::to_string(opt_.gate.retry_after_s));
     };
+  }
+  // Names the request's session in the answer's X-Segmux-Session (only a well-formed id: no header injection).
+  static void echo_session(const json& j, httplib::Response& res) {
+    if (!j.is_object() || !j.contains("session_id") || !j.at("session_id").is_string()) return;
+    const std::string id = j.at("session_id").get<std::string>();
+    const bool plain = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    });
+    if (plain) res.set_header(kSessionHeader, id);
+  }
+  static void send_upload(httplib::Response& res, const json& upload) {
+    res.set_header(kUploadHeader, upload.at("upload_id").get<std::string>());
+    send_json(res, 200, upload);
+  }
+  // The X-Segmux-Session header stands for a missing "session_id"; both given must agree.
+  static void session_from_header(const httplib::Request& req, json& r) {
+    const std::string sid = req.get_header_value(kSessionHeader);
+    if (sid.empty() || !r.is_object()) return;
+    if (!r.contains("session_id") || r.at("session_id").is_null())
+      r["session_id"] = sid;
+    else if (r.at("session_id") != sid)
+      throw ServiceError(
+          400, std::string("the ") + kSessionHeader + " header '" + sid + "' and the request's session_id differ");
   }
   void guarded_get(const char* path, Handler h) { http_.Get(path, guarded(std::move(h))); }
   void guarded_post(const char* path, Handler h) { http_.Post(path, guarded(std::move(h))); }
 
   void request(const httplib::Request& req, httplib::Response& res) {
-    const json r = RequestService::parse_body(req.body);
-    if (!RequestService::is_stream(r)) return send_json(res, 200, svc_.handle(r));
+    json r = RequestService::parse_body(req.body);
+    session_from_header(req, r);
+    echo_session(r, res);
+    if (!RequestService::is_stream(r)) {
+      json answer = svc_.handle(r);
+      echo_session(answer, res);  // start_session's new id
+      return send_json(res, 200, answer);
+    }
     // Checked (and the model taken) before the 200: a bad request gets its 4xx, not a broken stream.
     auto run = std::make_shared<RequestService::StreamRun>(svc_.stream(r));
     res.set_header("Cache-Control", "no-store");
@@ -189,7 +220,7 @@ class Server {
   Options opt_;
   RequestService& svc_;
   service::ResourceStore& store_;
-  httplib::Server http_;
+  HttpGate& http_;
 };
 
 constexpr const char* kFooter = R"(
@@ -198,6 +229,199 @@ Examples:
   curl -s localhost:8080/api/request -d '{"type":"start_session","resource_path":"clip.mp4"}'
 Endpoints: POST /api/request (official requests; propagate_in_video streams NDJSON), POST /api/upload,
 GET /healthz, GET /metrics, GET / (the web page). Details: docs/serve.md)";
+
+void add_scale_out_options(CLI::App& app, Options& opt) {
+  app.add_option("--replica-id", opt.replica_id,
+                 "name of this replica in session and upload ids (REPLICA.<uuid4>), for a load balancer")
+      ->check([](const std::string& v) {
+        const bool ok = !v.empty() && v.size() <= 24 && std::all_of(v.begin(), v.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+        });
+        return ok ? std::string() : "must be 1-24 letters, digits, '_' or '-'";
+      });
+  app.add_option("--agent-port", opt.agent_port,
+                 "port answering HAProxy's agent-check with the free session slots (\"up 40%\"; default: none)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--drain-timeout", opt.drain_timeout_s,
+                 "on SIGTERM: seconds the open sessions may go on (no new ones) before the server stops (default 10)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--request-timeout", opt.gate.request_timeout_s,
+                 "seconds a client may take to send one request, headers and body (default 60)")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--header-timeout", opt.gate.header_timeout_s,
+                 "seconds a client may take to send a request's headers (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--max-header-bytes", opt.gate.max_header_bytes,
+                 "largest request line and headers together (default 65536)")
+      ->check(CLI::Range(size_t(1024), size_t(16) << 20));
+  app.add_option("--max-connections", opt.gate.max_connections,
+                 "open connections; beyond it the one idle longest is dropped (default 512)")
+      ->check(CLI::Range(8, 100000));
+  app.add_option("--retry-after", opt.gate.retry_after_s, "Retry-After seconds of 429 and 503 answers (default 5)")
+      ->check(CLI::Range(0, 3600));
+}
+
+// What the gate answers itself: /healthz (alive), /readyz (model loaded and not draining) and the
+// agent-check line (free session slots as a weight; 0% while loading, draining or full).
+GateProbes probes(std::atomic<RequestService*>& live) {
+  GateProbes p;
+  p.healthz = [] { return std::make_pair(200, std::string(R"({"status":"ok"})")); };
+  p.readyz = [&live] {
+    RequestService* svc = live.load();
+    if (!svc) return std::make_pair(503, std::string(R"({"status":"loading"})"));
+    if (svc->draining()) return std::make_pair(503, std::string(R"({"status":"draining"})"));
+    return std::make_pair(200, std::string(R"({"status":"ready"})"));
+  };
+  p.agent = [&live] {
+    RequestService* svc = live.load();
+    if (!svc || svc->draining()) return std::string("up 0%");
+    const json m = svc->metrics();
+    const int max = m.at("max_sessions").get<int>(), free = std::max(0, max - m.at("sessions").get<int>());
+    const int percent = free == 0 ? 0 : std::max(1, free * 100 / max);
+    return "up " + std::to_string(percent) + "%";
+  };
+  return p;
+}
+
+// The signal thread's state: how many stop signals came, and whether one was SIGINT.
+class StopSignals {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  void watch(const sigset_t& set, std::atomic<RequestService*>& live, HttpGate& gate, const Log& log) {
+    const timespec tick{0, 200 * 1000 * 1000};
+    while (!finished_) {
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig <= 0) continue;
+      if (!live.load()) {  // still loading the model: nothing to drain
+        log("segmux serve: stopping (the model was still loading)");
+        gate.stop();
+        std::fflush(stderr);
+        std::_Exit(0);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      ++count_;
+      sigint_ |= sig == SIGINT;
+      cv_.notify_all();
+    }
+  }
+  // Returns when the server should stop: after SIGINT or a second signal at once; after a SIGTERM
+  // once no session is open and no request runs, or after drain_s.
+  void wait_and_drain(RequestService& svc, HttpGate& gate, double drain_s, const Log& log) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return count_ > 0; });
+    if (sigint_) return;
+    log("segmux serve: draining: no new sessions; stopping when the open ones are closed (at most " +
+        std::to_string(int(drain_s)) + " s, --drain-timeout)");
+    svc.set_draining(true);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(drain_s);
+    while (count_ == 1 && !(svc.open_sessions() == 0 && gate.in_flight() == 0) &&
+           std::chrono::steady_clock::now() < deadline)
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  void finish() { finished_ = true; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_ = 0;
+  bool sigint_ = false;
+  std::atomic<bool> finished_{false};
+};
+
+pipeline::ControlConfig control_config_for(const pipeline::OpenedModel& model) {
+  pipeline::ControlConfig ccfg = pipeline::default_control_config();
+  ccfg.multiplex_count = model.config.multiplex_count;
+  ccfg.bucket_capacity = model.config.multiplex_count;
+  ccfg.max_num_objects = model.config.max_num_objects;
+  ccfg.num_maskmem = model.config.num_maskmem;
+  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
+  return ccfg;
+}
+
+// Takes the port, loads the model, serves until a stop signal (see StopSignals), then stops in bounded time.
+int serve(Options& opt, const pipeline::ModelSource& src) {
+  auto log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  opt.gate.max_body_bytes = opt.max_body_bytes;
+  opt.gate.max_buffered_bytes = std::max(opt.gate.max_buffered_bytes, 2 * opt.max_body_bytes);
+  opt.gate.workers = opt.limits.max_sessions * 2 + 6;
+
+  // Signals go to one thread (handlers cannot call into the server safely): the first SIGTERM drains,
+  // SIGINT or a second signal stops at once; while the model loads, any of them exits.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  // The port is taken before the model loads: a busy port fails at once, and /healthz answers (and
+  // /readyz says "loading") meanwhile.
+  std::atomic<RequestService*> live{nullptr};
+  HttpGate gate(opt.gate, probes(live));
+  const int port = gate.listen_on(opt.host, opt.port);
+  if (opt.agent_port >= 0) {  // on stdout before "listening": --agent-port 0 picks a free port
+    std::printf("segmux serve: agent-check on port %d\n", gate.listen_agent(opt.host, opt.agent_port));
+    std::fflush(stdout);
+  }
+  bool all_finished = true;
+  std::thread gate_thread([&] { all_finished = gate.serve(kStopGraceS); });
+  StopSignals stop;
+  std::thread signals([&] { stop.watch(stop_signals, live, gate, log); });
+  struct JoinOnError {  // a model that fails to load (an Error) must not leave the threads running
+    HttpGate& gate;
+    StopSignals& stop;
+    std::thread &a, &b;
+    ~JoinOnError() {
+      gate.stop();
+      stop.finish();
+      for (std::thread* t : {&a, &b})
+        if (t->joinable()) t->join();
+    }
+  } join_on_error{gate, stop, gate_thread, signals};
+
+  pipeline::OpenedModel model = pipeline::open_model(src, log);
+  log("model: " + model.description);
+  const pipeline::ControlConfig ccfg = control_config_for(model);
+
+  service::ResourceStore store(opt.allow_dir, opt.max_body_bytes, 32, opt.replica_id);
+  RequestService svc(*model.backend, ccfg, opt.limits, store);
+  svc.set_replica_id(opt.replica_id);
+  Server server(opt, svc, store, gate);
+  server.routes();
+  gate.open_api();
+  live = &svc;
+  std::printf("segmux serve: listening on http://%s:%d/\n",
+              opt.host.find(':') != std::string::npos ? ("[" + opt.host + "]").c_str() : opt.host.c_str(), port);
+  std::fflush(stdout);
+
+  std::mutex expiry_mu;
+  std::condition_variable expiry_cv;
+  std::atomic<bool> stopping{false};
+  std::thread expiry([&] {
+    const auto period = std::chrono::duration<double>(std::min(5.0, opt.limits.session_timeout_s / 4));
+    std::unique_lock<std::mutex> lock(expiry_mu);
+    while (!expiry_cv.wait_for(lock, period, [&] { return stopping.load(); }))
+      if (int n = svc.expire_idle()) log("segmux serve: closed " + std::to_string(n) + " idle session(s)");
+  });
+  stop.wait_and_drain(svc, gate, opt.drain_timeout_s, log);
+  log("segmux serve: stopping");
+  svc.cancel_all();  // a running propagation ends after its frame
+  gate.stop();
+  gate_thread.join();
+  stopping = true;
+  expiry_cv.notify_all();
+  expiry.join();
+  stop.finish();
+  signals.join();
+  if (!all_finished) {  // a model call that outlived the grace cannot be interrupted: leave without it
+    log("segmux serve: requests still running after " + std::to_string(int(kStopGraceS)) + " s; exiting without them");
+    store.remove_now();
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
+  svc.close_all();
+  return 0;
+}
 
 int run_serve(int argc, char** argv) {
   CLI::App app{"Serve the official SAM 3.1 request API over HTTP, with a web page to segment videos.", "segmux serve"};
@@ -232,6 +456,7 @@ int run_serve(int argc, char** argv) {
                  "seconds a request waits while the model serves another before 503 (default 30)")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--token", opt.token, "bearer token required on /api/* and /metrics (or $SEGMUX_SERVE_TOKEN)");
+  add_scale_out_options(app, opt);
   add_threads_option(app, src.num_threads, "CPU threads of the model");
   add_precision_option(app, src.precision,
                        "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
@@ -243,60 +468,7 @@ int run_serve(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(is_loopback(opt.host) || !opt.token.empty(), "--host ", opt.host,
                      " is not a loopback address: anyone who reaches it could read the --allow-dir videos and use "
                      "the machine, so it needs --token (clients send Authorization: Bearer TOKEN)");
-  auto log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
-
-  // Signals go to one thread that stops the server (handlers cannot call into it safely).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  pipeline::OpenedModel model = pipeline::open_model(src, log);
-  log("model: " + model.description);
-  pipeline::ControlConfig ccfg = pipeline::default_control_config();
-  ccfg.multiplex_count = model.config.multiplex_count;
-  ccfg.bucket_capacity = model.config.multiplex_count;
-  ccfg.max_num_objects = model.config.max_num_objects;
-  ccfg.num_maskmem = model.config.num_maskmem;
-  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-
-  service::ResourceStore store(opt.allow_dir, opt.max_body_bytes);
-  RequestService svc(*model.backend, ccfg, opt.limits, store);
-  Server server(opt, svc, store);
-  server.routes();
-  const int port = server.bind();
-  std::printf("segmux serve: listening on http://%s:%d/\n",
-              opt.host.find(':') != std::string::npos ? ("[" + opt.host + "]").c_str() : opt.host.c_str(), port);
-  std::fflush(stdout);
-
-  std::atomic<bool> stopping{false};
-  std::thread signals([&] {
-    const timespec tick{0, 200 * 1000 * 1000};
-    while (!stopping) {
-      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
-        log("segmux serve: stopping");
-        server.stop();
-        return;
-      }
-    }
-  });
-  std::mutex expiry_mu;
-  std::condition_variable expiry_cv;
-  std::thread expiry([&] {
-    const auto period = std::chrono::duration<double>(std::min(5.0, opt.limits.session_timeout_s / 4));
-    std::unique_lock<std::mutex> lock(expiry_mu);
-    while (!expiry_cv.wait_for(lock, period, [&] { return stopping.load(); }))
-      if (int n = svc.expire_idle()) log("segmux serve: closed " + std::to_string(n) + " idle session(s)");
-  });
-  server.listen();
-  stopping = true;
-  expiry_cv.notify_all();
-  expiry.join();
-  signals.join();
-  svc.close_all();
-  return 0;
+  return serve(opt, src);
 }
 
 CommandRegistration reg("serve", "serve the official request API over HTTP, with a web page (docs/serve.md)",

@@ -1,8 +1,15 @@
 #include "service/resources.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -35,10 +42,55 @@ bool inside(const fs::path& p, const fs::path& root) {
   return !rel.empty() && *rel.begin() != ".." && rel.is_relative();
 }
 
+constexpr const char* kUploadPrefix = "segmux-serve-";
+constexpr const char* kLockName = "owner.lock";
+
+// Removes the upload folders of dead servers in parent: ours (same user, a real folder, not a link)
+// whose lock file exists and can be locked (a live server holds its lock; the kernel frees it when the
+// process dies). A folder without a lock file (another server between mkdtemp and its lock, or an
+// older segmux) is left alone.
+void remove_stale_upload_dirs(const fs::path& parent) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(kUploadPrefix, 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(e.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) continue;
+    const int fd = ::open((e.path() / kLockName).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      std::error_code rm;
+      fs::remove_all(e.path(), rm);
+    }
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
-ResourceStore::ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads)
-    : max_upload_bytes_(max_upload_bytes), max_uploads_(max_uploads) {
+std::string random_id(const std::string& replica) {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof(b)) {
+    const ssize_t n = ::getrandom(b + got, sizeof(b) - got, 0);
+    SEGMUX_CHECK(n > 0 || errno == EINTR, "getrandom failed: ", std::strerror(errno));
+    if (n > 0) got += size_t(n);
+  }
+  b[6] = uint8_t((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = uint8_t((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = replica.empty() ? "" : replica + ".";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) id += '-';
+    id += kHex[b[i] >> 4];
+    id += kHex[b[i] & 15];
+  }
+  return id;
+}
+
+ResourceStore::ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads,
+                             std::string replica)
+    : max_upload_bytes_(max_upload_bytes), max_uploads_(max_uploads), replica_(std::move(replica)) {
   if (!allow_dir.empty()) {
     std::error_code ec;
     const fs::path root = fs::canonical(allow_dir, ec);
@@ -46,14 +98,32 @@ ResourceStore::ResourceStore(const std::string& allow_dir, int64_t max_upload_by
     allow_dir_ = root.string();
   }
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/segmux-serve-XXXXXX";
-  SEGMUX_CHECK(::mkdtemp(pattern.data()) != nullptr, "cannot create the upload folder ", pattern);
+  const std::string parent = tmp && *tmp ? tmp : "/tmp";
+  remove_stale_upload_dirs(parent);
+  std::string pattern = parent + "/" + kUploadPrefix + "XXXXXX";
+  SEGMUX_CHECK(::mkdtemp(pattern.data()) != nullptr, "cannot create the upload folder ", pattern, ": ",
+               std::strerror(errno));
   upload_dir_ = pattern;
+  // Locked before it gets its final name, so that no other server ever sees it unlocked.
+  const std::string lock_tmp = upload_dir_ + "/" + kLockName + ".new";
+  lock_fd_ = ::open(lock_tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const bool locked = lock_fd_ >= 0 && ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0 &&
+                      ::rename(lock_tmp.c_str(), (upload_dir_ + "/" + kLockName).c_str()) == 0;
+  if (!locked) {
+    const std::string why = std::strerror(errno);
+    remove_now();
+    throw Error("cannot lock the upload folder " + pattern + ": " + why);
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  [[maybe_unused]] ssize_t n = ::write(lock_fd_, pid.data(), pid.size());
 }
 
-ResourceStore::~ResourceStore() {
+ResourceStore::~ResourceStore() { remove_now(); }
+
+void ResourceStore::remove_now() {
   std::error_code ec;
-  fs::remove_all(upload_dir_, ec);
+  if (!upload_dir_.empty()) fs::remove_all(upload_dir_, ec);
+  if (lock_fd_ >= 0) ::close(std::exchange(lock_fd_, -1));
 }
 
 std::string ResourceStore::resolve(const std::string& resource_path) const {
@@ -106,7 +176,7 @@ nlohmann::json ResourceStore::add_upload(const std::string& filename, const std:
   if (int(uploads_.size()) >= max_uploads_)
     throw ServiceError(429, "the server holds " + std::to_string(uploads_.size()) + " uploads already (at most " +
                                 std::to_string(max_uploads_) + ")");
-  const std::string id = "u" + std::to_string(next_upload_++);
+  const std::string id = random_id(replica_);
   const std::string path = upload_dir_ + "/" + id + lower(name.extension().string());
   write_file_atomic(path, bytes.data(), bytes.size());
   uploads_[id] = path;

@@ -12,6 +12,11 @@
 
 namespace segmux::service {
 
+// A fresh id that cannot be guessed or repeat across replicas: an RFC 4122 version-4 UUID (122 bits
+// from getrandom, the official API's session id format), after "REPLICA." when replica is not empty
+// (a balancer can route by it). replica: 1-24 letters, digits, '_' or '-' (checked by the caller).
+std::string random_id(const std::string& replica);
+
 // A request the service refuses: an HTTP status (4xx: the client's fault, 503: busy) and a message
 // naming the problem.
 struct ServiceError : std::runtime_error {
@@ -21,9 +26,13 @@ struct ServiceError : std::runtime_error {
 
 class ResourceStore {
  public:
-  // allow_dir: "" = no server-side paths; max_upload_bytes bounds one upload, max_uploads their count.
-  ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads = 32);
+  // allow_dir: "" = no server-side paths; max_upload_bytes bounds one upload, max_uploads their count;
+  // upload ids name replica (random_id). The upload folder ($TMPDIR/segmux-serve-*) holds a lock file
+  // locked for the store's life; at start, the folders of servers that died (their lock is free, even
+  // after kill -9) are removed, and no other folder is touched.
+  ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads = 32, std::string replica = "");
   ~ResourceStore();  // removes the upload folder
+  void remove_now();  // removes the upload folder (before a fast exit)
   ResourceStore(const ResourceStore&) = delete;
   ResourceStore& operator=(const ResourceStore&) = delete;
 
@@ -43,8 +52,9 @@ class ResourceStore {
   std::string upload_dir_;
   int64_t max_upload_bytes_;
   int max_uploads_;
+  std::string replica_;
+  int lock_fd_ = -1;
   mutable std::mutex mu_;
-  int next_upload_ = 0;
   std::map<std::string, std::string> uploads_;  // id -> file
 };
 

@@ -156,7 +156,15 @@ bool RequestService::is_stream(const json& r) {
 std::shared_ptr<Session> RequestService::find_id(const std::string& id) const {
   std::lock_guard<std::mutex> lock(table_mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) throw ServiceError(404, "no session '" + id + "' (closed, expired or never started)");
+  if (it == sessions_.end()) {
+    // An id that names another replica reached this one: that replica is down, restarted, or the
+    // balancer lost the session.
+    const size_t dot = id.find('.');
+    if (!replica_.empty() && dot != std::string::npos && id.compare(0, dot, replica_) != 0)
+      throw ServiceError(404, "no session '" + id + "' here: it was started on replica '" + id.substr(0, dot) +
+                                  "', which did not get this request (down, restarted, or the load balancer lost it)");
+    throw ServiceError(404, "no session '" + id + "' (closed, expired or never started)");
+  }
   return it->second;
 }
 
@@ -175,6 +183,10 @@ std::unique_lock<std::timed_mutex> RequestService::lock_model(const Session& s) 
 }
 
 json RequestService::start_session(const json& r) {
+  if (draining_)
+    throw ServiceError(503,
+                       "start_session: this server is stopping (draining) and starts no new session; "
+                       "retry (a load balancer sends it to another replica)");
   only_fields(r, {"resource_path", "session_id", "offload_video_to_cpu", "offload_state_to_cpu"}, "start_session");
   const std::string resource = string_field(r, "resource_path", "start_session");
   std::string id;
@@ -213,7 +225,7 @@ json RequestService::start_session(const json& r) {
                                 " sessions are open (--max-sessions " + std::to_string(limits_.max_sessions) +
                                 "): close one first");
   if (id.empty()) {
-    do id = "session_" + std::to_string(next_id_++);
+    do id = random_id(replica_);
     while (sessions_.count(id));
   } else if (sessions_.count(id)) {
     throw ServiceError(409, "start_session: session '" + id + "' exists already");
@@ -413,6 +425,20 @@ void RequestService::close_all() {
   for (auto& [id, s] : all) teardown(*s);
 }
 
+int RequestService::open_sessions() const {
+  std::lock_guard<std::mutex> lock(table_mu_);
+  return int(sessions_.size());
+}
+
+void RequestService::cancel_all() {
+  std::vector<std::shared_ptr<Session>> all;
+  {
+    std::lock_guard<std::mutex> lock(table_mu_);
+    for (auto& [id, s] : sessions_) all.push_back(s);
+  }
+  for (auto& s : all) cancel(*s);
+}
+
 json RequestService::metrics() const {
   int64_t rss = 0;
   {
@@ -429,6 +455,8 @@ json RequestService::metrics() const {
   return {{"sessions", open},
           {"max_sessions", limits_.max_sessions},
           {"sessions_expired", sessions_expired_.load()},
+          {"draining", draining_.load()},
+          {"replica_id", replica_},
           {"frames_processed", frames_processed_.load()},
           {"model_seconds", model_s},
           {"frames_per_second", model_s > 0 ? double(frames_processed_.load()) / model_s : 0.0},

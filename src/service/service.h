@@ -56,6 +56,15 @@ class RequestService {
   using StreamRun = std::function<int(const FrameSink&)>;
   StreamRun stream(const nlohmann::json& request);
 
+  // Session ids made by start_session name this replica (random_id); "" = plain UUIDs.
+  void set_replica_id(std::string replica) { replica_ = std::move(replica); }
+  // Draining (the server is stopping): start_session is refused with 503, every other request works.
+  void set_draining(bool on) { draining_ = on; }
+  bool draining() const { return draining_; }
+  int open_sessions() const;
+  // Stops every running propagation after its frame (the sessions stay open).
+  void cancel_all();
+
   // Closes sessions idle for longer than the timeout (none while a request runs on them); returns how many.
   int expire_idle();
   void close_all();
@@ -85,7 +94,8 @@ class RequestService {
   ResourceStore& resources_;
   mutable std::mutex table_mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
-  int next_id_ = 0;
+  std::string replica_;
+  std::atomic<bool> draining_{false};
   std::timed_mutex work_mu_;
   std::atomic<int64_t> frames_processed_{0};
   std::atomic<int64_t> model_micros_{0};

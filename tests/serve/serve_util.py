@@ -40,16 +40,18 @@ def allowed_dir(root):
 
 
 class Server:
-    def __init__(self, *args, host='127.0.0.1', start_timeout=600, env=None):
+    def __init__(self, *args, host='127.0.0.1', start_timeout=600, env=None, preexec=None):
         cmd = [SEGMUX, 'serve', '--host', host, '--port', '0', '--weights', os.path.join(TINY, 'weights.safetensors'),
                '--config', os.path.join(TINY, 'config.json'),
                '--vocab', os.path.join(TINY, 'tokenizer/bpe_simple_vocab_16e6.txt.gz'), '--cache-dir', CACHE] + list(args)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True,
-                                     env=dict(os.environ, **(env or {})))
+                                     env=dict(os.environ, **(env or {})), preexec_fn=preexec)
         deadline = time.time() + start_timeout
         line = ''
+        self.first_lines = ''  # what it printed before "listening" (the agent-check port)
         while time.time() < deadline:  # the first start compiles the tiny model into CACHE
             line = self.proc.stdout.readline()
+            self.first_lines += line
             if 'listening on' in line or not line:
                 break
         check('listening on' in line, 'segmux serve did not start: %r (exit %s)' % (line, self.proc.poll()))
