@@ -106,8 +106,8 @@ SEGMUX_API segmux_status segmux_model_close(segmux_model* model);
 /* What to find in an image: each text (a noun phrase) is segmented on its own, with the boxes as
  * exemplars; no text and some boxes: objects like the positive boxes (the official text "visual"). */
 typedef struct segmux_image_prompt {
-  size_t struct_size;        /* sizeof(segmux_image_prompt) */
-  const char* const* texts;  /* num_texts UTF-8 noun phrases */
+  size_t struct_size;       /* sizeof(segmux_image_prompt) */
+  const char* const* texts; /* num_texts UTF-8 noun phrases */
   size_t num_texts;
   const float* boxes_xywh; /* num_boxes x 4, normalised [0, 1] of the image */
   const int* box_labels;   /* num_boxes: 1 positive, 0 negative */

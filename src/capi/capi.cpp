@@ -254,7 +254,8 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
         throw;
       } catch (const std::exception& e) {  // e.g. a JSON type error in a damaged model.json
         if (has_dir)
-          segmux::fail_as(segmux::ErrorKind::CorruptFile, "model folder '", o->model_dir, "' does not load: ", e.what());
+          segmux::fail_as(segmux::ErrorKind::CorruptFile, "model folder '", o->model_dir,
+                          "' does not load: ", e.what());
         throw;
       }
     }
@@ -281,7 +282,8 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
 segmux_status segmux_model_close(segmux_model* model) {
   return guard([&] {
     if (!model) return SEGMUX_OK;
-    if (const segmux_status st = segmux::capi::check_handle(model, segmux::capi::HandleType::model, "segmux_model_close"))
+    if (const segmux_status st =
+            segmux::capi::check_handle(model, segmux::capi::HandleType::model, "segmux_model_close"))
       return st;
     {
       std::lock_guard<std::mutex> lock(model->mu);
@@ -319,7 +321,8 @@ const char* segmux_frame_prompt(const segmux_frame* f, size_t k) {
 segmux_status segmux_frame_mask_rle(const segmux_frame* f, size_t k, const int64_t** counts, size_t* num_counts) {
   return guard([&] {
     if (!counts || !num_counts) return invalid("segmux_frame_mask_rle: NULL argument");
-    if (const segmux_status st = segmux::capi::check_handle(f, segmux::capi::HandleType::frame, "segmux_frame_mask_rle"))
+    if (const segmux_status st =
+            segmux::capi::check_handle(f, segmux::capi::HandleType::frame, "segmux_frame_mask_rle"))
       return st;
     if (k >= f->masks.size())
       return invalid("segmux_frame_mask_rle: object " + std::to_string(k) + " of a frame with " +

@@ -43,7 +43,8 @@ void check_existing_path(const std::string& what, const std::string& path, PathK
   if (::stat(path.c_str(), &st) != 0)
     fail_as(ErrorKind::NotFound, what, " ", quoted(path), " does not exist (", std::strerror(errno), ")");
   const bool dir = S_ISDIR(st.st_mode), file = S_ISREG(st.st_mode);
-  if (kind == PathKind::folder && !dir) fail_as(ErrorKind::InvalidArgument, what, " ", quoted(path), " is not a folder");
+  if (kind == PathKind::folder && !dir)
+    fail_as(ErrorKind::InvalidArgument, what, " ", quoted(path), " is not a folder");
   if (kind == PathKind::file && !file)
     fail_as(ErrorKind::InvalidArgument, what, " ", quoted(path), " is not a regular file");
   if (kind == PathKind::file_or_folder && !file && !dir)

@@ -98,8 +98,8 @@ segmux_status segment_with(segmux_model* model, const char* what, const segmux_i
   const pl::RgbImage img = load();
   ImageUse use(model);
   if (!use.ok())
-    return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) +
-                                                       ": the model has an open session (a model serves one at a time)");
+    return segmux::capi::failed(SEGMUX_ERROR_BUSY,
+                                std::string(what) + ": the model has an open session (a model serves one at a time)");
   *result = segment(*model->opened.backend, img, *p).release();
   return SEGMUX_OK;
 }

@@ -54,7 +54,8 @@ struct segmux_frame {
   std::vector<std::string> prompts;  // per object: the text prompt that found it ("" where none)
   mutable std::mutex rle_mu;  // RLE is made on first request, from any thread
   mutable std::vector<std::unique_ptr<segmux::pipeline::RleMask>> rle;
-  segmux::capi::LiveHandle<segmux::capi::HandleType::frame> registered{this};  // last: registered when built, first gone
+  segmux::capi::LiveHandle<segmux::capi::HandleType::frame> registered{
+      this};  // last: registered when built, first gone
 };
 
 struct segmux_model {
@@ -63,7 +64,8 @@ struct segmux_model {
   std::mutex mu;                      // guards `session`
   segmux_session* session = nullptr;  // the one open session (a backend serves one video at a time)
   bool segmenting = false;            // an image is being segmented (the backend is in use)
-  segmux::capi::LiveHandle<segmux::capi::HandleType::model> registered{this};  // last: registered when built, first gone
+  segmux::capi::LiveHandle<segmux::capi::HandleType::model> registered{
+      this};  // last: registered when built, first gone
 };
 
 namespace segmux::capi {
@@ -92,7 +94,8 @@ struct segmux_session {
   int height = 0;
   std::atomic<bool> busy{false};
   std::unique_ptr<segmux::capi::Pull> pull;
-  segmux::capi::LiveHandle<segmux::capi::HandleType::session> registered{this};  // last: registered when built, first gone
+  segmux::capi::LiveHandle<segmux::capi::HandleType::session> registered{
+      this};  // last: registered when built, first gone
 };
 
 namespace segmux::capi {

@@ -50,8 +50,9 @@ segmux_status open_session(segmux_model* model, segmux_session** out, const char
   if (const segmux_status st = segmux::capi::check_handle(model, segmux::capi::HandleType::model, what)) return st;
   std::lock_guard<std::mutex> lock(model->mu);
   if (model->session || model->segmenting)
-    return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) + ": the model already has an open session or "
-                                                                       "image (a model serves one at a time)");
+    return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) +
+                                                       ": the model already has an open session or "
+                                                       "image (a model serves one at a time)");
   auto s = std::make_unique<segmux_session>();
   s->model = model;
   start(*s);
@@ -187,9 +188,8 @@ segmux_status segmux_session_push_frame(segmux_session* s, const uint8_t* rgb, i
     if (!s->live) return invalid("segmux_session_push_frame: not a live session (opened on a video)");
     if (!rgb) return invalid("segmux_session_push_frame: rgb is NULL");
     if (width != s->width || height != s->height)
-      return invalid("segmux_session_push_frame: the frame is " + std::to_string(width) + "x" +
-                     std::to_string(height) + ", the session's frames are " + std::to_string(s->width) + "x" +
-                     std::to_string(s->height));
+      return invalid("segmux_session_push_frame: the frame is " + std::to_string(width) + "x" + std::to_string(height) +
+                     ", the session's frames are " + std::to_string(s->width) + "x" + std::to_string(s->height));
     if (stride != 0 && stride < size_t(width) * 3)
       return invalid("segmux_session_push_frame: a row stride of " + std::to_string(stride) +
                      " bytes is shorter than a row (" + std::to_string(size_t(width) * 3) + ")");

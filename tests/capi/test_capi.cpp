@@ -107,7 +107,8 @@ TEST(CApi, FailuresHaveStatusesByKind) {
   EXPECT_EQ(int(SEGMUX_ERROR_BUSY), -3);
   EXPECT_EQ(int(SEGMUX_ERROR_OUT_OF_MEMORY), -4);
   EXPECT_EQ(int(SEGMUX_ERROR_INTERNAL), -5);
-  for (segmux_status st : {SEGMUX_ERROR_NOT_FOUND, SEGMUX_ERROR_CORRUPT_FILE, SEGMUX_ERROR_UNSUPPORTED, SEGMUX_ERROR_IO})
+  for (segmux_status st :
+       {SEGMUX_ERROR_NOT_FOUND, SEGMUX_ERROR_CORRUPT_FILE, SEGMUX_ERROR_UNSUPPORTED, SEGMUX_ERROR_IO})
     EXPECT_EQ(std::string(segmux_status_name(st)).rfind("SEGMUX_ERROR_", 0), 0u) << int(st);
   Scratch tmp;
   // Absent: NOT_FOUND, naming the file.

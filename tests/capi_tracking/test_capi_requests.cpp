@@ -217,8 +217,7 @@ TEST(CApiRequests, ImagesMatchTheOfficialImageProcessor) {
       EXPECT_EQ(std::string(segmux_frame_prompt(f, k)), c["text_used"].get<std::string>()) << name;
       EXPECT_NEAR(segmux_frame_scores(f)[k], ref["scores"][k].get<double>(), 1e-4) << name << " object " << k;
       const float* b = segmux_frame_boxes_xywh(f) + 4 * k;
-      const double px[4] = {b[0] * img.width, b[1] * img.height, (b[0] + b[2]) * img.width,
-                            (b[1] + b[3]) * img.height};
+      const double px[4] = {b[0] * img.width, b[1] * img.height, (b[0] + b[2]) * img.width, (b[1] + b[3]) * img.height};
       for (int i = 0; i < 4; ++i)
         EXPECT_NEAR(px[i], ref["boxes_xyxy_px"][k][i].get<double>(), 0.05) << name << " object " << k << " box";
       segmux::pipeline::BinaryMask mask;
@@ -250,8 +249,7 @@ TEST(CApiRequests, ImagesMatchTheOfficialImageProcessor) {
   EXPECT_EQ(segmux_model_segment_file(m, image.c_str(), &ip, &f), SEGMUX_ERROR_INVALID_ARGUMENT);
   const char* text[1] = {"shape"};
   ip.texts = text;
-  EXPECT_EQ(segmux_model_segment_file(m, (kImageSet + "/images/absent.png").c_str(), &ip, &f),
-            SEGMUX_ERROR_NOT_FOUND);
+  EXPECT_EQ(segmux_model_segment_file(m, (kImageSet + "/images/absent.png").c_str(), &ip, &f), SEGMUX_ERROR_NOT_FOUND);
   ip.threshold = 1.5f;
   EXPECT_EQ(segmux_model_segment_file(m, image.c_str(), &ip, &f), SEGMUX_ERROR_INVALID_ARGUMENT);
   ip.threshold = 0.5f;
