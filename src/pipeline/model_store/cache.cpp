@@ -14,6 +14,7 @@
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "io/sha256.h"
+#include "segmux_code_hash.h"  // generated (cmake/code_hash.cmake)
 
 namespace segmux::pipeline {
 
@@ -66,6 +67,8 @@ uint64_t folder_bytes(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string compiled_code_hash() { return SEGMUX_CODE_HASH; }
 
 std::string verified_memo_dir(const std::string& cache_dir) { return cache_dir + "/" + kVerifiedDir; }
 
