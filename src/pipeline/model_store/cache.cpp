@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <segmux_code_hash.h>  // generated in the build tree (cmake/code_hash.cmake)
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -14,7 +15,6 @@
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "io/sha256.h"
-#include "segmux_code_hash.h"  // generated (cmake/code_hash.cmake)
 
 namespace segmux::pipeline {
 
