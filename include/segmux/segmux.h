@@ -132,7 +132,9 @@ SEGMUX_API segmux_status segmux_model_segment_file(segmux_model* model, const ch
 /* ---- Sessions ----------------------------------------------------------------------------------- */
 
 /* A session on a video file (MP4/MOV/WebM/..., animated GIF) or a folder of frame images (sorted by
- * name). Not concurrently with other calls on the same model. */
+ * name). SEGMUX_ERROR_NOT_FOUND when the path does not exist, SEGMUX_ERROR_INVALID_ARGUMENT for a pipe
+ * or device (never opened: it could block), SEGMUX_ERROR_CORRUPT_FILE for a file that does not decode.
+ * Not concurrently with other calls on the same model. */
 SEGMUX_API segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session);
 /* A live session: frames come one at a time from segmux_session_push_frame, the frame count is not
  * known in advance. The session keeps the last `keep_frames` pushed frames (at least 1; 0: 16) for

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error_kind.h"
+
 namespace segmux::capi {
 
 enum class PathKind { file, folder, file_or_folder };
@@ -23,5 +25,18 @@ void check_labels(const std::string& what, const int* labels, size_t n);
 void check_finite(const std::string& what, const float* values, size_t n);
 // 0 <= index, and index < num_frames unless the session is live (whose frames arrive later).
 void check_frame_index(const std::string& what, int64_t index, int num_frames, bool live);
+
+// Runs `read` on a file that exists (checked before): a failure of no known kind is the content's
+// (CORRUPT_FILE: not a video or image the decoders read), with its message.
+template <typename Read>
+auto reading_existing_file(Read&& read) {
+  try {
+    return read();
+  } catch (const KindedError&) {
+    throw;
+  } catch (const Error& e) {
+    throw KindedError(ErrorKind::CorruptFile, e.what());
+  }
+}
 
 }  // namespace segmux::capi

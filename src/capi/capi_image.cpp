@@ -146,7 +146,7 @@ segmux_status segmux_model_segment_file(segmux_model* model, const char* path, c
     if (!path || !*path) return invalid(std::string(what) + ": no path");
     return segment_with(model, what, prompt, result, [&] {
       segmux::capi::check_existing_path(std::string(what) + ": the image", path, segmux::capi::PathKind::file);
-      return pl::read_image(path);
+      return segmux::capi::reading_existing_file([&] { return pl::read_image(path); });
     });
   });
 }

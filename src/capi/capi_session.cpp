@@ -154,7 +154,7 @@ segmux_status segmux_session_open_video(segmux_model* model, const char* path, s
     segmux::capi::check_existing_path("segmux_session_open_video: the video", path,
                                       segmux::capi::PathKind::file_or_folder);
     return open_session(model, session, "segmux_session_open_video", [&](segmux_session& s) {
-      auto reader = pl::open_video(path);
+      auto reader = segmux::capi::reading_existing_file([&] { return pl::open_video(path); });
       s.width = reader->width();
       s.height = reader->height();
       s.source = reader.get();

@@ -3,6 +3,8 @@
 // found it; and images (segmux_model_segment_*) give the official image processor's objects.
 #include <gtest/gtest.h>
 #include <segmux/segmux.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -260,4 +262,38 @@ TEST(CApiRequests, ImagesMatchTheOfficialImageProcessor) {
   ASSERT_EQ(segmux_model_segment_file(m, image.c_str(), &ip, &f), SEGMUX_OK) << segmux_last_error();
   segmux_frame_free(f);
   EXPECT_EQ(segmux_model_close(m), SEGMUX_OK);
+}
+
+// Videos and images that do not open: NOT_FOUND when absent, INVALID_ARGUMENT at once for a FIFO
+// (issue 22: segmux_session_open_video blocked for ever on one), CORRUPT_FILE when the content does
+// not decode; the model then still opens sessions.
+TEST(CApiRequests, VideosAndImagesThatDoNotOpenSayWhy) {
+  segmux_model* m = open_model(kFixture);
+  ASSERT_NE(m, nullptr);
+  const fs::path tmp = fs::path(::testing::TempDir()) / ("capi_open_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  std::ofstream(tmp / "notes.mp4") << "not a video\n";
+  std::ofstream(tmp / "notes.png") << "not an image\n";
+  const std::string fifo = (tmp / "fifo.mp4").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  segmux_session* s = nullptr;
+  EXPECT_EQ(segmux_session_open_video(m, (tmp / "absent.mp4").c_str(), &s), SEGMUX_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(segmux_last_error()).find("absent.mp4"), std::string::npos) << segmux_last_error();
+  EXPECT_EQ(segmux_session_open_video(m, fifo.c_str(), &s), SEGMUX_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(segmux_session_open_video(m, (tmp / "notes.mp4").c_str(), &s), SEGMUX_ERROR_CORRUPT_FILE)
+      << segmux_last_error();
+  EXPECT_EQ(s, nullptr);
+  segmux_image_prompt ip;
+  segmux_image_prompt_init(&ip);
+  const char* text[1] = {"shape"};
+  ip.texts = text;
+  ip.num_texts = 1;
+  segmux_frame* f = nullptr;
+  EXPECT_EQ(segmux_model_segment_file(m, (tmp / "notes.png").c_str(), &ip, &f), SEGMUX_ERROR_CORRUPT_FILE)
+      << segmux_last_error();
+  EXPECT_EQ(segmux_model_segment_file(m, fifo.c_str(), &ip, &f), SEGMUX_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(segmux_session_open_video(m, kFrames.c_str(), &s), SEGMUX_OK) << segmux_last_error();
+  segmux_session_close(s);
+  EXPECT_EQ(segmux_model_close(m), SEGMUX_OK);
+  fs::remove_all(tmp);
 }
