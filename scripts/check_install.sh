@@ -49,6 +49,13 @@ for lang in c cpp; do
   run_example "find_package $lang" "$work/ex-$lang/track_$lang"
 done
 
+# The image API through the installed package: objects of the fixture's first frame, each with its prompt.
+out=$("$work/ex-c/segment_c" --checkpoint "$fixture/weights.safetensors" "$fixture/config.json" \
+      "$fixture/tokenizer/bpe_simple_vocab_16e6.txt.gz" "$fixture/video/frames/00000.png" shape)
+grep -q '^object 0: prompt "shape"' <<<"$out" && ! grep -q '^0 objects$' <<<"$out" ||
+  { echo "check_install: segment_c found nothing:"; echo "$out"; exit 1; }
+echo "check_install: find_package c segment: $(tail -n1 <<<"$out")"
+
 # 2. pkg-config.
 export PKG_CONFIG_PATH=$pcdir
 libdir=$(pkg-config --variable=libdir segmux)
