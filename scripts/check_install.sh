@@ -2,7 +2,10 @@
 # The installed package as a user meets it: `cmake --install` into a temporary prefix, then the C and
 # C++ examples built OUT OF TREE against that prefix, once through find_package(segmux) and once through
 # pkg-config, each run on the fixture model and video; then the Python module from the prefix
-# (tests/python/test_segmux.py: the same ids and masks as `segmux track`). A minute or two.
+# (tests/python/test_segmux.py: the same ids and masks as `segmux track`); then `pip install` as a user
+# does it: a wheel built from the source tree with Debian's setuptools/wheel (offline, no build
+# isolation, reusing BUILD_DIR through SEGMUX_BUILD_DIR: no second build), installed into a fresh venv
+# that takes numpy from Debian's python3-numpy, then imported with no environment variable. A few minutes.
 # Usage: scripts/check_install.sh [BUILD_DIR]   (default build/release, already built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +49,13 @@ for lang in c cpp; do
   run_example "find_package $lang" "$work/ex-$lang/track_$lang"
 done
 
+# The image API through the installed package: objects of the fixture's first frame, each with its prompt.
+out=$("$work/ex-c/segment_c" --checkpoint "$fixture/weights.safetensors" "$fixture/config.json" \
+      "$fixture/tokenizer/bpe_simple_vocab_16e6.txt.gz" "$fixture/video/frames/00000.png" shape)
+grep -q '^object 0: prompt "shape"' <<<"$out" && ! grep -q '^0 objects$' <<<"$out" ||
+  { echo "check_install: segment_c found nothing:"; echo "$out"; exit 1; }
+echo "check_install: find_package c segment: $(tail -n1 <<<"$out")"
+
 # 2. pkg-config.
 export PKG_CONFIG_PATH=$pcdir
 libdir=$(pkg-config --variable=libdir segmux)
@@ -66,5 +76,34 @@ if [ -f "$src/tests/python/test_segmux.py" ]; then
   pydir=$(dirname "$(find "$prefix" -path '*/segmux/__init__.py' | head -n1)")
   PYTHONPATH=$(dirname "$pydir") SEGMUX_BIN=$prefix/bin/segmux SEGMUX_FIXTURES=$(dirname "$fixture") \
     SEGMUX_TEST_CACHE=$work/cache/segmux "$python" "$src/tests/python/test_segmux.py"
+fi
+# 4. pip install from the source tree (pyproject.toml + setup.py), offline. The venv sees Debian's
+# site-packages for numpy only (--system-site-packages; pip installs numpy from PyPI where it can reach
+# it); segmux itself comes from the wheel.
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import setuptools, wheel, pip, venv" 2>/dev/null; then
+  SEGMUX_BUILD_DIR=$(cd "$build" && pwd) timeout 900 /usr/bin/python3 -m pip wheel --no-build-isolation --no-index \
+    --no-deps -q -w "$work/wheel" "$src"
+  wheel=$(find "$work/wheel" -name 'segmux-*.whl' | head -n1)
+  [ -n "$wheel" ] || { echo "check_install: pip wheel made no segmux wheel"; exit 1; }
+  /usr/bin/python3 -c 'import sys, zipfile; n = zipfile.ZipFile(sys.argv[1]).namelist(); print(n)
+sys.exit(not any(x.startswith("segmux/libsegmux.so.") for x in n))' "$wheel" >/dev/null ||
+    { echo "check_install: the wheel lacks segmux/libsegmux.so.*"; exit 1; }
+  /usr/bin/python3 -m venv --system-site-packages "$work/venv"
+  "$work/venv/bin/python" -m pip install -q --no-index "$wheel"
+  # No PYTHONPATH, SEGMUX_LIBRARY or LD_LIBRARY_PATH, and not from the source tree: the module and its
+  # library come from the venv.
+  got=$(cd "$work" && env -u PYTHONPATH -u SEGMUX_LIBRARY -u LD_LIBRARY_PATH "$work/venv/bin/python" -c \
+    'import segmux, segmux._capi as c; print(segmux.__version__, segmux.__file__, c._library_path())')
+  read -r version module library <<<"$got"
+  [ "$version" = "$("$prefix/bin/segmux" --version | cut -d' ' -f2)" ] && [[ "$module" == "$work/venv/"* ]] &&
+    [[ "$library" == "$work/venv/"*"/segmux/libsegmux.so."* ]] ||
+    { echo "check_install: the pip-installed module is not self-contained: $got"; exit 1; }
+  (cd "$work" && env -u PYTHONPATH -u SEGMUX_LIBRARY -u LD_LIBRARY_PATH SEGMUX_BIN=$prefix/bin/segmux \
+     SEGMUX_FIXTURES=$(dirname "$fixture") SEGMUX_TEST_CACHE=$work/cache/segmux \
+     "$work/venv/bin/python" "$src/tests/python/test_segmux.py" TrackParity.test_same_ids_and_masks_as_segmux_track)
+  echo "check_install: pip: $(basename "$wheel") installed in a fresh venv, imported with no environment variable"
+else
+  echo "check_install: pip install not checked: /usr/bin/python3 lacks setuptools, wheel, pip or venv (scripts/setup.sh)"
+  exit 1
 fi
 echo "check_install: ok"

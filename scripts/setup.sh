@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 # fonts-dejavu-core: the overlay labels' font (found at run time; a bitmap font otherwise).
 # python3 + python3-numpy: the Python module's test (tests/python, scripts/check_install.sh); a test
 # decodes tracks.json's COCO RLE with an independent decoder in Python.
+# python3-pip python3-setuptools python3-wheel python3-venv: `pip install .` (pyproject.toml, setup.py),
+# checked offline by scripts/check_install.sh (a wheel built with Debian's tools, installed in a venv).
 # libcpp-httplib-dev: segmux serve's HTTP server; its pkg-config file requires openssl and libbrotli*
 # (libssl-dev, libbrotli-dev; zlib1g-dev is listed already). chromium: the serve page's browser test.
 # haproxy: the load balancer in front of segmux serve replicas in tests/serve/test_haproxy.py (deploy/haproxy).
@@ -18,7 +20,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
-  python3 python3-numpy libcpp-httplib-dev libssl-dev libbrotli-dev chromium
+  python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user haproxy
 )

@@ -40,14 +40,22 @@
 extern "C" {
 #endif
 
+/* Statuses: 0 and 1 succeed, negative values fail (the values never change; new ones may be added,
+ * so treat an unknown negative value as a failure). The message always says more. */
 typedef enum segmux_status {
   SEGMUX_OK = 0,
   SEGMUX_END = 1,                     /* segmux_session_next_frame: the propagation has no more frames */
-  SEGMUX_ERROR_INVALID_ARGUMENT = -1, /* NULL handle or pointer, bad option value, wrong struct_size */
-  SEGMUX_ERROR_FAILED = -2,           /* the request failed: bad file, model, frame index, ... (see message) */
+  SEGMUX_ERROR_INVALID_ARGUMENT = -1, /* NULL, closed or freed handle, bad option or prompt value, frame index
+                                       * outside the video, wrong struct_size, text not UTF-8 */
+  SEGMUX_ERROR_FAILED = -2,           /* the request failed for another reason (see the message) */
   SEGMUX_ERROR_BUSY = -3,             /* the handle is in use (see thread safety) */
   SEGMUX_ERROR_OUT_OF_MEMORY = -4,
-  SEGMUX_ERROR_INTERNAL = -5 /* an unexpected failure inside segmux (a bug: please report it) */
+  SEGMUX_ERROR_INTERNAL = -5,     /* an unexpected failure inside segmux (a bug: please report it) */
+  SEGMUX_ERROR_NOT_FOUND = -6,    /* a file or folder given does not exist */
+  SEGMUX_ERROR_CORRUPT_FILE = -7, /* a file exists but is damaged or not what it should be (a model folder
+                                   * that does not load, a checkpoint that is an image, ...) */
+  SEGMUX_ERROR_UNSUPPORTED = -8,  /* a well-formed input this build cannot read (a legacy pickle checkpoint) */
+  SEGMUX_ERROR_IO = -9            /* reading or writing failed (permissions, a full disk, ...) */
 } segmux_status;
 
 typedef struct segmux_model segmux_model;     /* a compiled SAM 3.1 model, ready to run */
@@ -89,13 +97,44 @@ SEGMUX_API void segmux_model_options_init(segmux_model_options* options);
  * model; later opens find it in the cache). Thread-safe (concurrent opens are serialised). */
 SEGMUX_API segmux_status segmux_model_open(const segmux_model_options* options, segmux_model** model);
 /* Closes a model. Its session must be closed first (else SEGMUX_ERROR_BUSY and nothing is closed).
- * Not concurrently with any other call on the model or its session. */
+ * Not concurrently with any other call on the model or its session. A handle already closed is
+ * refused (SEGMUX_ERROR_INVALID_ARGUMENT), never followed. */
 SEGMUX_API segmux_status segmux_model_close(segmux_model* model);
+
+/* ---- Images (official image processor, like `segmux segment`) ---------------------------------- */
+
+/* What to find in an image: each text (a noun phrase) is segmented on its own, with the boxes as
+ * exemplars; no text and some boxes: objects like the positive boxes (the official text "visual"). */
+typedef struct segmux_image_prompt {
+  size_t struct_size;       /* sizeof(segmux_image_prompt) */
+  const char* const* texts; /* num_texts UTF-8 noun phrases */
+  size_t num_texts;
+  const float* boxes_xywh; /* num_boxes x 4, normalised [0, 1] of the image */
+  const int* box_labels;   /* num_boxes: 1 positive, 0 negative */
+  size_t num_boxes;
+  float threshold; /* objects whose score is above it are kept (default 0.5, official confidence_threshold) */
+} segmux_image_prompt;
+
+/* Sets defaults (no text, no boxes, threshold 0.5). Thread-safe. */
+SEGMUX_API void segmux_image_prompt_init(segmux_image_prompt* prompt);
+/* Segments an image of RGB u8 rows of width*3 bytes `stride` apart (0: width*3). *result receives the
+ * objects as a frame (frame index 0, ids 0.. in prompt order then score order of the detector's
+ * queries; segmux_frame_prompt says which text found each), to be freed with segmux_frame_free. Image
+ * masks may overlap (no non-overlap step, as officially). The model must have no open session
+ * (else SEGMUX_ERROR_BUSY). Not concurrently with other calls on the same model. */
+SEGMUX_API segmux_status segmux_model_segment_image(segmux_model* model, const uint8_t* rgb, int width, int height,
+                                                    size_t stride, const segmux_image_prompt* prompt,
+                                                    segmux_frame** result);
+/* The same for an image file (PNG, JPEG, BMP, ...). */
+SEGMUX_API segmux_status segmux_model_segment_file(segmux_model* model, const char* path,
+                                                   const segmux_image_prompt* prompt, segmux_frame** result);
 
 /* ---- Sessions ----------------------------------------------------------------------------------- */
 
 /* A session on a video file (MP4/MOV/WebM/..., animated GIF) or a folder of frame images (sorted by
- * name). Not concurrently with other calls on the same model. */
+ * name). SEGMUX_ERROR_NOT_FOUND when the path does not exist, SEGMUX_ERROR_INVALID_ARGUMENT for a pipe
+ * or device (never opened: it could block), SEGMUX_ERROR_CORRUPT_FILE for a file that does not decode.
+ * Not concurrently with other calls on the same model. */
 SEGMUX_API segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session);
 /* A live session: frames come one at a time from segmux_session_push_frame, the frame count is not
  * known in advance. The session keeps the last `keep_frames` pushed frames (at least 1; 0: 16) for
@@ -118,20 +157,22 @@ SEGMUX_API segmux_status segmux_session_info(segmux_session* session, int* num_f
 typedef struct segmux_prompt {
   size_t struct_size;      /* sizeof(segmux_prompt) */
   int frame_index;         /* the frame the prompt is on */
-  const char* text;        /* noun phrase, e.g. "person"; resets the session's objects */
+  const char* text;        /* noun phrase, e.g. "person" (UTF-8): adds a concept to the session */
   const float* boxes_xywh; /* num_boxes x 4, normalised [0, 1] */
   const int* box_labels;   /* num_boxes: 1 positive, 0 negative */
   size_t num_boxes;
   const float* points_xy;  /* num_points x 2, normalised [0, 1] */
   const int* point_labels; /* num_points: 1 positive, 0 negative */
   size_t num_points;
-  int64_t obj_id; /* the object the points / box create or refine; -1: none (text prompt) */
+  int64_t obj_id; /* the object the points / box create or refine (>= 0); -1: none (text prompt) */
 } segmux_prompt;
 
 /* Sets defaults (frame 0, no text, no boxes or points, obj_id -1). Thread-safe. */
 SEGMUX_API void segmux_prompt_init(segmux_prompt* prompt);
 /* Adds a prompt and runs its frame. *outputs (may be NULL: not wanted) receives the frame's outputs,
- * to be freed with segmux_frame_free. Session thread rule. */
+ * to be freed with segmux_frame_free. Session thread rule. A refused prompt (SEGMUX_ERROR_INVALID_ARGUMENT:
+ * a frame outside the video, text that is not UTF-8, a label other than 0 / 1, a coordinate that is
+ * not finite, obj_id below -1) changes nothing. */
 SEGMUX_API segmux_status segmux_session_add_prompt(segmux_session* session, const segmux_prompt* prompt,
                                                    segmux_frame** outputs);
 
@@ -171,11 +212,15 @@ SEGMUX_API segmux_status segmux_session_cancel(segmux_session* session);
 SEGMUX_API segmux_status segmux_session_remove_object(segmux_session* session, int64_t obj_id, int* removed);
 /* Forgets prompts, objects and cached features; the video stays. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_reset(segmux_session* session);
-/* Closes a session (cancels a pulled propagation first). Not concurrently with other calls on it. */
+/* Closes a session (cancels a pulled propagation first). Not concurrently with other calls on it.
+ * Every later call with the closed handle returns SEGMUX_ERROR_INVALID_ARGUMENT (closing it again does
+ * nothing). */
 SEGMUX_API void segmux_session_close(segmux_session* session);
 
 /* ---- Frame outputs (official per-frame outputs: out_obj_ids, out_probs, out_boxes_xywh, masks) -- */
-/* Accessors are thread-safe on a frame nobody frees meanwhile. Pointers stay valid as long as the frame. */
+/* Accessors are thread-safe on a frame nobody frees meanwhile. Pointers stay valid as long as the frame.
+ * Given a frame already freed (or NULL), they answer NULL / 0 (frame index -1); freeing twice is a
+ * no-op. */
 
 SEGMUX_API int segmux_frame_index(const segmux_frame* frame);
 SEGMUX_API size_t segmux_frame_num_objects(const segmux_frame* frame);
@@ -187,6 +232,9 @@ SEGMUX_API const int64_t* segmux_frame_obj_ids(const segmux_frame* frame);
 SEGMUX_API const float* segmux_frame_scores(const segmux_frame* frame);
 /* num_objects x 4 boxes [x, y, w, h], normalised (official out_boxes_xywh). */
 SEGMUX_API const float* segmux_frame_boxes_xywh(const segmux_frame* frame);
+/* The text prompt that found object k (UTF-8; "" for an object made by points or boxes with obj_id);
+ * NULL when k is out of range. Valid as long as the frame. */
+SEGMUX_API const char* segmux_frame_prompt(const segmux_frame* frame, size_t k);
 /* Object k's mask: height x width bytes, row-major, 0 or 1 (after the official non-overlap step);
  * NULL when k is out of range. */
 SEGMUX_API const uint8_t* segmux_frame_mask(const segmux_frame* frame, size_t k);

@@ -51,6 +51,10 @@ class FrameView {
   float score(size_t k) const { return segmux_frame_scores(f_)[k]; }
   const float* box_xywh(size_t k) const { return segmux_frame_boxes_xywh(f_) + 4 * k; }
   const uint8_t* mask(size_t k) const { return segmux_frame_mask(f_, k); }  // height x width, 0/1
+  std::string prompt(size_t k) const {  // the text prompt that found object k ("" for points)
+    const char* p = segmux_frame_prompt(f_, k);
+    return p ? p : "";
+  }
   std::vector<int64_t> mask_rle(size_t k) const {
     const int64_t* counts = nullptr;
     size_t n = 0;
@@ -206,6 +210,25 @@ class Model {
     segmux_session* s = nullptr;
     detail::check(segmux_session_open_live(m_, width, height, keep_frames, &s));
     return Session(s);
+  }
+  // One image file (the official image processor, as `segmux segment`): each text with the boxes
+  // (normalised x, y, w, h, each positive) as exemplars. Masks may overlap.
+  Frame segment_file(const std::string& path, const std::vector<std::string>& texts,
+                     const std::vector<float>& boxes_xywh = {}, float threshold = 0.5f) {
+    std::vector<const char*> t;
+    for (const std::string& s : texts) t.push_back(s.c_str());
+    const std::vector<int> labels(boxes_xywh.size() / 4, 1);
+    segmux_image_prompt p;
+    segmux_image_prompt_init(&p);
+    p.texts = t.data();
+    p.num_texts = t.size();
+    p.boxes_xywh = boxes_xywh.data();
+    p.box_labels = labels.data();
+    p.num_boxes = labels.size();
+    p.threshold = threshold;
+    segmux_frame* out = nullptr;
+    detail::check(segmux_model_segment_file(m_, path.c_str(), &p, &out));
+    return Frame(out);
   }
   segmux_model* get() const { return m_; }
 

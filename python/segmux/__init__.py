@@ -11,6 +11,7 @@ Needs only Python 3 and numpy; libsegmux does the work (one model serves one ses
 """
 
 import ctypes
+import numbers
 import os
 
 import numpy as np
@@ -20,35 +21,171 @@ from . import _capi
 _lib = _capi.load()
 
 __version__ = _lib.segmux_version().decode()
-__all__ = ["Model", "Session", "Frame", "SegmuxError", "__version__"]
+__all__ = ["Model", "Session", "Frame", "SegmuxError", "Error", "InvalidArgumentError", "NotFoundError",
+           "CorruptFileError", "UnsupportedError", "BusyError", "OutOfMemoryError", "IoError", "InternalError",
+           "__version__"]
 
 _DIRECTIONS = {"both": _capi.BOTH, "forward": _capi.FORWARD, "backward": _capi.BACKWARD}
 
 
 class SegmuxError(RuntimeError):
-    """A failed segmux call; .status is the C API's status name (e.g. "SEGMUX_ERROR_FAILED")."""
+    """A failed segmux call; .status is the C API's status name (e.g. "SEGMUX_ERROR_FAILED"). Each
+    status has its subclass below (catch SegmuxError for all of them)."""
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
 
 
+Error = SegmuxError
+
+
+class InvalidArgumentError(SegmuxError, ValueError):
+    """A value given is out of range or malformed, or the session / model is closed."""
+
+
+class NotFoundError(SegmuxError, FileNotFoundError):
+    """A file or folder given does not exist."""
+
+
+class CorruptFileError(SegmuxError):
+    """A file exists but is damaged or not what it should be."""
+
+
+class UnsupportedError(SegmuxError):
+    """A well-formed input this build cannot read."""
+
+
+class BusyError(SegmuxError):
+    """The model or session is in use (one session per model; one call at a time per session)."""
+
+
+class OutOfMemoryError(SegmuxError, MemoryError):
+    pass
+
+
+class IoError(SegmuxError, OSError):
+    """Reading or writing failed (permissions, a full disk, ...)."""
+
+
+class InternalError(SegmuxError):
+    """An unexpected failure inside segmux (a bug: please report it)."""
+
+
+_CLASSES = {"SEGMUX_ERROR_INVALID_ARGUMENT": InvalidArgumentError, "SEGMUX_ERROR_NOT_FOUND": NotFoundError,
+            "SEGMUX_ERROR_CORRUPT_FILE": CorruptFileError, "SEGMUX_ERROR_UNSUPPORTED": UnsupportedError,
+            "SEGMUX_ERROR_BUSY": BusyError, "SEGMUX_ERROR_OUT_OF_MEMORY": OutOfMemoryError,
+            "SEGMUX_ERROR_IO": IoError, "SEGMUX_ERROR_INTERNAL": InternalError}
+
+
+def _error(status, message):
+    return _CLASSES.get(status, SegmuxError)(status, message)
+
+
+def _invalid(message):
+    return InvalidArgumentError("SEGMUX_ERROR_INVALID_ARGUMENT", message)
+
+
 def _check(status):
     if status < 0:
-        raise SegmuxError(_lib.segmux_status_name(status).decode(), _lib.segmux_last_error().decode())
+        name = _lib.segmux_status_name(status).decode()
+        raise _error(name, _lib.segmux_last_error().decode("utf-8", errors="replace"))
     return status
 
 
-def _bytes(value):
-    return None if value is None else os.fsencode(value)
+# -- conversions to C: every value is checked, never truncated, wrapped or silently converted ----------
+
+def _int(value, name, low, high):
+    """An integer in [low, high] (bool and floats refused: True is no frame index, 2.5 no id)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    value = int(value)
+    if not low <= value <= high:
+        raise _invalid(f"{name} {value} is out of range ({low}..{high})")
+    return value
+
+
+def _path(value, name):
+    try:
+        path = os.fsencode(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a path (str, bytes or os.PathLike), not {type(value).__name__}") from None
+    if b"\0" in path:
+        raise _invalid(f"{name} {value!r} contains a NUL character")
+    return path
+
+
+def _optional_path(value, name):
+    return None if value is None else _path(value, name)
+
+
+def _text(value, name):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _invalid(f"{name} {value!r} cannot be encoded as UTF-8 ({e.reason})") from None
+    if b"\0" in data:
+        raise _invalid(f"{name} {value!r} contains a NUL character")
+    return data
+
+
+def _coordinates(values, name, width):
+    """A float32 (N, width) array of finite numbers: points (width 2) or boxes (width 4)."""
+    try:
+        a = np.asarray(values)
+    except ValueError as e:  # ragged lists
+        raise _invalid(f"{name}: {e}") from None
+    if a.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be numbers, not an array of {a.dtype}")
+    if a.size % width or (a.ndim > 1 and a.shape[-1] != width) or a.ndim > 2:
+        raise _invalid(f"{name} must be N x {width} numbers, got shape {a.shape}")
+    a = np.ascontiguousarray(a, np.float64).reshape(-1, width)
+    if not np.isfinite(a).all():
+        raise _invalid(f"{name} must be finite numbers")
+    return np.ascontiguousarray(a, np.float32)
+
+
+def _labels(values, count, name, of):
+    """count int32 labels, each 0 or 1 (None: all positive)."""
+    if values is None:
+        return np.ones(count, np.int32)
+    try:
+        a = np.asarray(values)
+    except ValueError as e:
+        raise _invalid(f"{name}: {e}") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be 1 / 0 (or True / False), not an array of {a.dtype}")
+    a = a.reshape(-1)
+    if len(a) != count:
+        raise _invalid(f"{len(a)} {name} for {count} {of}: give one label per {of[:-1]}")
+    if not np.isin(a, (0, 1)).all():
+        raise _invalid(f"{name} must each be 1 (positive) or 0 (negative), got {a.tolist()}")
+    return np.ascontiguousarray(a, np.int32)
+
+
+def _rgb(image, what):
+    """An H x W x 3 uint8 C-contiguous array (other dtypes refused: a float image would become black)."""
+    if not isinstance(image, np.ndarray):
+        raise TypeError(f"{what} must be a numpy array (H x W x 3 uint8 RGB), not {type(image).__name__}")
+    if image.dtype != np.uint8:
+        raise TypeError(f"{what} must be uint8 RGB (0..255), not {image.dtype}: convert it first, e.g. "
+                        "(x * 255).round().astype(np.uint8) for floats in [0, 1]")
+    if image.ndim != 3 or image.shape[2] != 3 or image.shape[0] == 0 or image.shape[1] == 0:
+        raise _invalid(f"{what}: expected an H x W x 3 RGB uint8 array, got shape {image.shape}")
+    if image.shape[0] > _capi.INT_MAX or image.shape[1] > _capi.INT_MAX:
+        raise _invalid(f"{what}: {image.shape[1]}x{image.shape[0]} is too large")
+    return np.ascontiguousarray(image)
 
 
 class Frame:
     """The outputs of one frame (the official predictor's per-frame outputs, as numpy arrays):
     obj_ids int64 (N,), scores float32 (N,) (the detection score that created each object, official
-    out_probs), boxes_xywh float32 (N, 4) normalised, masks bool (N, H, W) at the video's size."""
+    out_probs), boxes_xywh float32 (N, 4) normalised, masks bool (N, H, W) at the video's size, and
+    prompts: for each object the text prompt that found it ("" for one made by points)."""
 
-    __slots__ = ("frame_index", "obj_ids", "scores", "boxes_xywh", "masks")
+    __slots__ = ("frame_index", "obj_ids", "scores", "boxes_xywh", "masks", "prompts")
 
     def __init__(self, handle):
         n = _lib.segmux_frame_num_objects(handle)
@@ -63,19 +200,30 @@ class Frame:
             self.scores = np.zeros((0,), np.float32)
             self.boxes_xywh = np.zeros((0, 4), np.float32)
         self.masks = np.zeros((n, h, w), dtype=bool)
+        self.prompts = []
         for k in range(n):
             self.masks[k] = np.ctypeslib.as_array(_lib.segmux_frame_mask(handle, k), shape=(h, w)) != 0
+            self.prompts.append((_lib.segmux_frame_prompt(handle, k) or b"").decode("utf-8", errors="replace"))
 
     def to_dict(self):
         """The official predictor's outputs dict."""
         return {"out_obj_ids": self.obj_ids, "out_probs": self.scores, "out_boxes_xywh": self.boxes_xywh,
                 "out_binary_masks": self.masks}
 
+    def obj_ids_by_prompt(self):
+        """{text prompt: [object ids it found]} (as the official multi-prompt answers pair them)."""
+        out = {}
+        for obj, prompt in zip(self.obj_ids.tolist(), self.prompts):
+            out.setdefault(prompt, []).append(obj)
+        return out
+
     def __repr__(self):
         return f"Frame(frame_index={self.frame_index}, obj_ids={self.obj_ids.tolist()})"
 
 
 def _take_frame(handle):
+    if not handle:
+        raise InternalError("SEGMUX_ERROR_INTERNAL", "the library returned no frame")
     try:
         return Frame(handle)
     finally:
@@ -92,35 +240,88 @@ class Model:
 
     def __init__(self, model_dir=None, checkpoint=None, config=None, vocab=None, cache_dir=None,
                  control_config=None, num_threads=None, log=None, precision=None):
+        self._handle = None
+        self._session = None
         opts = _capi.ModelOptions()
         _lib.segmux_model_options_init(ctypes.byref(opts))
-        self._keep = [_bytes(v) for v in (model_dir, checkpoint, config, vocab, cache_dir, control_config, precision)]
+        names = ("model_dir", "checkpoint", "config", "vocab", "cache_dir", "control_config")
+        values = (model_dir, checkpoint, config, vocab, cache_dir, control_config)
+        self._keep = [_optional_path(v, n) for v, n in zip(values, names)]
+        self._keep.append(None if precision is None else _text(precision, "precision"))
         (opts.model_dir, opts.checkpoint, opts.config, opts.vocab, opts.cache_dir,
          opts.control_config, opts.precision) = self._keep
         if num_threads is not None:  # else the library's default: the cores this process may use
-            opts.num_threads = int(num_threads)
+            opts.num_threads = _int(num_threads, "num_threads", 1, 1024)
         if log is not None:
-            self._log = _capi.LOG_FN(lambda _user, line: log(line.decode(errors="replace")))
+            if not callable(log):
+                raise TypeError(f"log must be callable (e.g. print), not {type(log).__name__}")
+            self._log = _capi.LOG_FN(lambda _user, line: log(line.decode("utf-8", errors="replace")))
             opts.log = ctypes.cast(self._log, ctypes.c_void_p)
         handle = ctypes.c_void_p()
         _check(_lib.segmux_model_open(ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle
-        self._session = None
+
+    def _require(self):
+        if self._handle is None:
+            raise _invalid("the model is closed")
+        return self._handle
 
     def start_session(self, resource, keep_frames=16):
         """A session on `resource`: a path (video file, GIF or folder of frames), or an iterable of
         frames (numpy uint8 H x W x 3 RGB) taken as a live stream: frames are read as the session
         needs them and each is tracked as it arrives (see docs/python.md)."""
-        if self._handle is None:
-            raise SegmuxError("SEGMUX_ERROR_INVALID_ARGUMENT", "the model is closed")
+        model = self._require()
+        keep_frames = _int(keep_frames, "keep_frames", 1, _capi.INT_MAX)
         if isinstance(resource, (str, bytes, os.PathLike)):
             handle = ctypes.c_void_p()
-            _check(_lib.segmux_session_open_video(self._handle, os.fsencode(resource), ctypes.byref(handle)))
+            _check(_lib.segmux_session_open_video(model, _path(resource, "the video"), ctypes.byref(handle)))
             session = Session(self, handle, None, keep_frames)
         else:
-            session = Session(self, None, iter(resource), keep_frames)
+            try:
+                frames = iter(resource)
+            except TypeError:
+                raise TypeError("start_session needs a path or an iterable of frames, not "
+                                f"{type(resource).__name__}") from None
+            session = Session(self, None, frames, keep_frames)
         self._session = session
         return session
+
+    def segment(self, image, text=None, boxes_xywh=None, box_labels=None, threshold=0.5):
+        """Segments one image as `segmux segment` does (the official image processor): every object
+        that `text` (a str, or a list of them, each segmented on its own) and / or the box exemplars
+        (normalised x, y, w, h; box_labels 1 / 0, default positive) find, with a score above
+        threshold. image: a path (PNG, JPEG, ...) or an H x W x 3 uint8 RGB array. Returns a Frame
+        (frame_index 0; masks may overlap; .prompts says which text found each object). The model must
+        have no open session."""
+        model = self._require()
+        texts = [] if text is None else [text] if isinstance(text, str) else list(text)
+        encoded = [_text(t, "text") for t in texts]
+        p = _capi.ImagePrompt()
+        _lib.segmux_image_prompt_init(ctypes.byref(p))
+        text_array = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
+        p.texts, p.num_texts = ctypes.cast(text_array, ctypes.POINTER(ctypes.c_char_p)), len(encoded)
+        keep = []
+        if boxes_xywh is not None:
+            b = _coordinates(boxes_xywh, "boxes_xywh", 4)
+            lb = _labels(box_labels, len(b), "box_labels", "boxes")
+            keep += [b, lb]
+            p.boxes_xywh = b.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            p.box_labels = lb.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
+            p.num_boxes = len(b)
+        elif box_labels is not None:
+            raise _invalid("box_labels given without boxes_xywh")
+        if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
+            raise TypeError(f"threshold must be a number, not {type(threshold).__name__}")
+        p.threshold = float(threshold)
+        out = ctypes.c_void_p()
+        if isinstance(image, (str, bytes, os.PathLike)):
+            _check(_lib.segmux_model_segment_file(model, _path(image, "image"), ctypes.byref(p), ctypes.byref(out)))
+        else:
+            rgb = _rgb(image, "image")
+            h, w = rgb.shape[:2]
+            _check(_lib.segmux_model_segment_image(model, rgb.ctypes.data_as(ctypes.c_void_p), w, h, 0,
+                                                   ctypes.byref(p), ctypes.byref(out)))
+        return _take_frame(out)
 
     def close(self):
         if self._session is not None:
@@ -144,7 +345,8 @@ class Model:
 
 class Session:
     """One video (official request API: add_prompt, propagate_in_video, remove_object, reset_session,
-    close_session). Not for concurrent use from several threads."""
+    close_session). Not for concurrent use from several threads. Every call after close() raises
+    InvalidArgumentError (a ValueError), as does a propagate() generator resumed after it."""
 
     def __init__(self, model, handle, frames, keep_frames):
         self._model = model
@@ -153,21 +355,19 @@ class Session:
         self._keep = keep_frames
         self._pushed = 0
         self._tracked_until = 0  # live: frames up to here have outputs
+        self._closed = False
 
     # -- live input -------------------------------------------------------------------------------
     def _push_next(self):
         try:
-            rgb = next(self._frames)
+            frame = next(self._frames)
         except StopIteration:
             return False
-        rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-        if rgb.ndim != 3 or rgb.shape[2] != 3:
-            raise SegmuxError("SEGMUX_ERROR_INVALID_ARGUMENT",
-                              f"frame {self._pushed}: expected an H x W x 3 RGB uint8 array, got shape {rgb.shape}")
+        rgb = _rgb(frame, f"frame {self._pushed}")
         h, w = rgb.shape[:2]
         if self._handle is None:
             handle = ctypes.c_void_p()
-            _check(_lib.segmux_session_open_live(self._model._handle, w, h, int(self._keep), ctypes.byref(handle)))
+            _check(_lib.segmux_session_open_live(self._model._require(), w, h, self._keep, ctypes.byref(handle)))
             self._handle = handle
         index = ctypes.c_int()
         _check(_lib.segmux_session_push_frame(self._handle, rgb.ctypes.data_as(ctypes.c_void_p), w, h, 0,
@@ -178,39 +378,44 @@ class Session:
     def _ensure_frames(self, count):
         while self._frames is not None and self._pushed < count:
             if not self._push_next():
-                raise SegmuxError("SEGMUX_ERROR_FAILED",
-                                  f"the frame stream ended after {self._pushed} frames (frame {count - 1} asked)")
+                raise _invalid(f"the frame stream ended after {self._pushed} frames (frame {count - 1} asked)")
 
     # -- requests ---------------------------------------------------------------------------------
     def add_prompt(self, frame_index=0, text=None, points=None, point_labels=None, boxes_xywh=None,
                    box_labels=None, obj_id=None):
-        """Adds a prompt on a frame and returns that frame's outputs. Text prompts reset the session's
-        objects (as officially). boxes_xywh (normalised, box_labels 1 / 0; default positive) are the
-        detector's box exemplars, with or without text. Points are passed on; the engine refuses them
-        until it supports them."""
-        self._ensure_frames(frame_index + 1)
+        """Adds a prompt on a frame and returns that frame's outputs. text (a concept) adds the objects
+        it finds; boxes_xywh (normalised, box_labels 1 / 0; default positive) are the detector's box
+        exemplars, with or without text; points (normalised x, y; point_labels 1 / 0, one per point)
+        with obj_id create or refine that object (docs/track.md). A refused prompt changes nothing."""
+        frame_index = _int(frame_index, "frame_index", 0, _capi.INT_MAX)
+        self._check_open()
         p = _capi.Prompt()
         _lib.segmux_prompt_init(ctypes.byref(p))
-        p.frame_index = int(frame_index)
-        text_b = None if text is None else text.encode()
+        p.frame_index = frame_index
+        text_b = None if text is None else _text(text, "text")
         p.text = text_b
         keep = []
         if boxes_xywh is not None:
-            b = np.ascontiguousarray(boxes_xywh, np.float32).reshape(-1, 4)
-            lb = np.ascontiguousarray(box_labels if box_labels is not None else np.ones(len(b)), np.int32)
+            b = _coordinates(boxes_xywh, "boxes_xywh", 4)
+            lb = _labels(box_labels, len(b), "box_labels", "boxes")
             keep += [b, lb]
             p.boxes_xywh = b.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
             p.box_labels = lb.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
             p.num_boxes = len(b)
+        elif box_labels is not None:
+            raise _invalid("box_labels given without boxes_xywh")
         if points is not None:
-            pt = np.ascontiguousarray(points, np.float32).reshape(-1, 2)
-            lp = np.ascontiguousarray(point_labels if point_labels is not None else np.ones(len(pt)), np.int32)
+            pt = _coordinates(points, "points", 2)
+            lp = _labels(point_labels, len(pt), "point_labels", "points")
             keep += [pt, lp]
             p.points_xy = pt.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
             p.point_labels = lp.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
             p.num_points = len(pt)
+        elif point_labels is not None:
+            raise _invalid("point_labels given without points")
         if obj_id is not None:
-            p.obj_id = int(obj_id)
+            p.obj_id = _int(obj_id, "obj_id", 0, _capi.INT64_MAX)
+        self._ensure_frames(frame_index + 1)
         out = ctypes.c_void_p()
         _check(_lib.segmux_session_add_prompt(self._require(), ctypes.byref(p), ctypes.byref(out)))
         self._tracked_until = max(self._tracked_until, frame_index + 1)
@@ -221,9 +426,16 @@ class Session:
         late by the official hot-start rule). Live sessions: pulls the remaining frames of the stream
         and yields each as soon as it is tracked (forward only)."""
         if direction not in _DIRECTIONS:
-            raise ValueError(f"direction must be one of {sorted(_DIRECTIONS)}, not {direction!r}")
+            raise _invalid(f"direction must be one of {sorted(_DIRECTIONS)}, not {direction!r}")
+        if start_frame_index is not None:
+            start_frame_index = _int(start_frame_index, "start_frame_index", 0, _capi.INT_MAX)
+        if max_frame_num_to_track is not None:
+            max_frame_num_to_track = _int(max_frame_num_to_track, "max_frame_num_to_track", 0, _capi.INT_MAX)
+        self._check_open()
         if self._frames is not None:
-            return self._propagate_live(direction, start_frame_index, max_frame_num_to_track)
+            if direction == "backward":
+                raise _invalid("a live session tracks forward only")
+            return self._propagate_live(start_frame_index, max_frame_num_to_track)
         return self._propagate_video(direction, start_frame_index, max_frame_num_to_track)
 
     def _propagate_video(self, direction, start, max_frames):
@@ -231,25 +443,26 @@ class Session:
         _lib.segmux_propagate_options_init(ctypes.byref(o))
         o.direction = _DIRECTIONS[direction]
         if start is not None:
-            o.start_frame_index = int(start)
+            o.start_frame_index = start
         if max_frames is not None:
-            o.max_frame_num_to_track = int(max_frames)
-        handle = self._require()
-        _check(_lib.segmux_session_propagate_begin(handle, ctypes.byref(o)))
+            o.max_frame_num_to_track = max_frames
+        _check(_lib.segmux_session_propagate_begin(self._require(), ctypes.byref(o)))
         try:
             while True:
                 out = ctypes.c_void_p()
-                if _check(_lib.segmux_session_next_frame(handle, ctypes.byref(out))) == _capi.END:
+                # The session is looked up on every frame: closed meanwhile, this raises instead of
+                # using a freed handle.
+                if _check(_lib.segmux_session_next_frame(self._require(), ctypes.byref(out))) == _capi.END:
                     return
                 yield _take_frame(out)
         finally:  # the caller stopped early (break, exception): end the propagation
-            _lib.segmux_session_cancel(handle)
+            if self._handle is not None:
+                _lib.segmux_session_cancel(self._handle)
 
-    def _propagate_live(self, direction, start, max_frames):
-        if direction != "forward" and direction != "both":
-            raise ValueError("a live session tracks forward only")
-        limit = None if max_frames is None else self._tracked_until + int(max_frames)
+    def _propagate_live(self, start, max_frames):
+        limit = None if max_frames is None else self._tracked_until + max_frames
         while limit is None or self._tracked_until < limit:
+            self._check_open()
             if self._pushed <= self._tracked_until and not self._push_next():
                 return
             t = self._tracked_until
@@ -259,34 +472,37 @@ class Session:
             o = _capi.PropagateOptions()
             _lib.segmux_propagate_options_init(ctypes.byref(o))
             o.direction, o.start_frame_index, o.max_frame_num_to_track = _capi.FORWARD, t, 0
-            handle = self._require()
-            _check(_lib.segmux_session_propagate_begin(handle, ctypes.byref(o)))
+            _check(_lib.segmux_session_propagate_begin(self._require(), ctypes.byref(o)))
             frames = []
             try:
                 while True:
                     out = ctypes.c_void_p()
-                    if _check(_lib.segmux_session_next_frame(handle, ctypes.byref(out))) == _capi.END:
+                    if _check(_lib.segmux_session_next_frame(self._require(), ctypes.byref(out))) == _capi.END:
                         break
                     frames.append(_take_frame(out))
             finally:
-                _lib.segmux_session_cancel(handle)
+                if self._handle is not None:
+                    _lib.segmux_session_cancel(self._handle)
             self._tracked_until += 1
             yield from frames
 
     def remove_object(self, obj_id):
         """Removes an object; True when it existed."""
+        obj_id = _int(obj_id, "obj_id", 0, _capi.INT64_MAX)
         removed = ctypes.c_int()
-        _check(_lib.segmux_session_remove_object(self._require(), int(obj_id), ctypes.byref(removed)))
+        _check(_lib.segmux_session_remove_object(self._require(), obj_id, ctypes.byref(removed)))
         return bool(removed.value)
 
     def reset(self):
         """Forgets prompts and objects (official reset_session)."""
+        self._check_open()
         if self._handle is not None:
             _check(_lib.segmux_session_reset(self._handle))
 
     @property
     def num_frames(self):
         """Frames of the video (live: pushed so far)."""
+        self._check_open()
         if self._handle is None:
             return 0
         n = ctypes.c_int()
@@ -294,6 +510,8 @@ class Session:
         return n.value
 
     def close(self):
+        """Closes the session (idempotent); the model can then open another."""
+        self._closed = True
         if self._handle is not None:
             _lib.segmux_session_close(self._handle)
             self._handle = None
@@ -307,12 +525,16 @@ class Session:
         except Exception:
             pass
 
+    def _check_open(self):
+        if self._closed:
+            raise _invalid("the session is closed")
+
     def _require(self):
+        self._check_open()
+        if self._handle is None and self._frames is not None:
+            self._ensure_frames(1)
         if self._handle is None:
-            if self._frames is not None:
-                self._ensure_frames(1)
-            if self._handle is None:
-                raise SegmuxError("SEGMUX_ERROR_INVALID_ARGUMENT", "the session is closed")
+            raise _invalid("the session is closed")
         return self._handle
 
     def __enter__(self):

@@ -5,6 +5,8 @@ import os
 
 OK, END = 0, 1
 BOTH, FORWARD, BACKWARD = 0, 1, 2
+INT_MAX = 2**31 - 1  # a C int
+INT64_MAX = 2**63 - 1
 
 
 class ModelOptions(ctypes.Structure):
@@ -38,6 +40,18 @@ class Prompt(ctypes.Structure):
     ]
 
 
+class ImagePrompt(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("texts", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_texts", ctypes.c_size_t),
+        ("boxes_xywh", ctypes.POINTER(ctypes.c_float)),
+        ("box_labels", ctypes.POINTER(ctypes.c_int)),
+        ("num_boxes", ctypes.c_size_t),
+        ("threshold", ctypes.c_float),
+    ]
+
+
 class PropagateOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -51,13 +65,14 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 
 
 def _library_path():
-    """SEGMUX_LIBRARY, else the libsegmux installed beside this package (_paths.py), else the
-    system's search path."""
+    """SEGMUX_LIBRARY, else the libsegmux installed with this package (_paths.py: beside the module in a
+    pip-installed wheel, or in the prefix's lib folder after `cmake --install`), else the system's
+    search path."""
     env = os.environ.get("SEGMUX_LIBRARY")
     if env:
         return env
     try:
-        from . import _paths  # written by `cmake --install`
+        from . import _paths  # written by `cmake --install` or by the wheel build (setup.py)
 
         path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), _paths.LIBRARY))
         if os.path.exists(path):
@@ -115,6 +130,11 @@ def _declare(lib):
         "segmux_frame_boxes_xywh": (P(c.c_float), [c.c_void_p]),
         "segmux_frame_mask": (P(c.c_uint8), [c.c_void_p, c.c_size_t]),
         "segmux_frame_free": (None, [c.c_void_p]),
+        "segmux_frame_prompt": (c.c_char_p, [c.c_void_p, c.c_size_t]),
+        "segmux_image_prompt_init": (None, [P(ImagePrompt)]),
+        "segmux_model_segment_image": (status, [c.c_void_p, c.c_void_p, c.c_int, c.c_int, c.c_size_t,
+                                                P(ImagePrompt), P(c.c_void_p)]),
+        "segmux_model_segment_file": (status, [c.c_void_p, c.c_char_p, P(ImagePrompt), P(c.c_void_p)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)

@@ -18,6 +18,31 @@
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 
+namespace segmux::capi {
+
+// Every handle the library gave out and has not yet freed, with its type. A handle used after its
+// close or free (or any other pointer) is refused with a clear status instead of followed: the C API
+// cannot stop a caller from keeping a dangling pointer, but it never dereferences one it knows of.
+enum class HandleType { model, session, frame };
+void register_handle(const void* handle, HandleType type);
+void unregister_handle(const void* handle);
+bool is_live(const void* handle, HandleType type);
+
+// Registers a handle for as long as the object lives (a member of each handle type).
+template <HandleType T>
+class LiveHandle {
+ public:
+  explicit LiveHandle(const void* self) : self_(self) { register_handle(self, T); }
+  ~LiveHandle() { unregister_handle(self_); }
+  LiveHandle(const LiveHandle&) = delete;
+  LiveHandle& operator=(const LiveHandle&) = delete;
+
+ private:
+  const void* self_;
+};
+
+}  // namespace segmux::capi
+
 struct segmux_frame {
   int frame_index = 0;
   int width = 0;
@@ -26,8 +51,11 @@ struct segmux_frame {
   std::vector<float> scores;
   std::vector<float> boxes_xywh;  // 4 per object
   std::vector<segmux::pipeline::BinaryMask> masks;
+  std::vector<std::string> prompts;  // per object: the text prompt that found it ("" where none)
   mutable std::mutex rle_mu;  // RLE is made on first request, from any thread
   mutable std::vector<std::unique_ptr<segmux::pipeline::RleMask>> rle;
+  segmux::capi::LiveHandle<segmux::capi::HandleType::frame> registered{
+      this};  // last: registered when built, first gone
 };
 
 struct segmux_model {
@@ -35,6 +63,9 @@ struct segmux_model {
   std::unique_ptr<segmux::pipeline::VideoPredictor> predictor;
   std::mutex mu;                      // guards `session`
   segmux_session* session = nullptr;  // the one open session (a backend serves one video at a time)
+  bool segmenting = false;            // an image is being segmented (the backend is in use)
+  segmux::capi::LiveHandle<segmux::capi::HandleType::model> registered{
+      this};  // last: registered when built, first gone
 };
 
 namespace segmux::capi {
@@ -63,6 +94,8 @@ struct segmux_session {
   int height = 0;
   std::atomic<bool> busy{false};
   std::unique_ptr<segmux::capi::Pull> pull;
+  segmux::capi::LiveHandle<segmux::capi::HandleType::session> registered{
+      this};  // last: registered when built, first gone
 };
 
 namespace segmux::capi {
@@ -90,6 +123,11 @@ segmux_status guard(Body&& body) noexcept {
 
 // A failed argument check at the boundary.
 segmux_status invalid(const std::string& message);
+// A failure of another kind (NOT_FOUND, BUSY, ...) with its message.
+segmux_status failed(segmux_status status, const std::string& message);
+// The status of a handle argument: OK when `handle` is a live handle of that type, else
+// INVALID_ARGUMENT naming `what` (NULL, closed or freed, or not a handle of that type).
+segmux_status check_handle(const void* handle, HandleType type, const std::string& what);
 
 std::unique_ptr<segmux_frame> make_frame(const pipeline::FrameOutput& out, int width, int height);
 

@@ -2,8 +2,10 @@
 #include <cstring>
 #include <optional>
 
+#include "capi/capi_checks.h"
 #include "capi/capi_internal.h"
 #include "core/error.h"
+#include "core/error_kind.h"
 #include "pipeline/media/video_io.h"
 
 using segmux::capi::guard;
@@ -32,21 +34,25 @@ segmux_status busy(const char* what) {
 }
 
 // Checks a session handle for a call other than the pull functions.
-#define SEGMUX_SESSION_CALL(s, what)                                 \
-  if (!(s)) return invalid(std::string(what) + ": session is NULL"); \
-  SessionUse use_(s);                                                \
+#define SEGMUX_SESSION_CALL(s, what)                                                  \
+  if (const segmux_status st_ = check_session(s, what); st_ != SEGMUX_OK) return st_; \
+  SessionUse use_(s);                                                                 \
   if (!use_.ok() || (s)->pull) return busy(what)
+
+segmux_status check_session(const segmux_session* s, const char* what) {
+  return segmux::capi::check_handle(s, segmux::capi::HandleType::session, what);
+}
 
 segmux_status open_session(segmux_model* model, segmux_session** out, const char* what,
                            const std::function<void(segmux_session&)>& start) {
-  if (!model || !out) return invalid(std::string(what) + ": model and session must not be NULL");
+  if (!out) return invalid(std::string(what) + ": session must not be NULL");
   *out = nullptr;
+  if (const segmux_status st = segmux::capi::check_handle(model, segmux::capi::HandleType::model, what)) return st;
   std::lock_guard<std::mutex> lock(model->mu);
-  if (model->session) {
-    segmux::capi::set_last_error(std::string(what) +
-                                 ": the model already has an open session (a model serves one video at a time)");
-    return SEGMUX_ERROR_BUSY;
-  }
+  if (model->session || model->segmenting)
+    return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) +
+                                                       ": the model already has an open session or "
+                                                       "image (a model serves one at a time)");
   auto s = std::make_unique<segmux_session>();
   s->model = model;
   start(*s);
@@ -55,12 +61,13 @@ segmux_status open_session(segmux_model* model, segmux_session** out, const char
   return SEGMUX_OK;
 }
 
-pl::PropagateRequest request_of(const segmux_propagate_options* o) {
+pl::PropagateRequest request_of(const segmux_propagate_options* o, const segmux_session& s) {
   segmux_propagate_options d;
   segmux_propagate_options_init(&d);
   if (!o) o = &d;
-  SEGMUX_CHECK(o->struct_size >= sizeof(segmux_propagate_options), "propagate options: struct_size is ", o->struct_size,
-               " (call segmux_propagate_options_init)");
+  if (o->struct_size < sizeof(segmux_propagate_options))
+    segmux::fail_as(segmux::ErrorKind::InvalidArgument, "propagate options: struct_size is ", o->struct_size,
+                    " (call segmux_propagate_options_init)");
   pl::PropagateRequest r;
   switch (o->direction) {
     case SEGMUX_BOTH:
@@ -73,13 +80,20 @@ pl::PropagateRequest request_of(const segmux_propagate_options* o) {
       r.direction = pl::PropagationDirection::Backward;
       break;
     default:
-      segmux::fail("propagate options: direction ", int(o->direction), " is not a segmux_direction");
+      segmux::fail_as(segmux::ErrorKind::InvalidArgument, "propagate options: direction ", int(o->direction),
+                      " is not a segmux_direction");
   }
-  SEGMUX_CHECK(o->start_frame_index >= -1, "propagate options: start_frame_index ", o->start_frame_index,
-               " (-1 = the first prompted frame)");
-  SEGMUX_CHECK(o->max_frame_num_to_track >= -1, "propagate options: max_frame_num_to_track ", o->max_frame_num_to_track,
-               " (-1 = all)");
-  if (o->start_frame_index >= 0) r.start_frame_index = o->start_frame_index;
+  if (o->start_frame_index < -1)
+    segmux::fail_as(segmux::ErrorKind::InvalidArgument, "propagate options: start_frame_index ", o->start_frame_index,
+                    " (-1 = the first prompted frame)");
+  if (o->max_frame_num_to_track < -1)
+    segmux::fail_as(segmux::ErrorKind::InvalidArgument, "propagate options: max_frame_num_to_track ",
+                    o->max_frame_num_to_track, " (-1 = all)");
+  if (o->start_frame_index >= 0) {
+    segmux::capi::check_frame_index("propagate options: start_frame_index", o->start_frame_index,
+                                    s.source->num_frames(), s.live != nullptr);
+    r.start_frame_index = o->start_frame_index;
+  }
   if (o->max_frame_num_to_track >= 0) r.max_frame_num_to_track = o->max_frame_num_to_track;
   return r;
 }
@@ -100,15 +114,47 @@ void stop_pull(segmux_session* s) {
   s->pull.reset();
 }
 
+// The prompt as the predictor takes it, every value checked first: a refused prompt changes nothing
+// in the session (the predictor is not called).
+pl::Prompt checked_prompt(const segmux_prompt& p, const segmux_session& s) {
+  namespace capi = segmux::capi;
+  capi::check_frame_index("prompt.frame_index", p.frame_index, s.source->num_frames(), s.live != nullptr);
+  capi::check_text("prompt.text", p.text);
+  capi::check_finite("prompt.boxes_xywh", p.boxes_xywh, 4 * p.num_boxes);
+  capi::check_labels("prompt.box_labels", p.box_labels, p.num_boxes);
+  capi::check_finite("prompt.points_xy", p.points_xy, 2 * p.num_points);
+  capi::check_labels("prompt.point_labels", p.point_labels, p.num_points);
+  if (p.obj_id < -1)
+    segmux::fail_as(segmux::ErrorKind::InvalidArgument, "prompt.obj_id ", p.obj_id, " is negative (-1: no object)");
+  pl::Prompt prompt;
+  if (p.text) prompt.text = std::string(p.text);
+  for (size_t i = 0; i < p.num_boxes; ++i) {
+    prompt.boxes_xywh.push_back(
+        {p.boxes_xywh[4 * i], p.boxes_xywh[4 * i + 1], p.boxes_xywh[4 * i + 2], p.boxes_xywh[4 * i + 3]});
+    prompt.box_labels.push_back(p.box_labels[i]);
+  }
+  for (size_t i = 0; i < p.num_points; ++i) {
+    prompt.points_xy.push_back({p.points_xy[2 * i], p.points_xy[2 * i + 1]});
+    prompt.point_labels.push_back(p.point_labels[i]);
+  }
+  if (p.obj_id >= 0) prompt.obj_id = p.obj_id;
+  return prompt;
+}
+
 }  // namespace
 
 extern "C" {
 
 segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session) {
   return guard([&] {
+    if (const segmux_status st =
+            segmux::capi::check_handle(model, segmux::capi::HandleType::model, "segmux_session_open_video"))
+      return st;
     if (!path || !*path) return invalid("segmux_session_open_video: no path");
+    segmux::capi::check_existing_path("segmux_session_open_video: the video", path,
+                                      segmux::capi::PathKind::file_or_folder);
     return open_session(model, session, "segmux_session_open_video", [&](segmux_session& s) {
-      auto reader = pl::open_video(path);
+      auto reader = segmux::capi::reading_existing_file([&] { return pl::open_video(path); });
       s.width = reader->width();
       s.height = reader->height();
       s.source = reader.get();
@@ -122,6 +168,9 @@ segmux_status segmux_session_open_live(segmux_model* model, int width, int heigh
                                        segmux_session** session) {
   return guard([&] {
     if (keep_frames < 0) return invalid("segmux_session_open_live: keep_frames must be >= 0 (0: the default 16)");
+    if (width <= 0 || height <= 0 || int64_t(width) * height > pl::kMaxFramePixels)
+      return invalid("segmux_session_open_live: a frame size of " + std::to_string(width) + "x" +
+                     std::to_string(height) + " (at most " + std::to_string(pl::kMaxFramePixels) + " pixels)");
     return open_session(model, session, "segmux_session_open_live", [&](segmux_session& s) {
       s.unstarted = std::make_unique<pl::LiveFrameSource>(width, height, keep_frames == 0 ? 16 : keep_frames);
       s.live = s.unstarted.get();
@@ -137,6 +186,13 @@ segmux_status segmux_session_push_frame(segmux_session* s, const uint8_t* rgb, i
   return guard([&] {
     SEGMUX_SESSION_CALL(s, "segmux_session_push_frame");
     if (!s->live) return invalid("segmux_session_push_frame: not a live session (opened on a video)");
+    if (!rgb) return invalid("segmux_session_push_frame: rgb is NULL");
+    if (width != s->width || height != s->height)
+      return invalid("segmux_session_push_frame: the frame is " + std::to_string(width) + "x" + std::to_string(height) +
+                     ", the session's frames are " + std::to_string(s->width) + "x" + std::to_string(s->height));
+    if (stride != 0 && stride < size_t(width) * 3)
+      return invalid("segmux_session_push_frame: a row stride of " + std::to_string(stride) +
+                     " bytes is shorter than a row (" + std::to_string(size_t(width) * 3) + ")");
     const int index = s->live->push(rgb, width, height, stride);
     if (s->unstarted) {
       s->id = s->model->predictor->start_session(std::move(s->unstarted));
@@ -175,18 +231,7 @@ segmux_status segmux_session_add_prompt(segmux_session* s, const segmux_prompt* 
     if ((p->num_boxes && (!p->boxes_xywh || !p->box_labels)) || (p->num_points && (!p->points_xy || !p->point_labels)))
       return invalid("segmux_session_add_prompt: boxes/points given without their coordinates or labels");
     require_started(s, "segmux_session_add_prompt");
-    pl::Prompt prompt;
-    if (p->text) prompt.text = std::string(p->text);
-    for (size_t i = 0; i < p->num_boxes; ++i) {
-      prompt.boxes_xywh.push_back(
-          {p->boxes_xywh[4 * i], p->boxes_xywh[4 * i + 1], p->boxes_xywh[4 * i + 2], p->boxes_xywh[4 * i + 3]});
-      prompt.box_labels.push_back(p->box_labels[i]);
-    }
-    for (size_t i = 0; i < p->num_points; ++i) {
-      prompt.points_xy.push_back({p->points_xy[2 * i], p->points_xy[2 * i + 1]});
-      prompt.point_labels.push_back(p->point_labels[i]);
-    }
-    if (p->obj_id >= 0) prompt.obj_id = p->obj_id;
+    const pl::Prompt prompt = checked_prompt(*p, *s);
     pl::FrameOutput out = s->model->predictor->add_prompt(s->id, p->frame_index, prompt);
     if (outputs) *outputs = segmux::capi::make_frame(out, s->width, s->height).release();
     return SEGMUX_OK;
@@ -208,7 +253,7 @@ segmux_status segmux_session_propagate(segmux_session* s, const segmux_propagate
     SEGMUX_SESSION_CALL(s, "segmux_session_propagate");
     if (!on_frame) return invalid("segmux_session_propagate: no callback (use propagate_begin/next_frame to pull)");
     require_started(s, "segmux_session_propagate");
-    const pl::PropagateRequest req = request_of(o);
+    const pl::PropagateRequest req = request_of(o, *s);
     s->model->predictor->propagate_in_video(s->id, req, [&](const pl::FrameOutput& out) {
       auto f = segmux::capi::make_frame(out, s->width, s->height);
       return on_frame(user, f.get()) != 0;
@@ -221,7 +266,7 @@ segmux_status segmux_session_propagate_begin(segmux_session* s, const segmux_pro
   return guard([&] {
     SEGMUX_SESSION_CALL(s, "segmux_session_propagate_begin");
     require_started(s, "segmux_session_propagate_begin");
-    const pl::PropagateRequest req = request_of(o);
+    const pl::PropagateRequest req = request_of(o, *s);
     auto pull = std::make_unique<segmux::capi::Pull>();
     segmux::capi::Pull* p = pull.get();
     pl::VideoPredictor* predictor = s->model->predictor.get();
@@ -256,8 +301,9 @@ segmux_status segmux_session_propagate_begin(segmux_session* s, const segmux_pro
 
 segmux_status segmux_session_next_frame(segmux_session* s, segmux_frame** frame) {
   return guard([&] {
-    if (!s || !frame) return invalid("segmux_session_next_frame: session and frame must not be NULL");
+    if (!frame) return invalid("segmux_session_next_frame: frame must not be NULL");
     *frame = nullptr;
+    if (const segmux_status st = check_session(s, "segmux_session_next_frame")) return st;
     SessionUse use(s);
     if (!use.ok()) return busy("segmux_session_next_frame");
     if (!s->pull)
@@ -284,7 +330,7 @@ segmux_status segmux_session_next_frame(segmux_session* s, segmux_frame** frame)
 
 segmux_status segmux_session_cancel(segmux_session* s) {
   return guard([&] {
-    if (!s) return invalid("segmux_session_cancel: session is NULL");
+    if (const segmux_status st = check_session(s, "segmux_session_cancel")) return st;
     SessionUse use(s);
     if (!use.ok()) return busy("segmux_session_cancel");
     stop_pull(s);
@@ -296,7 +342,7 @@ segmux_status segmux_session_remove_object(segmux_session* s, int64_t obj_id, in
   return guard([&] {
     SEGMUX_SESSION_CALL(s, "segmux_session_remove_object");
     require_started(s, "segmux_session_remove_object");
-    const bool r = s->model->predictor->remove_object(s->id, obj_id);
+    const bool r = obj_id >= 0 && s->model->predictor->remove_object(s->id, obj_id);  // ids are never negative
     if (removed) *removed = r ? 1 : 0;
     return SEGMUX_OK;
   });
@@ -311,7 +357,7 @@ segmux_status segmux_session_reset(segmux_session* s) {
 }
 
 void segmux_session_close(segmux_session* s) {
-  if (!s) return;
+  if (!segmux::capi::is_live(s, segmux::capi::HandleType::session)) return;  // NULL, or closed before
   try {
     stop_pull(s);
     if (!s->id.empty()) s->model->predictor->close_session(s->id);

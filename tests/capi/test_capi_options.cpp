@@ -47,8 +47,8 @@ TEST(CApiOptions, PrecisionIsCheckedBeforeAnythingOpens) {
       << segmux_last_error();
   mo.precision = "fp32";  // as --precision with --model: a folder has its own
   EXPECT_EQ(segmux_model_open(&mo, &m), SEGMUX_ERROR_INVALID_ARGUMENT);
-  mo.precision = "";  // empty = NULL: the folder is what fails
-  EXPECT_EQ(segmux_model_open(&mo, &m), SEGMUX_ERROR_FAILED);
+  mo.precision = "";  // empty = NULL: the folder is what fails (it does not exist)
+  EXPECT_EQ(segmux_model_open(&mo, &m), SEGMUX_ERROR_NOT_FOUND);
   EXPECT_NE(std::string(segmux_last_error()).find("/nonexistent/segmux-model"), std::string::npos);
   EXPECT_EQ(m, nullptr);
 }

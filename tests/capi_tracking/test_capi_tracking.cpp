@@ -240,7 +240,7 @@ TEST(CApi, LiveFramesAreTrackedAsTheyArrive) {
   EXPECT_EQ(segmux_session_add_prompt(live, &p, nullptr), SEGMUX_ERROR_FAILED);
   EXPECT_NE(std::string(segmux_last_error()).find("no longer held"), std::string::npos) << segmux_last_error();
   const std::vector<uint8_t> small(3 * 4 * 4);
-  EXPECT_EQ(segmux_session_push_frame(live, small.data(), 4, 4, 0, nullptr), SEGMUX_ERROR_FAILED);  // wrong size
+  EXPECT_EQ(segmux_session_push_frame(live, small.data(), 4, 4, 0, nullptr), SEGMUX_ERROR_INVALID_ARGUMENT);  // size
   segmux_session* video = nullptr;
   EXPECT_EQ(segmux_session_open_video(m, kFrames.c_str(), &video), SEGMUX_ERROR_BUSY);
   segmux_session_close(live);

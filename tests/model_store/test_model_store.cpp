@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,7 @@
 #include "kernels/isa.h"
 #include "models/sam31/candidates.h"
 #include "pipeline/backends/ort_backend.h"
+#include "pipeline/model_store/cache.h"
 #include "pipeline/model_store/model_store.h"
 
 namespace segmux::pipeline {
@@ -147,6 +149,64 @@ TEST(ModelStore, OrtEngineEntriesExportOnnxAndCompileNothing) {
   const fs::path smx_dir = open_model(src, [](const std::string&) {}).model_dir;
   EXPECT_NE(smx_dir, dir);
   EXPECT_TRUE(fs::exists(smx_dir / (sam31::compiled_files().front().file + ".smx")));
+}
+
+}  // namespace
+}  // namespace segmux::pipeline
+
+namespace segmux::pipeline {
+namespace {
+
+// Issue 24: the cache key held the running binary's size and mtime, so `segmux` and libsegmux (Python,
+// C programs) never shared an entry and every rebuild compiled again. The key holds the hash of the
+// code that makes compiled models instead: an entry the segmux command made is found by this program
+// (linked like libsegmux, a different binary), with nothing compiled.
+TEST(ModelStore, TheCommandAndTheLibraryShareCacheEntries) {
+  const std::string hash = compiled_code_hash();
+  EXPECT_EQ(hash.size(), 64u) << hash;
+  EXPECT_NE(build_identity().find("code=" + hash), std::string::npos) << build_identity();
+  TempDir tmp;
+  const fs::path cache = tmp.path / "cache", out = tmp.path / "out";
+  const std::string cmd =
+      std::string(SEGMUX_BINARY_DIR) + "/segmux segment " + kDir + "/video/frames/00000.png --prompt shape --weights " +
+      kDir + "/weights.safetensors --config " + kDir + "/config.json --vocab " + kDir +
+      "/tokenizer/bpe_simple_vocab_16e6.txt.gz --cache-dir " + cache.string() + " --out " + out.string() + " -q 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_EQ(entries(cache).size(), 1u);
+  std::vector<std::string> log;
+  OpenedModel m = open_model(fixture_source(cache), [&](const std::string& s) { log.push_back(s); });
+  ASSERT_TRUE(m.backend);
+  EXPECT_EQ(entries(cache).size(), 1u);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log[0].find("using compiled candidates cached in"), std::string::npos) << log[0];
+}
+
+// The generated code hash (cmake/code_hash_gen.cmake): the same for the same code wherever the tree is,
+// another as soon as one byte of that code changes.
+TEST(ModelStore, TheCodeHashChangesWithTheCodeOnly) {
+  TempDir tmp;
+  auto hash_of = [&](const fs::path& root) {
+    const fs::path list = tmp.path / "files.txt", header = tmp.path / "hash.h";
+    std::ofstream(list) << "gcc 12 -O2\n" << (root / "a.cpp").string() << "\n" << (root / "b.h").string() << "\n";
+    const std::string cmd = "cmake -DLIST=" + list.string() + " -DROOT=" + root.string() + " -DOUT=" + header.string() +
+                            " -P " + SEGMUX_SOURCE_DIR + "/cmake/code_hash_gen.cmake";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(header);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("SEGMUX_CODE_HASH \"");
+    return at == std::string::npos ? std::string() : text.substr(at + 18, 64);
+  };
+  for (const char* root : {"one", "two"}) {
+    fs::create_directories(tmp.path / root);
+    std::ofstream(tmp.path / root / "a.cpp") << "int f() { return 1; }\n";
+    std::ofstream(tmp.path / root / "b.h") << "int f();\n";
+  }
+  const std::string one = hash_of(tmp.path / "one");
+  ASSERT_EQ(one.size(), 64u);
+  EXPECT_EQ(hash_of(tmp.path / "one"), one);  // rebuilt: the same
+  EXPECT_EQ(hash_of(tmp.path / "two"), one);  // another checkout of the same code: the same
+  std::ofstream(tmp.path / "two" / "a.cpp") << "int f() { return 2; }\n";
+  EXPECT_NE(hash_of(tmp.path / "two"), one);  // the code changed
 }
 
 }  // namespace

@@ -4,6 +4,7 @@ frame. Runs with Debian's python3 + numpy only. Environment: PYTHONPATH (the fol
 SEGMUX_LIBRARY (optional: libsegmux to load), SEGMUX_BIN (the segmux command), SEGMUX_FIXTURES,
 SEGMUX_TEST_CACHE (compiled-model cache). Exit status 0 when every check passes."""
 
+import json
 import os
 import struct
 import subprocess
@@ -21,6 +22,11 @@ FRAMES = os.path.join(FIXTURE, "video", "frames")
 MODEL = dict(checkpoint=os.path.join(FIXTURE, "weights.safetensors"), config=os.path.join(FIXTURE, "config.json"),
              vocab=os.path.join(FIXTURE, "tokenizer", "bpe_simple_vocab_16e6.txt.gz"))
 CACHE = os.environ.get("SEGMUX_TEST_CACHE") or os.path.join(tempfile.gettempdir(), "segmux-python-test-cache")
+SEGMUX_BIN = os.environ.get("SEGMUX_BIN", "segmux")
+IMAGE_SET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sam31-tiny-image")
+IMAGE_MODEL = dict(checkpoint=os.path.join(IMAGE_SET, "weights.safetensors"),
+                   config=os.path.join(IMAGE_SET, "config.json"),
+                   vocab=os.path.join(IMAGE_SET, "tokenizer", "bpe_simple_vocab_16e6.txt.gz"))
 
 
 def read_png_gray(path):
@@ -173,6 +179,209 @@ class TrackParity(unittest.TestCase):
                 with self.assertRaises(segmux.SegmuxError) as e:
                     session.add_prompt(frame_index=0, text="shape")  # only the last 2 frames are held
                 self.assertIn("no longer held", str(e.exception))
+
+
+class HostileInput(unittest.TestCase):
+    """Every conversion to C is checked (issue 22): a clear exception, never a crash, a truncated or
+    wrapped value, or a silently converted frame."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = segmux.Model(cache_dir=CACHE, **MODEL)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.model.close()
+
+    def test_a_generator_resumed_after_close_raises(self):
+        # In a child: before the fix this was a SIGSEGV of the interpreter.
+        code = "\n".join([
+            "import segmux, sys",
+            f"model = segmux.Model(cache_dir={CACHE!r}, **{MODEL!r})",
+            f"session = model.start_session({FRAMES!r})",
+            "session.add_prompt(frame_index=0, text='shape')",
+            "gen = session.propagate(direction='forward')",
+            "next(gen)",
+            "session.close()",
+            "try:",
+            "    next(gen)",
+            "except segmux.InvalidArgumentError as e:",
+            "    print('refused:', e)",
+            "model.close()",
+        ])
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("refused: the session is closed", r.stdout)
+
+    def test_prompt_values_are_checked(self):
+        with self.model.start_session(FRAMES) as session:
+            bad = [
+                (dict(points=[[0.5, 0.5], [0.2, 0.2]], point_labels=[1], obj_id=1), ValueError, "1 point_labels for 2"),
+                (dict(points=[[0.5, 0.5]], point_labels=[2], obj_id=1), ValueError, "1 (positive) or 0"),
+                (dict(points=[[0.5, 0.5]], point_labels=[2**32 + 1], obj_id=1), ValueError, "1 (positive) or 0"),
+                (dict(points=[[0.5, float("nan")]], obj_id=1), ValueError, "finite"),
+                (dict(points=[[0.5, 0.5, 0.5]], obj_id=1), ValueError, "N x 2"),
+                (dict(points=[["a", "b"]], obj_id=1), TypeError, "numbers"),
+                (dict(points=[[0.5, 0.5]], obj_id=2**64 + 1), ValueError, "out of range"),
+                (dict(points=[[0.5, 0.5]], obj_id=-1), ValueError, "out of range"),
+                (dict(points=[[0.5, 0.5]], obj_id=1.5), TypeError, "integer"),
+                (dict(text="shape", frame_index=2**40), ValueError, "out of range"),
+                (dict(text="shape", frame_index=16), ValueError, "not a frame of this video"),
+                (dict(text="shape", frame_index=True), TypeError, "integer"),
+                (dict(text=b"shape"), TypeError, "str"),
+                (dict(text="sha\udcffpe"), ValueError, "UTF-8"),
+                (dict(text="sha\0pe"), ValueError, "NUL"),
+                (dict(boxes_xywh=[[0.1, 0.1, 0.2, 0.2]], box_labels=[1, 0]), ValueError, "2 box_labels for 1"),
+            ]
+            for kwargs, kind, words in bad:
+                with self.assertRaises(kind, msg=kwargs) as e:
+                    session.add_prompt(**kwargs)
+                self.assertIn(words, str(e.exception), kwargs)
+                if isinstance(e.exception, ValueError):
+                    self.assertIsInstance(e.exception, segmux.Error)
+            # Nothing refused stayed in the session: the text prompt then tracks as on a fresh session.
+            first = session.add_prompt(frame_index=0, text="shape")
+            self.assertGreater(len(first.obj_ids), 0)
+            self.assertEqual(first.prompts, ["shape"] * len(first.obj_ids))
+            self.assertEqual(first.obj_ids_by_prompt(), {"shape": first.obj_ids.tolist()})
+            for kwargs in (dict(start_frame_index=2**40), dict(start_frame_index=100), dict(direction="sideways"),
+                           dict(max_frame_num_to_track=-1)):
+                with self.assertRaises(ValueError, msg=kwargs):
+                    list(session.propagate(**kwargs))
+            with self.assertRaises(ValueError):
+                session.remove_object(2**63)
+        with self.assertRaises(ValueError) as e:
+            session.add_prompt(frame_index=0, text="shape")
+        self.assertIn("closed", str(e.exception))
+
+    def test_frames_and_paths_are_checked(self):
+        for frame, kind, words in ((np.zeros((8, 8, 3), np.float32), TypeError, "uint8"),
+                                   (np.zeros((8, 8), np.uint8), ValueError, "H x W x 3"),
+                                   ([[1, 2, 3]], TypeError, "numpy array")):
+            with self.model.start_session(iter([frame])) as session:
+                with self.assertRaises(kind) as e:
+                    session.add_prompt(frame_index=0, text="shape")
+                self.assertIn(words, str(e.exception))
+        with self.assertRaises(ValueError):
+            self.model.start_session("frames\0.mp4")
+        with self.assertRaises(TypeError):
+            self.model.start_session(12)
+        with self.assertRaises(ValueError):
+            self.model.start_session(FRAMES, keep_frames=0)
+        with self.assertRaises(segmux.NotFoundError) as e:
+            self.model.start_session(os.fsencode(os.path.join(FIXTURE, "absent-")) + b"\xe9.mp4")  # Latin-1
+        self.assertIsInstance(e.exception, FileNotFoundError)
+        self.assertEqual(e.exception.status, "SEGMUX_ERROR_NOT_FOUND")
+
+
+class ErrorClasses(unittest.TestCase):
+    def test_each_status_has_its_exception(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            png = os.path.join(tmp, "image.pt")
+            with open(png, "wb") as f:
+                f.write(b"\x89PNG\r\n\x1a\n" + bytes(64))
+            with self.assertRaises(segmux.CorruptFileError) as e:
+                segmux.Model(checkpoint=png, cache_dir=tmp)
+            self.assertIn("a PNG image", str(e.exception))
+            with self.assertRaises(segmux.NotFoundError):
+                segmux.Model(checkpoint=os.path.join(tmp, "absent.pt"), cache_dir=tmp)
+            with self.assertRaises(segmux.InvalidArgumentError):
+                segmux.Model(checkpoint=png, precision="fp16")
+            with self.assertRaises(TypeError):
+                segmux.Model(checkpoint=png, num_threads="4")
+        with segmux.Model(cache_dir=CACHE, **MODEL) as model:
+            session = model.start_session(FRAMES)
+            with self.assertRaises(segmux.BusyError):
+                model.start_session(FRAMES)
+            with self.assertRaises(segmux.BusyError):
+                model.segment(np.zeros((32, 32, 3), np.uint8), text="shape")
+            session.close()
+
+
+class Images(unittest.TestCase):
+    """Model.segment against `segmux segment` (the official image processor) on the image fixture."""
+
+    def test_same_objects_as_segmux_segment(self):
+        image = os.path.join(IMAGE_SET, "images", "frame00.png")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            subprocess.run([SEGMUX_BIN, "segment", image, "--prompt", "shape", "--box", "133,54,60,50",
+                            "--out", out, "--weights", IMAGE_MODEL["checkpoint"], "--config", IMAGE_MODEL["config"],
+                            "--vocab", IMAGE_MODEL["vocab"], "--cache-dir", CACHE, "-q"], check=True)
+            with open(os.path.join(out, "frame00.json")) as f:
+                expected = json.load(f)
+        w, h = expected["width"], expected["height"]
+        box = [133 / w, 54 / h, 60 / w, 50 / h]
+        with segmux.Model(cache_dir=CACHE, **IMAGE_MODEL) as model:
+            got = model.segment(image, text="shape", boxes_xywh=[box])
+            rgb = read_png_rgb(image)
+            again = model.segment(rgb, text=["shape"], boxes_xywh=[box], box_labels=[1])
+        objects = expected["objects"]
+        self.assertGreater(len(objects), 0)
+        self.assertEqual(got.obj_ids.tolist(), [o["id"] for o in objects])
+        self.assertEqual(got.prompts, [o["prompt"] for o in objects])
+        self.assertEqual(got.masks.shape, (len(objects), h, w))
+        for k, o in enumerate(objects):
+            self.assertAlmostEqual(float(got.scores[k]), o["score"], delta=1e-4)
+            self.assertEqual(int(got.masks[k].sum()), o["area"])
+            np.testing.assert_allclose(got.boxes_xywh[k], o["box_xywh"], atol=2e-5)
+        self.assertEqual(again.obj_ids.tolist(), got.obj_ids.tolist())
+        np.testing.assert_array_equal(again.masks, got.masks)
+
+
+class SharedCache(unittest.TestCase):
+    def test_the_module_uses_what_segmux_compiled(self):
+        # Issue 24: the key held the running binary's identity, so libsegmux compiled its own entry.
+        with tempfile.TemporaryDirectory() as cache:
+            with tempfile.TemporaryDirectory() as out:
+                subprocess.run([SEGMUX_BIN, "segment", os.path.join(FRAMES, "00000.png"), "--prompt", "shape",
+                                "--out", out, "--weights", MODEL["checkpoint"], "--config", MODEL["config"],
+                                "--vocab", MODEL["vocab"], "--cache-dir", cache, "-q"], check=True)
+            lines = []
+            with segmux.Model(cache_dir=cache, log=lines.append, **MODEL):
+                pass
+            self.assertFalse(any("first use" in line for line in lines), lines)
+            self.assertTrue(any("using compiled candidates cached in" in line for line in lines), lines)
+
+
+def read_png_rgb(path):
+    """An 8-bit RGB PNG as H x W x 3 uint8 (the image fixture's frames)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color in (2, 6) and interlace == 0, (path, depth, color)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    bpp = 3 if color == 2 else 4
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, 1 + width * bpp)
+    out = np.zeros((height, width * bpp), np.int32)
+    for y in range(height):
+        ftype, line = raw[y, 0], raw[y, 1:].astype(np.int32)
+        prev = out[y - 1] if y else np.zeros(width * bpp, np.int32)
+        if ftype in (0, 2):
+            out[y] = (line + (prev if ftype == 2 else 0)) & 0xFF
+            continue
+        cur = np.zeros(width * bpp, np.int32)
+        for x in range(width * bpp):
+            a = cur[x - bpp] if x >= bpp else 0
+            b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)
+            if ftype == 1:
+                pred = a
+            elif ftype == 3:
+                pred = (a + b) // 2
+            else:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            cur[x] = (line[x] + pred) & 0xFF
+        out[y] = cur
+    return out.reshape(height, width, bpp)[:, :, :3].astype(np.uint8)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <segmux_code_hash.h>  // generated in the build tree (cmake/code_hash.cmake)
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -66,6 +67,8 @@ uint64_t folder_bytes(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string compiled_code_hash() { return SEGMUX_CODE_HASH; }
 
 std::string verified_memo_dir(const std::string& cache_dir) { return cache_dir + "/" + kVerifiedDir; }
 

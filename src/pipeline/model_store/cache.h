@@ -16,6 +16,12 @@ namespace segmux::pipeline {
 // and a replaced file has a new inode or ctime, so a changed checkpoint is always hashed again.
 std::string checkpoint_content_hash(const std::string& path, const std::string& cache_dir, const LogFn& log);
 
+// The sha256 of the sources that decide a compiled model's bytes (compiler, model graphs, kernels and
+// their prepacking, the offline format, packages, this store) and of the toolchain, made by CMake at
+// build time (cmake/code_hash.cmake). Part of the cache key instead of the running binary's identity, so
+// the segmux command, libsegmux (Python, C programs) and every rebuild of the same code share entries.
+std::string compiled_code_hash();
+
 // Where memos of compiled files verified in full are kept (runtime/verified_memo.h): CACHE/verified-models.
 // Opening a model verified before then hashes no weights; `clear` removes them.
 std::string verified_memo_dir(const std::string& cache_dir);

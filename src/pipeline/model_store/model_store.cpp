@@ -1,6 +1,5 @@
 #include "pipeline/model_store/model_store.h"
 
-#include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -132,18 +131,10 @@ std::string default_cache_dir() {
 
 std::string build_identity() {
   // The ISA the kernels run at (SEGMUX_ISA included): a model compiled for AVX-512 does not load on a
-  // lesser level, so each level has its own cache entries.
-  std::string id = std::string(package::kVersion) + "|" + host_isa();
-  // The file this code was loaded from: the segmux executable, or libsegmux.so inside a host program
-  // (the Python module, a C application), whose own executable says nothing about the compiler that
-  // made the cached models.
-  Dl_info info{};
-  const char* path = "/proc/self/exe";
-  if (::dladdr(reinterpret_cast<const void*>(&build_identity), &info) != 0 && info.dli_fname && *info.dli_fname)
-    path = info.dli_fname;
-  struct stat st {};
-  if (::stat(path, &st) != 0 && ::stat("/proc/self/exe", &st) != 0) return id;
-  return id + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtime);
+  // lesser level, so each level has its own cache entries. Then the hash of the code that makes
+  // compiled models (cache.h): the same for the segmux command and libsegmux, and for every rebuild of
+  // the same code, so they all share one entry, while a change of that code gets a new one.
+  return std::string(package::kVersion) + "|" + host_isa() + "|code=" + compiled_code_hash();
 }
 
 uint64_t cache_hash(const std::string& key) {  // FNV-1a, folded to 9-10 decimal digits
