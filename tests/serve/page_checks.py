@@ -193,7 +193,8 @@ def wait_sessions(srv, n, what, timeout=20):
 
 def reloads_and_sessions(dt, srv, devtools_port, new_devtools):
     """Reloading the page (more times than --max-sessions) leaves one session open: the page closes its
-    own when left. A second tab's session shows in the first tab's list, whose End closes it."""
+    own when left. A second tab's session shows in the first tab's list, whose End closes it. A server
+    full of other clients' sessions: the refusal shown points to the list."""
     url = srv.url + '/?video=frames&autorun=1'
     dt.call('Page.navigate', url=url)
     first = wait_open(dt, 'the first load')
@@ -233,11 +234,30 @@ def reloads_and_sessions(dt, srv, devtools_port, new_devtools):
     finally:
         with urllib.request.urlopen('http://127.0.0.1:%d/json/close/%s' % (devtools_port, tab['id']), timeout=10):
             pass
+    # The server full (sessions of other clients): the page's refusal points to the list.
+    dt.eval('document.querySelector(\'#sessions li[data-session-id="%s"] button.end\').click()' % s['session_id'])
+    wait_sessions(srv, base - 1, 'after End of the page\'s own session')
+    limit = srv.call('GET', '/metrics')[1]['max_sessions']
+    others = [srv.request({'type': 'start_session', 'resource_path': 'frames'})['session_id']
+              for _ in range(limit - (base - 1))]
+    try:
+        dt.eval('(() => { document.getElementById("video-list").value = "frames";'
+                ' document.getElementById("open-video").click(); })()')
+        deadline, e = time.time() + 20, None
+        while time.time() < deadline and not e:
+            e = dt.eval('window.segmuxState()')['error']
+            time.sleep(0.1)
+        check(e and 'sessions are open' in e and 'Your sessions' in e, 'the page when the server is full: %r' % e)
+    finally:
+        for sid in others:
+            srv.request({'type': 'close_session', 'session_id': sid})
+    dt.call('Page.navigate', url=url)
+    wait_open(dt, 'a load after the server was full')
     # Leaving the page (to another site) closes its session too.
     dt.call('Page.navigate', url='about:blank')
     wait_sessions(srv, base - 1, 'after leaving the page')
-    print('page: %d loads, one session open at a time; a second tab\'s session ended from the first; '
-          'leaving closes it' % len(seen))
+    print('page: %d loads, one session open at a time; a second tab\'s session ended from the first; a full '
+          'server\'s refusal points to the list; leaving closes it' % len(seen))
 
 
 def upload_error_on_page(dt, srv, root):

@@ -93,7 +93,7 @@ async function api(path, options) {
   if (!res.ok) {
     let msg = res.status + ' ' + res.statusText;
     try { msg = (await res.json()).error || msg; } catch (e) { /* not JSON */ }
-    throw new Error(msg);
+    throw Object.assign(new Error(msg), {status: res.status});
   }
   return res;
 }
@@ -251,7 +251,13 @@ async function openSession(resourcePath, label) {
   clicksReset();
   renderObjects();
   setStatus('Opening ' + label + '…', 'opening');
-  const s = await request({type: 'start_session', resource_path: resourcePath});
+  let s;
+  try {
+    s = await request({type: 'start_session', resource_path: resourcePath});
+  } catch (e) {
+    if (e.status === 429) e.message += ' (Your sessions lists those this browser opened, with End)';
+    throw e;
+  }
   app.session = s;
   rememberSession(s.session_id, label);
   for (const c of [$('frame'), $('overlay')]) { c.width = s.width; c.height = s.height; }
