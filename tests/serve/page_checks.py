@@ -206,6 +206,13 @@ def reloads_and_sessions(dt, srv, devtools_port, new_devtools):
         seen.add(s['session_id'])
         wait_sessions(srv, base, 'after reload %d' % (k + 1))
     check(s['remembered_sessions'] == [s['session_id']], 'listed sessions after reloads: %s' % s['remembered_sessions'])
+    # A goodbye lost (no pagehide request): the tab closes its leftover session when it loads again.
+    dt.eval('window.removeEventListener("pagehide", closeOnLeave)')
+    dt.call('Page.reload')
+    s = wait_open(dt, 'a reload without the pagehide close', seen)
+    seen.add(s['session_id'])
+    wait_sessions(srv, base, 'after a reload whose pagehide close was lost')
+    check(s['remembered_sessions'] == [s['session_id']], 'listed after the lost goodbye: %s' % s['remembered_sessions'])
     # A second tab: its session is listed in the first tab, which ends it.
     req = urllib.request.Request('http://127.0.0.1:%d/json/new?about:blank' % devtools_port, method='PUT')
     with urllib.request.urlopen(req, timeout=10) as r:
