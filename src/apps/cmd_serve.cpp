@@ -74,15 +74,29 @@ class Server {
       : opt_(opt), svc_(svc), store_(store), http_(http) {}
 
   void routes() {
-    http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    http_.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       try {
         std::rethrow_exception(ep);
       } catch (const std::exception& e) {
-        send_error(res, 500, std::string("internal error: ") + e.what());
+        send_error(res, 500, store_.public_text(std::string("internal error: ") + e.what()));
       } catch (...) {
         send_error(res, 500, "internal error");
       }
     });
+    // Unknown routes (and the library's own refusals, e.g. a body over the limit) answer JSON too.
+    http_.set_error_handler(
+        httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours, JSON already
+          const int status = res.status;
+          if (status == 404)
+            send_error(res, 404,
+                       "no route " + req.method + " " + req.path.substr(0, 200) + " (docs/serve.md lists the API)");
+          else if (status == 413)
+            send_error(res, 413, "the request body is larger than --max-body-bytes");
+          else
+            send_error(res, status, "the server refused the request (HTTP " + std::to_string(status) + ")");
+          return httplib::Server::HandlerResponse::Handled;
+        }));
     http_.Get("/", [](const httplib::Request&, httplib::Response& res) { asset(res, "index.html"); });
     http_.Get(R"(/static/([A-Za-z0-9_.-]+))",
               [](const httplib::Request& req, httplib::Response& res) { asset(res, req.matches[1].str()); });
@@ -95,7 +109,7 @@ class Server {
       send_json(res, 200, {{"videos", store_.list_videos()}, {"max_upload_bytes", store_.max_upload_bytes()}});
     });
     guarded_get("/api/frame", [this](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(svc_.frame_bmp(req.get_param_value("session_id"), int_param(req, "index")), "image/bmp");
+      res.set_content(svc_.frame_png(req.get_param_value("session_id"), int_param(req, "index")), "image/png");
     });
     guarded_get("/api/export", [this](const httplib::Request& req, httplib::Response& res) {
       const std::string id = req.get_param_value("session_id"), what = req.get_param_value("what");
@@ -155,9 +169,9 @@ class Server {
       try {
         h(req, res);
       } catch (const ServiceError& e) {
-        send_error(res, e.status, e.what());
+        send_error(res, e.status, store_.public_text(e.what()));
       } catch (const Error& e) {
-        send_error(res, 400, e.what());
+        send_error(res, 400, store_.public_text(e.what()));
       }
       if ((res.status == 429 || res.status == 503) && !res.has_header("Retry-After"))
         res.set_header("Retry-After", std::to_string(opt_.gate.retry_after_s));
@@ -201,14 +215,14 @@ class Server {
     // Checked (and the model taken) before the 200: a bad request gets its 4xx, not a broken stream.
     auto run = std::make_shared<RequestService::StreamRun>(svc_.stream(r));
     res.set_header("Cache-Control", "no-store");
-    res.set_chunked_content_provider("application/x-ndjson", [run](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("application/x-ndjson", [this, run](size_t, httplib::DataSink& sink) {
       try {
         (*run)([&](const json& frame) {
           const std::string line = text(frame) + "\n";
           return sink.is_writable() && sink.write(line.data(), line.size());
         });
       } catch (const std::exception& e) {  // after the 200: the error is the stream's last line
-        const std::string line = text({{"error", e.what()}}) + "\n";
+        const std::string line = text({{"error", store_.public_text(e.what())}}) + "\n";
         sink.write(line.data(), line.size());
       }
       *run = nullptr;  // releases the model now, not when the connection closes

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <string_view>
 
 #include "core/error.h"
 #include "io/files.h"
@@ -180,7 +181,46 @@ nlohmann::json ResourceStore::add_upload(const std::string& filename, const std:
   const std::string path = upload_dir_ + "/" + id + lower(name.extension().string());
   write_file_atomic(path, bytes.data(), bytes.size());
   uploads_[id] = path;
+  upload_names_[path] = name.filename().string();
   return {{"upload_id", id}, {"resource_path", "upload:" + id}, {"bytes", bytes.size()}};
+}
+
+namespace {
+
+constexpr std::string_view kPathEnds = " '\"`:,;()[]\n";
+
+// How replace_path treats what follows a match: nothing (a folder prefix, the rest stays), a path end
+// (the whole path, not a longer one it begins), or the rest of the path too.
+enum class Match { prefix, whole, with_rest };
+
+void replace_path(std::string& text, const std::string& path, const std::string& by, Match match) {
+  if (path.empty()) return;
+  for (size_t at = text.find(path); at != std::string::npos; at = text.find(path, at)) {
+    size_t end = at + path.size();
+    if (match == Match::with_rest)
+      while (end < text.size() && kPathEnds.find(text[end]) == std::string_view::npos) ++end;
+    if (match == Match::whole && end < text.size() && kPathEnds.find(text[end]) == std::string_view::npos) {
+      at = end;
+      continue;
+    }
+    text.replace(at, end - at, by);
+    at += by.size();
+  }
+}
+
+}  // namespace
+
+std::string ResourceStore::public_text(std::string message) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [file, name] : upload_names_) replace_path(message, file, name, Match::whole);
+  }
+  replace_path(message, upload_dir_, "a temporary file of the server", Match::with_rest);
+  if (!allow_dir_.empty()) {
+    replace_path(message, allow_dir_ + "/", "", Match::prefix);
+    replace_path(message, allow_dir_, "the allowed folder", Match::whole);
+  }
+  return message;
 }
 
 nlohmann::json ResourceStore::list_videos() const {
@@ -192,34 +232,6 @@ nlohmann::json ResourceStore::list_videos() const {
     if (e.is_directory() || is_video_name(e.path())) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   for (const auto& n : names) out.push_back(n);
-  return out;
-}
-
-std::string encode_bmp(int width, int height, const std::vector<uint8_t>& rgb) {
-  const uint32_t row = uint32_t(width) * 3, padded = (row + 3) & ~3u, data = padded * uint32_t(height);
-  std::string out(54 + data, '\0');
-  auto put32 = [&](size_t at, uint32_t v) {
-    for (int i = 0; i < 4; ++i) out[at + i] = char((v >> (8 * i)) & 0xff);
-  };
-  out[0] = 'B';
-  out[1] = 'M';
-  put32(2, uint32_t(out.size()));
-  put32(10, 54);
-  put32(14, 40);
-  put32(18, uint32_t(width));
-  put32(22, uint32_t(height));
-  out[26] = 1;
-  out[28] = 24;
-  put32(34, data);
-  for (int y = 0; y < height; ++y) {  // bottom-up rows, BGR
-    const uint8_t* src = rgb.data() + size_t(height - 1 - y) * row;
-    char* dst = out.data() + 54 + size_t(y) * padded;
-    for (int x = 0; x < width; ++x) {
-      dst[3 * x] = char(src[3 * x + 2]);
-      dst[3 * x + 1] = char(src[3 * x + 1]);
-      dst[3 * x + 2] = char(src[3 * x]);
-    }
-  }
   return out;
 }
 

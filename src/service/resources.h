@@ -45,6 +45,10 @@ class ResourceStore {
   // The allowed folder's videos, GIFs and frame folders (top level), for the page.
   nlohmann::json list_videos() const;
   const std::string& upload_dir() const { return upload_dir_; }
+  // An error message as a client may see it: no server-side path. An upload's file becomes the name
+  // it was uploaded as, anything else in the upload folder "a temporary file of the server", a path
+  // inside the allowed folder becomes relative to it (as the client names it).
+  std::string public_text(std::string message) const;
   int64_t max_upload_bytes() const { return max_upload_bytes_; }
 
  private:
@@ -56,9 +60,7 @@ class ResourceStore {
   int lock_fd_ = -1;
   mutable std::mutex mu_;
   std::map<std::string, std::string> uploads_;  // id -> file
+  std::map<std::string, std::string> upload_names_;  // file -> the name it was uploaded as
 };
-
-// A frame as an uncompressed 24-bit BMP (any browser shows it; no encoder needed).
-std::string encode_bmp(int width, int height, const std::vector<uint8_t>& rgb);
 
 }  // namespace segmux::service

@@ -16,6 +16,7 @@
 #include "pipeline/outputs/tracks_json.h"
 #include "pipeline/predictor/concepts.h"
 #include "service/official_request.h"
+#include "service/page_images.h"
 #include "service/session_backend.h"
 
 namespace segmux::service {
@@ -123,10 +124,14 @@ json frame_response(const FrameOutput& out) {
 }
 
 // Beside the official fields: every object the session tracks now, shown on this frame or not (the
-// page picks a new object's id above them, so a click never lands on a hidden detector object).
+// page picks a new object's id above them, so a click never lands on a hidden detector object), and
+// the colour of each object named (the CLI overlay's: the page draws with it).
 namespace {
 json with_tracked_ids(json response, const ConceptSet& concepts) {
-  response["tracked_obj_ids"] = concepts.object_ids();
+  std::vector<int64_t> ids = concepts.object_ids();
+  response["tracked_obj_ids"] = ids;
+  for (int64_t id : response.at("outputs").at("out_obj_ids").get<std::vector<int64_t>>()) ids.push_back(id);
+  response["obj_colors"] = object_colors(ids);
   return response;
 }
 }  // namespace
@@ -464,7 +469,7 @@ json RequestService::metrics() const {
           {"uptime_seconds", std::chrono::duration<double>(Clock::now() - started_).count()}};
 }
 
-std::string RequestService::frame_bmp(const std::string& id, int frame_index) {
+std::string RequestService::frame_png(const std::string& id, int frame_index) {
   std::shared_ptr<Session> s = find_id(id);
   InUse use(*s);
   const int n = s->reader->num_frames();
@@ -475,7 +480,7 @@ std::string RequestService::frame_bmp(const std::string& id, int frame_index) {
   try {
     if (!s->preview) s->preview = open_video(s->path);
     RgbFrame f = s->preview->frame(frame_index);
-    return encode_bmp(f.width, f.height, f.pixels);
+    return encode_png(f);
   } catch (const Error& e) {
     throw ServiceError(400, std::string("frame ") + std::to_string(frame_index) + ": " + e.what());
   }

@@ -71,9 +71,9 @@ class RequestService {
   // {"sessions", "max_sessions", "frames_processed", "frames_per_second", "rss_bytes", ...}
   nlohmann::json metrics() const;
 
-  // For the page: a frame as BMP; the session's tracks.json (segmux track's format) or overlay video
+  // For the page: a frame as PNG; the session's tracks.json (segmux track's format) or overlay video
   // (file bytes) from the outputs delivered so far. Throw ServiceError.
-  std::string frame_bmp(const std::string& session_id, int frame_index);
+  std::string frame_png(const std::string& session_id, int frame_index);
   std::string export_tracks(const std::string& session_id);
   std::string export_overlay(const std::string& session_id, std::string& extension);
 

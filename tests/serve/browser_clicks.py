@@ -232,7 +232,9 @@ def clicks_only(dt, srv, screenshot, small=None):
     check(len(s['marks']) == 1 and s['marks'][0]['box_px'] is not None and len(s['marks'][0]['labels']) == 4,
           'marks after the box %s' % s['marks'])
     r, g, b, a = pixel(dt, (bx0 + bx1) // 2, by0)
-    check(a > 200 and r > 150 and g < 100, 'the box edge is not drawn in object 0\'s colour: %s' % [r, g, b, a])
+    c = s['object_colors']['0']  # the server's colour of id 0, the CLI's (page_checks.colors_match_cli)
+    check(a > 200 and all(abs(x - int(c[k:k + 2], 16)) <= 30 for x, k in zip((r, g, b), (1, 3, 5))),
+          'the box edge is not drawn in object 0\'s colour %s: %s' % (c, [r, g, b, a]))
     shot = dt.call('Page.captureScreenshot', format='png')
     with open(screenshot, 'wb') as f:
         f.write(base64.b64decode(shot['data']))

@@ -5,7 +5,9 @@ propagate), waits for the masks, checks the DOM and the overlay canvas, clicks a
 button, checks again and keeps a screenshot. Then it clicks on the frame with the mouse as a person
 would (browser_clicks.py): a refinement of a tracked object, server errors shown on the page, and a
 session started from clicks alone (points, shift-click, the negative toggle, a dragged box, Propagate,
-Remove), checking each request the page sent, the answer taken and the marks drawn.
+Remove), checking each request the page sent, the answer taken and the marks drawn. Around them
+(page_checks.py): JSON 404s, PNG frames, errors without server paths, the CLI's object colours, the
+progress total, and sessions closed when the page is left and listed (and ended) across tabs.
 Usage: test_browser.py SCREENSHOT.png [SMALL_COPY.png (and SMALL_COPY-clicks.png)]"""
 import base64
 import json
@@ -21,6 +23,7 @@ import urllib.request
 
 from serve_util import Server, allowed_dir, check, load_trace
 import browser_clicks
+import page_checks
 
 CHROMIUM = os.environ.get('CHROMIUM', shutil.which('chromium') or shutil.which('chromium-browser') or 'chromium')
 
@@ -117,7 +120,14 @@ def main():
     trace = load_trace()
     refs = {f['frame_index']: f for f in trace['outputs']}
     with tempfile.TemporaryDirectory(prefix='segmux-serve-browser-') as root:
-        srv = Server('--allow-dir', allowed_dir(root))
+        allow = allowed_dir(root)
+        srv = Server('--allow-dir', allow)
+        try:
+            page_checks.routes_and_frames(srv)
+            page_checks.errors_hide_server_paths(srv, allow)
+        except BaseException:
+            srv.stop()
+            raise
         port = free_port()
         browser = subprocess.Popen([CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
                                     '--disable-dev-shm-usage', '--user-data-dir=' + os.path.join(root, 'profile'),
@@ -148,6 +158,8 @@ def main():
             choice = dt.eval('[...document.querySelectorAll("#click-object option")].map(o => o.value)')
             check(choice == ['new', 'exemplar'] + [str(i) for i in ids], 'the object choice for clicks: %s' % choice)
             check(not dt.eval('document.getElementById("click-object").disabled'), 'the object choice is disabled')
+            page_checks.colors_match_cli(dt, root, trace, state, 8)
+            page_checks.progress_has_total(dt, state)
             # Click Remove on the second object, as a person would.
             gone = ids[1]
             dt.eval('document.querySelector(\'#objects li[data-obj-id="%d"] button.remove\').click()' % gone)
@@ -170,6 +182,8 @@ def main():
             browser_clicks.refine_and_errors(dt, srv, trace, after)
             browser_clicks.clicks_only(dt, srv, screenshot.replace('.png', '_clicks.png'),
                                        sys.argv[2].replace('.png', '-clicks.png') if len(sys.argv) > 2 else None)
+            page_checks.upload_error_on_page(dt, srv, root)
+            page_checks.reloads_and_sessions(dt, srv, port, DevTools)
         finally:
             browser.terminate()
             try:

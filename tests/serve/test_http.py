@@ -43,8 +43,8 @@ def flow_matches_trace_and_track(srv, root, trace):
           'exported tracks.json objects differ from segmux track')
     status, overlay, hdrs = srv.call('GET', '/api/export?session_id=%s&what=overlay' % sid)
     check(status == 200 and len(overlay) > 1000, 'overlay export: %s %d bytes' % (status, len(overlay)))
-    status, bmp, _ = srv.call('GET', '/api/frame?session_id=%s&index=3' % sid)
-    check(status == 200 and bmp[:2] == b'BM', 'frame preview')
+    status, png, _ = srv.call('GET', '/api/frame?session_id=%s&index=3' % sid)
+    check(status == 200 and png[:8] == b'\x89PNG\r\n\x1a\n', 'frame preview')
     srv.request({'type': 'close_session', 'session_id': sid})
     srv.request({'type': 'close_session', 'session_id': sid})  # idempotent, as officially
     print('flow: %d frames match the trace and segmux track' % len(lines))

@@ -233,8 +233,8 @@ TEST_F(Service, LimitsRemoveCancelAndExpiry) {
   });
   EXPECT_GE(again, 4);  // a whole run again after the stops
   EXPECT_NE(svc_->export_tracks(a).find("segmux-tracks-2"), std::string::npos);
-  const std::string bmp = svc_->frame_bmp(a, 3);
-  EXPECT_EQ(bmp.substr(0, 2), "BM");
+  const std::string png = svc_->frame_png(a, 3);
+  EXPECT_EQ(png.substr(0, 8), "\x89PNG\r\n\x1a\n");
   // Idle expiry.
   EXPECT_EQ(svc_->expire_idle(), 0);
   svc_.reset();

@@ -1,8 +1,8 @@
 // segmux serve's page: opens a video (server-side or uploaded), sends official requests to
 // /api/request, draws the streamed masks (COCO compressed RLE) and ids over the frames.
-// Clicking points and drawing boxes on the frame: clicks.js. URL parameters drive it for automation:
-// ?video=NAME&prompt=TEXT&autorun=1[&remove=ID][&token=T]; the state (document.body.dataset.status
-// and #state) tells a test where it is.
+// Clicking points and drawing boxes on the frame: clicks.js; the sessions it opened: sessions.js.
+// URL parameters drive it for automation: ?video=NAME[&prompt=TEXT]&autorun=1[&remove=ID][&token=T];
+// the state (document.body.dataset.status and #state) tells a test where it is.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -13,14 +13,25 @@ const app = {
   frames: new Map(),   // frame index -> ImageBitmap
   outputs: new Map(),  // frame index -> official outputs
   objects: new Map(),  // obj id -> {prompt, prob}
+  colors: new Map(),   // obj id -> '#rrggbb', the server's (the CLI overlay's colour of the id)
+  progress: null,      // the last propagation's {done, total} (distinct frames, the video's frames)
   current: 0,
   streaming: null,     // AbortController of the running propagation
   error: null,
 };
 
-const COLORS = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#42d4f4', '#f032e6', '#bfef45',
-                '#fabed4', '#469990', '#dcbeff', '#9a6324', '#800000', '#aaffc3', '#808000', '#000075'];
-const color = (id) => COLORS[id % COLORS.length];
+// Object colours come with the answers (obj_colors: the server's pipeline::id_color, which the CLI's
+// overlay and masks_color/ use), so the page has no palette of its own to drift from them.
+const UNKNOWN_COLOR = '#9e9e9e';
+const color = (id) => app.colors.get(id) || UNKNOWN_COLOR;
+function noteColors(colors) {
+  for (const [id, c] of Object.entries(colors || {})) app.colors.set(Number(id), c);
+}
+// Label text on a colour: black or white by Rec. 601 luma, as the CLI overlay's labels.
+function labelTextColor(c) {
+  const [r, g, b] = [1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16));
+  return (299 * r + 587 * g + 114 * b) / 1000 > 150 ? '#000' : '#fff';
+}
 
 function setStatus(text, status) {
   $('status').textContent = text;
@@ -62,6 +73,10 @@ function state() {
     pending_marks: clicks.pending.length,
     clicks_done: clicks.done,
     last_request: clicks.lastRequest,
+    object_colors: Object.fromEntries([...app.objects.keys()].map((id) => [id, color(id)])),
+    progress: app.progress,
+    progress_text: $('progress-text').textContent,
+    remembered_sessions: storedSessions().map((s) => s.id),
   };
 }
 window.segmuxState = state;
@@ -78,7 +93,7 @@ async function api(path, options) {
   if (!res.ok) {
     let msg = res.status + ' ' + res.statusText;
     try { msg = (await res.json()).error || msg; } catch (e) { /* not JSON */ }
-    throw new Error(msg);
+    throw Object.assign(new Error(msg), {status: res.status});
   }
   return res;
 }
@@ -142,7 +157,8 @@ function drawMasks(ctx, out, w, h) {
         for (let j = pos; j < pos + n; j++) {
           const x = Math.floor(j / h), y = j % h;  // column-major
           const o = 4 * (y * w + x);
-          img.data[o] = r; img.data[o + 1] = g; img.data[o + 2] = b; img.data[o + 3] = 120;
+          img.data[o] = r; img.data[o + 1] = g; img.data[o + 2] = b;
+          img.data[o + 3] = 128;  // the CLI overlay's 50 % blend
         }
       }
       pos += n;
@@ -159,7 +175,7 @@ function drawMasks(ctx, out, w, h) {
     const tw = ctx.measureText(label).width + 6, th = Math.max(12, Math.round(h / 22)) + 4;
     ctx.fillStyle = color(id);
     ctx.fillRect(bx * w, Math.max(0, by * h - th), tw, th);
-    ctx.fillStyle = '#fff';
+    ctx.fillStyle = labelTextColor(color(id));
     ctx.fillText(label, bx * w + 3, Math.max(th - 4, by * h - 4));
   });
 }
@@ -224,14 +240,26 @@ function enable(open) {
 }
 
 async function openSession(resourcePath, label) {
-  if (app.session) await request({type: 'close_session', session_id: app.session.session_id}).catch(() => {});
+  if (app.session) {
+    const old = app.session.session_id;
+    await request({type: 'close_session', session_id: old}).catch(() => {});
+    forgetSession(old);
+  }
   app.session = null;
-  app.frames.clear(); app.outputs.clear(); app.objects.clear(); app.error = null;
+  app.frames.clear(); app.outputs.clear(); app.objects.clear(); app.error = null; app.progress = null;
+  showProgress();
   clicksReset();
   renderObjects();
   setStatus('Opening ' + label + '…', 'opening');
-  const s = await request({type: 'start_session', resource_path: resourcePath});
+  let s;
+  try {
+    s = await request({type: 'start_session', resource_path: resourcePath});
+  } catch (e) {
+    if (e.status === 429) e.message += ' (Your sessions lists those this browser opened, with End)';
+    throw e;
+  }
   app.session = s;
+  rememberSession(s.session_id, label);
   for (const c of [$('frame'), $('overlay')]) { c.width = s.width; c.height = s.height; }
   $('frame-slider').max = s.num_frames - 1;
   $('prompt-frame').max = s.num_frames - 1;
@@ -261,7 +289,10 @@ async function propagate() {
   app.streaming = ctrl;
   enable(true);
   setStatus('Propagating…', 'streaming');
-  let n = 0, error = null;
+  let error = null;
+  const seen = new Set();  // distinct frames: a "both" run delivers its start frame twice
+  app.progress = {done: 0, total: app.session.num_frames};
+  showProgress();
   const body = {type: 'propagate_in_video', session_id: app.session.session_id,
                 propagation_direction: $('direction').value};
   clicks.lastRequest = body;
@@ -284,11 +315,14 @@ async function propagate() {
         const msg = JSON.parse(line);
         if (msg.error) { error = msg.error; continue; }
         noteIds(msg.tracked_obj_ids);
+        noteColors(msg.obj_colors);
         takeOutputs(msg.frame_index, msg.outputs);
-        n++;
+        seen.add(msg.frame_index);
+        app.progress = {done: seen.size, total: app.session.num_frames};
+        showProgress();
         if ($('follow').checked) await show(msg.frame_index);
         else if (msg.frame_index === app.current) drawOverlay(app.current);
-        setStatus('Propagating… ' + n + ' frame(s)', 'streaming');
+        setStatus('Propagating… ' + progressText() + ' (frame ' + msg.frame_index + ')', 'streaming');
       }
     }
   } catch (e) {
@@ -296,9 +330,22 @@ async function propagate() {
   } finally {
     app.streaming = null;
     enable(true);
+    showProgress();
   }
   if (error) throw new Error(error);
-  setStatus('Tracked ' + n + ' frame(s), ' + app.objects.size + ' object(s).', 'done');
+  setStatus('Tracked ' + progressText() + ', ' + app.objects.size + ' object(s).', 'done');
+}
+
+// "frame k of N": the distinct frames the propagation delivered of the video's frames.
+function progressText() {
+  return app.progress ? app.progress.done + ' of ' + app.progress.total + ' frames' : '';
+}
+
+function showProgress() {
+  const bar = $('progress');
+  bar.hidden = !app.progress;
+  if (app.progress) { bar.max = app.progress.total; bar.value = app.progress.done; }
+  $('progress-text').textContent = app.progress ? progressText() + (app.streaming ? '' : ' tracked') : '';
 }
 
 async function cancel() {
@@ -367,8 +414,12 @@ async function upload(file) {
   setStatus('Uploading ' + file.name + '…', 'uploading');
   const form = new FormData();
   form.append('file', file, file.name);
-  const up = await (await api('/api/upload', {method: 'POST', body: form})).json();
-  await openSession(up.resource_path, file.name);
+  try {
+    const up = await (await api('/api/upload', {method: 'POST', body: form})).json();
+    await openSession(up.resource_path, file.name);
+  } catch (e) {
+    throw new Error(file.name + ': ' + e.message);
+  }
 }
 
 async function loadVideoList() {
@@ -397,6 +448,7 @@ function wire() {
   on('dl-overlay', 'click', () => download('overlay'));
   on('dl-frame', 'click', downloadFrame);
   wireClicks();
+  wireSessions();
   window.addEventListener('keydown', (e) => {
     if (e.target.tagName === 'SELECT' || (e.target.tagName === 'INPUT' && e.target.type !== 'range')) return;
     if (e.key === 'ArrowLeft') show(app.current - 1).catch(fail);
@@ -405,10 +457,12 @@ function wire() {
 }
 
 async function autorun() {
+  await closeLeftoverSession();
   await loadVideoList();
   $('video-list').value = params.get('video');
   await openSession(params.get('video'), params.get('video'));
   $('prompt-text').value = params.get('prompt') || '';
+  if (!$('prompt-text').value) return setStatus('Autorun done (video open).', 'autorun-done');
   await addPrompt();
   await propagate();
   if (params.get('remove') !== null) await removeObject(Number(params.get('remove')));
@@ -419,5 +473,5 @@ async function autorun() {
 
 wire();
 if (params.get('autorun') === '1' && params.get('video')) autorun().catch(fail);
-else loadVideoList().catch(fail);
+else closeLeftoverSession().then(loadVideoList).catch(fail);
 publishState();

@@ -179,6 +179,7 @@ async function sendExemplar(mark) {
 // listed objects the session no longer tracks and no frame shows are dropped from the list.
 function takePromptAnswer(r) {
   noteIds(r.tracked_obj_ids);
+  noteColors(r.obj_colors);
   takeOutputs(r.frame_index, r.outputs);
   const tracked = r.tracked_obj_ids || [];
   for (const id of [...app.objects.keys()])
@@ -194,6 +195,7 @@ function takePromptAnswer(r) {
 // it replaces the frame's entries it names; the clicked object leaves the frame when it has no mask.
 function takeClickAnswer(r, obj) {
   noteIds(r.tracked_obj_ids);
+  noteColors(r.obj_colors);
   noteIds(r.outputs.out_obj_ids);
   noteIds([obj]);
   const got = r.outputs;
