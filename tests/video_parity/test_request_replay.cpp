@@ -102,3 +102,17 @@ TEST(RequestReplay, BoxesWithAnObjIdAndPropagationRangesMatchTheOfficialRequests
   EXPECT_EQ(rep.requests[6].frames.frames_compared, 12);  // backward from 12: frames 11..0
   EXPECT_EQ(rep.requests[8].frames.frames_compared, 3);   // a fetch of frames 6..4
 }
+
+// The action history across kinds (tests/fixtures/sam31-tiny-history, official trace): a removal and a
+// click, then a partial propagation forward from frame 4 and the other direction partial too, a fetch
+// after the two (frames 8..12), a removal of the clicked object and a fetching "both" from frame 10.
+TEST(RequestReplay, PartialThenFetchingPropagationsMatchTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-history");
+  ASSERT_EQ(rep.requests.size(), 9u);
+  for (size_t i = 0; i < rep.requests.size(); ++i)
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+  EXPECT_EQ(rep.requests[4].frames.frames_compared, 12);  // partial, frames 4..15
+  EXPECT_EQ(rep.requests[5].frames.frames_compared, 4);   // partial, frames 3..0
+  EXPECT_EQ(rep.requests[6].frames.frames_compared, 5);   // fetch, frames 8..12
+  EXPECT_EQ(rep.requests[8].frames.frames_compared, 16);  // fetch, 10..15 then 9..0
+}
