@@ -443,8 +443,7 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
       "request 0 (add_prompt): 'bounding_boxes' need 'bounding_box_labels'");
   // Officially boxes always go to the detector, with an obj_id too (it is not used there): they need
   // their labels, and points exclude them; the tracker's box for one object is segmux's object_box.
-  bad("objbox",
-      R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]]}])",
+  bad("objbox", R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]]}])",
       "request 0 (add_prompt): 'bounding_boxes' need 'bounding_box_labels'");
   bad("clicksboxes", R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "points": [[0.5, 0.5]],
           "point_labels": [1], "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]], "bounding_box_labels": [1]}])",
