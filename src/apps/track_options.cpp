@@ -17,7 +17,8 @@ void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o) {
   app.add_option("--point", o.points, "point prompt x,y[:neg] in pixels for the object --obj-id (repeatable)");
   app.add_option("--box", o.boxes,
                  "box x,y,w,h[:neg] in pixels: without --obj-id a box exemplar for the detector on the --start frame "
-                 "(repeatable; with every --prompt, or alone); with --obj-id the tracker's box for that object (one)");
+                 "(repeatable; with every --prompt, or alone); with --obj-id the tracker's box for that object (one; a "
+                 "segmux extension: official requests send boxes to the detector)");
   app.add_option("--obj-id", o.obj_id, "object that --point / --box create (new id) or refine (an id of --prompt)");
   app.add_option("--frame", o.frame, "frame of the --point / --box prompts (default: --start)");
 }
@@ -63,11 +64,13 @@ std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, con
     add["points"].push_back({xy[0], xy[1]});
     add["point_labels"].push_back(p.positive ? 1 : 0);
   }
+  // --box with --obj-id: the tracker's box for that object, the segmux extension 'object_box' (an
+  // official request's bounding_boxes would go to the detector).
   for (const auto& text : o.boxes) {
     const BoxArg b = parse_box_arg(text);
     check_box(b, width, height, "--box " + text);
     const auto xywh = normalised(b, width, height);
-    add["bounding_boxes"].push_back({xywh[0], xywh[1], xywh[2], xywh[3]});
+    add["object_box"] = {xywh[0], xywh[1], xywh[2], xywh[3]};
   }
   list.push_back(add);
   nlohmann::json again = propagate;

@@ -2,8 +2,6 @@
 
 #include "core/error.h"
 #include "io/json_limits.h"
-#include "pipeline/predictor/box_prompts.h"
-#include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::service {
 
@@ -61,8 +59,10 @@ struct Checker {
         bad("'", labels, "' must list one label per entry of '", key, "'");
     }
     if (has("points") && !has("obj_id")) bad("points need an 'obj_id' (the object they create or refine)");
-    if (has("bounding_boxes") && !has("obj_id") && !has("bounding_box_labels"))
-      bad("'bounding_boxes' need 'bounding_box_labels'");
+    // Officially boxes are always the detector's visual prompt, with their labels (obj_id or not).
+    if (has("bounding_boxes") && !has("bounding_box_labels")) bad("'bounding_boxes' need 'bounding_box_labels'");
+    if (has("bounding_box_labels") && !has("bounding_boxes")) bad("'bounding_box_labels' without 'bounding_boxes'");
+    if (has("point_labels") && !has("points")) bad("'point_labels' without 'points'");
   }
   // The checked boxes (official add_prompt: bounding_boxes normalised x, y, w, h; labels 1 / 0).
   void boxes(OfficialRequest& q) const {
@@ -76,13 +76,17 @@ struct Checker {
       q.box_labels.push_back(l.is_boolean() ? int(l.get<bool>()) : int(l.get<int64_t>()));
     }
   }
-  // A tracker prompt (obj_id): points with labels 0 / 1 (2 / 3: box corners) and at most one box.
+  // A tracker prompt for obj_id: points with labels 0 / 1 (2 / 3: box corners), or the segmux extension
+  // 'object_box' (the object's box as the tracker's two corner points; no official request has it).
   pipeline::Prompt tracker() const {
     pipeline::Prompt p;
+    if (!has("obj_id")) bad("'object_box' needs an 'obj_id' (the object it creates or refines)");
     p.obj_id = integer("obj_id");
     if (*p.obj_id < 0) bad("'obj_id' ", *p.obj_id, " is negative");
-    if (has("text")) bad("a prompt has either 'text' or points / a box for one object, not both");
-    if (!has("points") && !has("bounding_boxes")) bad("'obj_id' is given without 'points' or 'bounding_boxes'");
+    if (has("text")) bad("points are for one object: 'text' is not allowed with them");
+    if (has("bounding_boxes"))
+      bad("points exclude 'bounding_boxes' (officially boxes always go to the detector; the tracker's box "
+          "for one object is the extension 'object_box')");
     if (has("points")) {
       if (!has("point_labels")) bad("'points' need 'point_labels' (1 positive, 0 negative)");
       for (const auto& q : r.at("points")) p.points_xy.push_back({q[0].get<float>(), q[1].get<float>()});
@@ -93,17 +97,16 @@ struct Checker {
         p.point_labels.push_back(int(l.get<int64_t>()));
       }
     }
-    if (has("bounding_boxes")) {
-      const json& boxes = r.at("bounding_boxes");
-      if (boxes.size() != 1) bad("an object takes one box, 'bounding_boxes' has ", boxes.size());
-      p.boxes_xywh.push_back(
-          {boxes[0][0].get<float>(), boxes[0][1].get<float>(), boxes[0][2].get<float>(), boxes[0][3].get<float>()});
-      if (has("bounding_box_labels")) {
-        const json& l = r.at("bounding_box_labels")[0];
-        if (!(l.is_number_integer() || l.is_boolean()) || (l.is_number_integer() && l.get<int64_t>() != 1) ||
-            (l.is_boolean() && !l.get<bool>()))
-          bad("a tracker box must be positive ('bounding_box_labels' [1]), got ", describe_json(l));
-      }
+    if (has("object_box")) {
+      const json& b = r.at("object_box");
+      if (!b.is_array() || b.size() != 4) bad("'object_box' must be [x, y, w, h] (normalised)");
+      for (const auto& x : b)
+        if (!x.is_number() || x.get<double>() < 0 || x.get<double>() > 1)
+          bad("'object_box' coordinates must be numbers in [0, 1] (normalised), got ", describe_json(x));
+      if (!(b[2].get<double>() > 0 && b[3].get<double>() > 0)) bad("'object_box' is empty");
+      if (b[0].get<double>() + b[2].get<double>() > 1 || b[1].get<double>() + b[3].get<double>() > 1)
+        bad("'object_box' reaches outside the frame");
+      p.object_box = std::array<float, 4>{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()};
     }
     if (has("clear_old_points")) {
       if (!r.at("clear_old_points").is_boolean()) bad("'clear_old_points' must be true or false");
@@ -127,19 +130,25 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
   Checker c{r, q.name, num_frames};
   if (type == "add_prompt") {
     c.only({"frame_index", "text", "output_prob_thresh", "points", "point_labels", "bounding_boxes",
-            "bounding_box_labels", "obj_id", "clear_old_points", "clear_old_boxes"},
+            "bounding_box_labels", "obj_id", "clear_old_points", "clear_old_boxes", "object_box"},
            extra_keys);
     q.type = OfficialRequest::Type::AddPrompt;
     if (!c.has("frame_index")) c.bad("no 'frame_index'");
     q.frame_index = c.frame("frame_index");
     c.geometry();
-    if (c.has("obj_id")) {  // the tracker's prompt for one object
+    if (c.has("points") || c.has("object_box")) {  // the tracker's prompt for one object
       q.tracker = c.tracker();
       q.obj_id = *q.tracker->obj_id;
       have_prompt = true;
       return q;
     }
-    c.boxes(q);  // without obj_id: box exemplars for the detector
+    // Official add_prompt without points: a semantic prompt for the detector (it starts the concept
+    // over); obj_id is not used there, only checked to be an id.
+    if (c.has("obj_id")) c.integer("obj_id");
+    for (const char* key : {"clear_old_points", "clear_old_boxes"})
+      if (c.has(key) && !(r.at(key).is_boolean() && r.at(key).get<bool>()))
+        c.bad("'", key, "' must be true for a text / box prompt (the official predictor asserts it)");
+    c.boxes(q);  // box exemplars for the detector
     if (c.has("text") || q.boxes_xywh.empty()) {
       if (!c.has("text") || !r.at("text").is_string() || r.at("text").get<std::string>().empty())
         c.bad("'text' must be a non-empty string (or give 'bounding_boxes')");
@@ -198,16 +207,15 @@ bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest&
     switch (q.type) {
       case OfficialRequest::Type::AddPrompt: {
         if (q.tracker) {
-          const pipeline::PointInputs pts = pipeline::tracker_point_inputs(*q.tracker, concepts.image_size());
-          emit(concepts.add_point_prompt(q.frame_index, q.obj_id, pts, q.tracker->clear_old_points));
+          emit(pipeline::add_prompt_to_concepts(concepts, q.frame_index, *q.tracker));
           return true;
         }
         pipeline::Prompt p;
+        if (!q.text.empty()) p.text = q.text;
         p.boxes_xywh = q.boxes_xywh;
         p.box_labels = q.box_labels;
-        const auto boxes = pipeline::prompt_box_exemplars(p);
-        emit(concepts.add_text_prompt(q.frame_index, q.text.empty() ? std::string(pipeline::kBoxOnlyText) : q.text,
-                                      q.output_prob_thresh, boxes));
+        p.output_prob_thresh = q.output_prob_thresh;
+        emit(pipeline::add_prompt_to_concepts(concepts, q.frame_index, p));
         return true;
       }
       case OfficialRequest::Type::RemoveObject:

@@ -8,9 +8,12 @@
 //    "max_frame_num_to_track"?: 10}
 //   {"type": "reset_session"}
 //   {"type": "add_prompt", "frame_index": 6, "obj_id": 2, "points": [[0.61, 0.37]], "point_labels": [1],
-//    "bounding_boxes"?: [[x, y, w, h]], "clear_old_points"?: true}   (tracker prompt for one object)
+//    "clear_old_points"?: true}   (tracker prompt for one object)
 // Points and boxes are normalised [0, 1] as officially; point labels 1 positive, 0 negative (2 / 3 box
-// corners). Boxes without obj_id are the detector's exemplars (labels 1 / 0).
+// corners). As officially, only points go to the tracker: bounding_boxes (labels 1 / 0) are always the
+// detector's exemplars, with or without obj_id (obj_id is then unused), and exclude points.
+// segmux extension (never in an official request): {"type": "add_prompt", "frame_index": 6, "obj_id": 2,
+// "object_box": [x, y, w, h], "points"?: ...} gives the tracker one object's box (corner points).
 #pragma once
 #include <array>
 #include <functional>
@@ -38,7 +41,7 @@ struct OfficialRequest {
   pipeline::PropagationDirection direction = pipeline::PropagationDirection::Both;
   std::optional<int> start_frame_index;
   std::optional<int> max_frame_num_to_track;
-  std::optional<pipeline::Prompt> tracker;  // add_prompt with obj_id: points and / or one box
+  std::optional<pipeline::Prompt> tracker;  // add_prompt with points (or the extension's object_box)
 };
 
 // Checks one request against a video of num_frames frames. `name` prefixes every error ("request 3");

@@ -238,7 +238,7 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
       compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f),
                     predictor.add_prompt(session, f, p), one, lines);
     } else if (type == "remove_object") {
-      const int f = r.at("frame_index").get<int>();
+      const int f = r.value("frame_index", 0);  // the official default
       predictor.remove_object(session, r.at("obj_id").get<int64_t>(), f);
       FrameOutput got = predictor.frame_outputs(session, f).value_or(FrameOutput{});
       compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f), got, one, lines);
@@ -251,6 +251,11 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
       req.direction = d == "forward"    ? PropagationDirection::Forward
                       : d == "backward" ? PropagationDirection::Backward
                                         : PropagationDirection::Both;
+      // The official request's range, as `track --requests` runs it (null: not given).
+      if (r.contains("start_frame_index") && !r["start_frame_index"].is_null())
+        req.start_frame_index = r["start_frame_index"].get<int>();
+      if (r.contains("max_frame_num_to_track") && !r["max_frame_num_to_track"].is_null())
+        req.max_frame_num_to_track = r["max_frame_num_to_track"].get<int>();
       predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
         if (traced)
           calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump()

@@ -2,6 +2,7 @@
 // across concepts, each object labelled with its prompt, removal and reset per the session API.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "pipeline/media/frame_source.h"
@@ -29,6 +30,8 @@ class CountingBackend : public ModelBackend {
     current = batch;
   }
   void run_backbone(int f, const RgbFrame&) override { ++backbone_runs[f]; }
+  void set_box_exemplars(int, const std::vector<sam31::BoxExemplar>& boxes) override { box_exemplars += boxes.size(); }
+  size_t box_exemplars = 0;  // box exemplars the detector was given
   void release_frame(int) override {}
   static int offset(const std::string& text) { return text == "dog" ? 1 : 9; }
   DetectorOutput detect(int) override {
@@ -158,4 +161,107 @@ TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   EXPECT_EQ(predictor.frame_outputs(id, 3)->obj_ids, (std::vector<int64_t>{1}));
   EXPECT_EQ(predictor.frame_outputs(id, 3)->prompts, (std::vector<std::string>{"cat"}));
   EXPECT_FALSE(predictor.remove_object(id, 0, 3));
+}
+
+namespace {
+
+using A = PropagationAction;
+using T = PropagationAction::Type;
+
+T plan(const std::vector<A>& history, std::vector<int64_t>* ids = nullptr) {
+  std::vector<int64_t> got;
+  const T t = plan_propagation(history, 16, got);
+  if (ids) *ids = got;
+  return t;
+}
+
+}  // namespace
+
+// The official parse_action_history_for_propagation, case by case (sam3_multiplex_tracking.py).
+TEST(ActionHistory, PicksTheOfficialPropagation) {
+  EXPECT_EQ(plan({}), T::Full);  // the first propagation
+  // One direction ran without a start frame: the other one runs the same way, then it is a fetch.
+  EXPECT_EQ(plan({{T::Full, std::nullopt, {}}}), T::Full);
+  EXPECT_EQ(plan({{T::Full, std::nullopt, {}}, {T::Full, std::nullopt, {}}}), T::Fetch);
+  // Started at the first or last frame: one run covers the video, the next one fetches.
+  EXPECT_EQ(plan({{T::Full, 0, {}}}), T::Fetch);
+  EXPECT_EQ(plan({{T::Full, 15, {}}}), T::Fetch);
+  EXPECT_EQ(plan({{T::Full, 7, {}}}), T::Full);
+  // Removals alone: fetch (the kept outputs without the object), also of an object hot start removed.
+  EXPECT_EQ(plan({{T::Full, std::nullopt, {}}, {T::Remove, std::nullopt, {4}}}), T::Fetch);
+  EXPECT_EQ(plan({{T::Remove, std::nullopt, {4}}}), T::Fetch);
+  EXPECT_EQ(plan({{T::Full, 3, {}}, {T::Fetch, std::nullopt, {}}}), T::Fetch);
+  // Points since the last propagation: partial for those objects (a removal among them changes nothing).
+  std::vector<int64_t> ids;
+  EXPECT_EQ(plan({{T::Full, std::nullopt, {}},
+                  {T::Refine, 6, {2}},
+                  {T::Remove, std::nullopt, {0}},
+                  {T::Add, 6, {0}},
+                  {T::Refine, 6, {2}}},
+                 &ids),
+            T::Partial);
+  EXPECT_EQ(ids, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(plan({{T::Full, std::nullopt, {}}, {T::Add, 6, {0}}, {T::Partial, std::nullopt, {0}}}, &ids), T::Partial);
+  EXPECT_EQ(ids, (std::vector<int64_t>{0}));
+  EXPECT_EQ(plan({{T::Add, 6, {0}}, {T::Partial, std::nullopt, {0}}, {T::Partial, std::nullopt, {0}}}), T::Fetch);
+  // A cancel repeats the propagation it stopped (a fetch right before it skipped).
+  EXPECT_EQ(plan({{T::Cancel, std::nullopt, {}}}), T::Full);
+  EXPECT_EQ(plan({{T::Add, 6, {1}}, {T::Partial, 0, {1}}, {T::Cancel, std::nullopt, {}}}, &ids), T::Partial);
+  EXPECT_EQ(ids, (std::vector<int64_t>{1}));
+  EXPECT_EQ(plan({{T::Full, 4, {}}, {T::Fetch, std::nullopt, {}}, {T::Cancel, std::nullopt, {}}}), T::Full);
+}
+
+// After remove_object the official propagation only fetches the kept outputs (nothing runs, the object
+// is gone from every frame); a second full run happens only where the official runs one.
+TEST(ActionHistory, PropagationAfterARemovalFetchesTheKeptOutputs) {
+  CountingBackend be;
+  auto src = make_blank_frame_source(6, kVideo, kVideo);
+  ConceptSet set(be, *src, small_config());
+  set.keep_outputs(true);
+  set.add_text_prompt(0, "dog");
+  set.add_text_prompt(0, "cat");
+  auto run = [&](int start, bool reverse) {
+    std::vector<FrameOutput> outs;
+    EXPECT_TRUE(set.propagate(start, -1, reverse, [&](FrameOutput o) {
+      outs.push_back(std::move(o));
+      return true;
+    }));
+    return outs;
+  };
+  EXPECT_EQ(run(-1, false).size(), 6u);
+  EXPECT_EQ(be.backbone_runs[3], 1);
+  EXPECT_TRUE(set.remove_object(1));
+  const std::vector<FrameOutput> fetched = run(-1, false);
+  ASSERT_EQ(fetched.size(), 6u);
+  EXPECT_EQ(be.backbone_runs[3], 1) << "a fetch runs no model";
+  for (const FrameOutput& f : fetched) {
+    EXPECT_EQ(std::count(f.obj_ids.begin(), f.obj_ids.end(), 1), 0) << "frame " << f.frame_index;
+    EXPECT_EQ(f.obj_ids, set.frame_outputs(f.frame_index)->obj_ids);
+  }
+  EXPECT_TRUE(run(-1, true).empty());  // backward from frame 0: nothing to fetch
+  EXPECT_EQ(be.backbone_runs[3], 1);
+  // A new text prompt starts the history over: the next propagation runs again.
+  set.add_text_prompt(0, "cat");
+  run(-1, false);
+  EXPECT_EQ(be.backbone_runs[3], 2);
+}
+
+// Official add_prompt: boxes go to the detector as a visual prompt even with an obj_id (unused there);
+// only points (or segmux's object_box extension) prompt the tracker for that object.
+TEST(Concepts, BoxesWithAnObjIdAreTheDetectorsVisualPrompt) {
+  CountingBackend be;
+  VideoPredictor predictor(be, small_config());
+  const std::string id = predictor.start_session(make_blank_frame_source(4, kVideo, kVideo));
+  Prompt p;
+  p.obj_id = 7;
+  p.boxes_xywh = {{0.1f, 0.1f, 0.2f, 0.2f}};
+  p.box_labels = {1};
+  const FrameOutput out = predictor.add_prompt(id, 0, p);
+  EXPECT_EQ(out.obj_ids, (std::vector<int64_t>{0})) << "the detector's object, numbered by the session";
+  EXPECT_EQ(out.prompts, (std::vector<std::string>{"<text placeholder>"}));
+  EXPECT_EQ(be.box_exemplars, 1u);
+  Prompt clicks_and_boxes = p;
+  clicks_and_boxes.points_xy = {{0.5f, 0.5f}};
+  clicks_and_boxes.point_labels = {1};
+  EXPECT_THROW(predictor.add_prompt(id, 0, clicks_and_boxes), Error);  // official: points exclude boxes
 }

@@ -3,11 +3,14 @@
 // (counts, RLE areas, image sizes, request order), so a broken regeneration or a truncated file fails here.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "io/safetensors.h"
 #include "pipeline/masks/rle.h"
 #include "verify/sam31/parity.h"
 
@@ -61,6 +64,75 @@ TEST(FixtureSets, PromptsSetMemoryEncoderAndPropagationPassParity) {
   EXPECT_TRUE(labels.count("memory_encoder_refine_obj2_f006_2clicks") &&
               labels.count("propagation_f007_after_clicks_state0"))
       << log.str();
+}
+
+// An official call carries every multiplex bucket of a tracker state at once (tensors batched over
+// the buckets, more objects than multiplex_count): parity runs the candidates bucket by bucket and
+// compares each bucket's slice. The two-bucket files are made from the shared set's one-bucket ones
+// by a second bucket holding copies of the same objects (so the official answer for bucket 1 is
+// bucket 0's): batched tensors and data-space objects twice along axis 0, the layout extended.
+void write_two_bucket_copy(const std::string& from, const std::string& to) {
+  TensorFile f = read_safetensors(from);
+  auto twice = [](const Tensor& t) {
+    Shape shape = t.shape();
+    shape[0] *= 2;
+    Tensor out(t.dtype(), shape);
+    std::memcpy(out.raw(), t.raw(), t.nbytes());
+    std::memcpy(static_cast<std::byte*>(out.raw()) + t.nbytes(), t.raw(), t.nbytes());
+    return out;
+  };
+  auto batched = [](const std::string& n) {
+    for (const char* end : {".maskmem_features", ".obj_ptr"})
+      if (n.size() > std::string(end).size() && n.ends_with(end) && n.starts_with("in.memory_bank.")) return true;
+    return n.starts_with("out.") || n == "in.pred_masks_high_res" || n == "in.object_score_logits" ||
+           n == "in.maskmem_backbone.pix_feat";
+  };
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& n : f.names) tensors.push_back({n, batched(n) ? twice(f.at(n)) : f.at(n)});
+  std::map<std::string, std::string> meta = f.metadata;
+  nlohmann::json state = nlohmann::json::parse(meta.at("multiplex_state"));
+  const int n = int(state["object_ids"].size());
+  nlohmann::json second = state["assignments"][0];
+  for (auto& v : second)
+    if (v.get<int>() >= 0) v = v.get<int>() + n;
+  state["assignments"].push_back(second);
+  state["num_buckets"] = 2;
+  for (int i = 0; i < n; ++i) state["object_ids"].push_back(state["object_ids"][size_t(i)].get<int64_t>() + 100);
+  meta["multiplex_state"] = state.dump();
+  if (meta.count("conditioning_objects")) {
+    nlohmann::json cond = nlohmann::json::parse(meta["conditioning_objects"]);
+    const size_t k = cond.size();
+    for (size_t i = 0; i < k; ++i) cond.push_back(cond[i].get<int>() + n);
+    meta["conditioning_objects"] = cond.dump();
+  }
+  write_safetensors(to, tensors, meta);
+}
+
+TEST(FixtureSets, TwoMultiplexBucketsAreCheckedBucketByBucket) {
+  namespace fs = std::filesystem;
+  const std::string shared = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+  const fs::path dir = fs::path(::testing::TempDir()) / "segmux-two-buckets";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "modules");
+  fs::copy_file(shared + "/config.json", dir / "config.json");
+  for (const char* m : {"propagation_f010", "memory_encoder_propagate_f010"})
+    write_two_bucket_copy(shared + "/modules/" + m + ".safetensors",
+                          (dir / "modules" / (std::string(m) + ".safetensors")).string());
+  ParityOptions o;
+  o.fixture_dir = dir.string();
+  o.weights_files = {kWeights};
+  o.candidates = {"memory_encoder", "propagation_decoder"};
+  o.onnxruntime = o.compiled = o.tokenizer = false;
+  o.num_threads = 1;
+  std::ostringstream log;
+  ParityReport r = run_parity(o, &log);
+  EXPECT_TRUE(r.passed()) << log.str();
+  std::set<std::string> labels;
+  for (auto& row : r.rows) labels.insert(row.case_label);
+  for (const char* l : {"propagation_f010_bucket0", "propagation_f010_bucket1", "memory_encoder_propagate_f010_bucket0",
+                        "memory_encoder_propagate_f010_bucket1"})
+    EXPECT_TRUE(labels.count(l)) << l << "\n" << log.str();
+  fs::remove_all(dir);
 }
 
 TEST(FixtureSets, ImageCasesAreConsistent) {

@@ -449,6 +449,17 @@ TEST_F(Track, BadRequestsAndGeometryNameTheProblem) {
   bad("exemplar",  // boxes without obj_id are the detector's exemplars: they need their labels
       R"([{"type": "add_prompt", "frame_index": 0, "text": "a", "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]]}])",
       "request 0 (add_prompt): 'bounding_boxes' need 'bounding_box_labels'");
+  // Officially boxes always go to the detector, with an obj_id too (it is not used there): they need
+  // their labels, and points exclude them; the tracker's box for one object is segmux's object_box.
+  bad("objbox", R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]]}])",
+      "request 0 (add_prompt): 'bounding_boxes' need 'bounding_box_labels'");
+  bad("clicksboxes", R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "points": [[0.5, 0.5]],
+          "point_labels": [1], "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]], "bounding_box_labels": [1]}])",
+      "request 0 (add_prompt): points exclude 'bounding_boxes'");
+  bad("extbox", R"([{"type": "add_prompt", "frame_index": 0, "object_box": [0.1, 0.1, 0.2, 0.2]}])",
+      "request 0 (add_prompt): 'object_box' needs an 'obj_id'");
+  bad("extbox2", R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 2, "object_box": [0.9, 0.1, 0.2, 0.2]}])",
+      "request 0 (add_prompt): 'object_box' reaches outside the frame");
   Result r = segmux("track " + kTiny + "/video/frames --requests " + tmp("unknown.json") + " --start 2 " +
                     tiny_model_args() + " --out " + tmp("usage") + " --quiet");
   EXPECT_EQ(r.code, 2);

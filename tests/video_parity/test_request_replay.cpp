@@ -68,3 +68,51 @@ TEST(RequestReplay, RefiningAnObjectThatSharesItsStateMatchesTheOfficialRequests
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
   EXPECT_EQ(rep.requests[3].frames.frames_compared, 16);
 }
+
+// remove_object and the propagations after it (tests/fixtures/sam31-tiny-remove, official trace): the
+// response recomputes the frame's remaining objects (pixels of the removed object go back to the ones
+// it overlapped), and a propagation after removals only re-reads the kept outputs the same way
+// (official propagation_fetch), also after removing an object hot start had removed, over a
+// start_frame_index / max_frame_num_to_track range, backward, and after a "both" run from frame 5.
+TEST(RequestReplay, RemovalsAndTheFetchingPropagationsAfterThemMatchTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-remove");
+  ASSERT_EQ(rep.requests.size(), 13u);
+  for (size_t i = 0; i < rep.requests.size(); ++i)
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+  EXPECT_EQ(rep.requests[3].frames.frames_compared, 16);  // forward fetch after removing object 3
+  EXPECT_EQ(rep.requests[5].frames.frames_compared, 16);  // "both": the backward half from frame 0 is empty
+  EXPECT_EQ(rep.requests[6].frames.frames_compared, 6);   // frames 4..9
+  EXPECT_EQ(rep.requests[9].frames.frames_compared, 16);  // both from frame 5: 5..15 then 4..0
+  EXPECT_EQ(rep.requests[11].frames.frames_compared, 6);  // backward from 9: frames 8..3
+  EXPECT_EQ(rep.requests[12].frames.frames_compared, 4);  // frames 12..15
+}
+
+// Boxes with an obj_id are the detector's visual prompt, as officially (tests/fixtures/sam31-tiny-boxes):
+// the obj_id is unused, the prompt starts the state over; with and without text, positive and negative,
+// then propagations from explicit start frames (a full one from frame 0, so the next ones fetch), a
+// backward one from frame 12, a removal and a fetch over a range.
+TEST(RequestReplay, BoxesWithAnObjIdAndPropagationRangesMatchTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-boxes");
+  ASSERT_EQ(rep.requests.size(), 11u);
+  for (size_t i = 0; i < rep.requests.size(); ++i)
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+  EXPECT_EQ(rep.requests[1].frames.frames_compared, 16);  // forward from frame 0
+  EXPECT_EQ(rep.requests[2].frames.frames_compared, 6);   // a fetch of frames 5..0
+  EXPECT_EQ(rep.requests[3].frames.frames_compared, 4);   // a fetch of frames 9..12
+  EXPECT_EQ(rep.requests[6].frames.frames_compared, 12);  // backward from 12: frames 11..0
+  EXPECT_EQ(rep.requests[8].frames.frames_compared, 3);   // a fetch of frames 6..4
+}
+
+// The action history across kinds (tests/fixtures/sam31-tiny-history, official trace): a removal and a
+// click, then a partial propagation forward from frame 4 and the other direction partial too, a fetch
+// after the two (frames 8..12), a removal of the clicked object and a fetching "both" from frame 10.
+TEST(RequestReplay, PartialThenFetchingPropagationsMatchTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-history");
+  ASSERT_EQ(rep.requests.size(), 9u);
+  for (size_t i = 0; i < rep.requests.size(); ++i)
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+  EXPECT_EQ(rep.requests[4].frames.frames_compared, 12);  // partial, frames 4..15
+  EXPECT_EQ(rep.requests[5].frames.frames_compared, 4);   // partial, frames 3..0
+  EXPECT_EQ(rep.requests[6].frames.frames_compared, 5);   // fetch, frames 8..12
+  EXPECT_EQ(rep.requests[8].frames.frames_compared, 16);  // fetch, 10..15 then 9..0
+}

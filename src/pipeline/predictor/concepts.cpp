@@ -52,6 +52,40 @@ bool erase_object_row(Rows& r, int64_t obj_id) {
 
 }  // namespace
 
+PropagationAction::Type plan_propagation(const std::vector<PropagationAction>& history, int num_frames,
+                                         std::vector<int64_t>& obj_ids) {
+  using T = PropagationAction::Type;
+  obj_ids.clear();
+  auto is_run = [](T t) { return t == T::Full || t == T::Partial; };
+  auto is_propagation = [&](T t) { return is_run(t) || t == T::Fetch || t == T::Cancel; };
+  if (history.empty()) return T::Full;
+  const PropagationAction& last = history.back();
+  if (last.type == T::Cancel) {  // the propagation that was cancelled again (a fetch before it skipped)
+    if (history.size() < 2) return T::Full;
+    const PropagationAction* before = &history[history.size() - 2];
+    if (before->type == T::Fetch) {
+      if (history.size() < 3) return T::Full;
+      before = &history[history.size() - 3];
+    }
+    if (!is_propagation(before->type) || before->type == T::Cancel) return T::Full;
+    obj_ids = before->obj_ids;
+    return before->type;
+  }
+  if (last.type == T::Fetch) return T::Fetch;
+  if (is_run(last.type)) {
+    const bool twice = history.size() > 1 && is_run(history[history.size() - 2].type);
+    const bool from_end = last.frame_index && (*last.frame_index == 0 || *last.frame_index == num_frames - 1);
+    if (twice || from_end) return T::Fetch;  // both directions have run
+    obj_ids = last.obj_ids;                  // the other direction still to run
+    return last.type;
+  }
+  std::set<int64_t> ids;  // user actions since the last propagation
+  for (auto it = history.rbegin(); it != history.rend() && !is_propagation(it->type); ++it)
+    if (it->type == T::Add || it->type == T::Refine) ids.insert(it->obj_ids.begin(), it->obj_ids.end());
+  obj_ids.assign(ids.begin(), ids.end());
+  return ids.empty() ? T::Fetch : T::Partial;
+}
+
 // Per concept, the one real backend: backbone features are reference-counted across concepts (run
 // once per frame, released when no concept holds them), tracker state ids are renumbered so that
 // concepts never collide, and the concept's text batch is selected again before each detection.
@@ -264,19 +298,55 @@ FrameOutput ConceptSet::add_text_prompt(int frame_index, const std::string& text
                "add_prompt: output_prob_thresh ", output_prob_thresh.value_or(0.f), " must be in [0, 1)");
   Concept& c = concept_for(text);
   propagated_ = false;  // a new or restarted concept needs a full propagation
-  touched_.clear();
+  history_.clear();     // official: a semantic prompt starts the state (and its action history) over
   c.output_prob_thresh = output_prob_thresh;
   c.prompt_frame = frame_index;
   return labelled(c, c.control->add_text_prompt(frame_index, text, boxes));
 }
 
+std::vector<int> ConceptSet::processing_order(int start_frame, int max_frames, bool reverse) const {
+  // Official _get_processing_order: by default from the earliest prompted frame over every frame;
+  // backward starts one frame below the start.
+  const int n = frames_.num_frames();
+  if (start_frame < 0)
+    for (const auto& c : concepts_)
+      start_frame = start_frame < 0 ? c->prompt_frame : std::min(start_frame, c->prompt_frame);
+  if (max_frames < 0) max_frames = n;
+  std::vector<int> order;
+  if (reverse)
+    for (int f = start_frame - 1; f >= std::max(start_frame - max_frames, 0); --f) order.push_back(f);
+  else
+    for (int f = start_frame; f <= std::min(start_frame + max_frames, n - 1); ++f) order.push_back(f);
+  return order;
+}
+
 bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
                            const std::function<bool(FrameOutput)>& sink) {
   SEGMUX_CHECK(!concepts_.empty(), "propagate_in_video: no prompt was added");
+  using T = PropagationAction::Type;
   cancel_ = false;
-  if (!touched_.empty() && propagated_ && keep_outputs_)
-    return propagate_partial(start_frame, max_frames, reverse, sink);
-  touched_.clear();
+  std::vector<int64_t> ids;
+  T kind = plan_propagation(history_, frames_.num_frames(), ids);
+  const std::vector<int> order = processing_order(start_frame, max_frames, reverse);
+  // Partial and fetch read the kept outputs of a full propagation: without them, run one.
+  if (kind == T::Partial && !(propagated_ && keep_outputs_)) kind = T::Full;
+  if (kind == T::Fetch && !std::all_of(order.begin(), order.end(), [&](int f) { return kept_.count(f) > 0; }))
+    kind = T::Full;
+  history_.push_back({kind, start_frame < 0 ? std::nullopt : std::optional<int>(start_frame),
+                      kind == T::Partial ? ids : std::vector<int64_t>{}});
+  bool done = false;
+  if (kind == T::Partial)
+    done = propagate_partial(order, std::set<int64_t>(ids.begin(), ids.end()), reverse, sink);
+  else if (kind == T::Fetch)
+    done = propagate_fetch(order, sink);
+  else
+    done = propagate_full(start_frame, max_frames, reverse, sink);
+  if (cancel_) history_.push_back({T::Cancel, std::nullopt, {}});
+  return done;
+}
+
+bool ConceptSet::propagate_full(int start_frame, int max_frames, bool reverse,
+                                const std::function<bool(FrameOutput)>& sink) {
   propagated_ = true;
   bool stopped = false;
   // Every concept runs the same frames: by default from the earliest prompted frame.
@@ -355,12 +425,15 @@ FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
 }
 
 bool ConceptSet::remove_object(int64_t obj_id) {
-  // Gone from the kept outputs even when the tracker had dropped it already (it left the video): a
-  // later point prompt answers with a kept frame, which must not bring it back.
-  for (auto& [f, k] : kept_) erase_object_row(k, obj_id);
+  // Gone from the kept outputs even when the tracker had dropped it already (hot start removed it, or
+  // it left the video), as officially: a fetch or a later point prompt answers with a kept frame,
+  // which must not bring it back.
+  bool shown = false;
+  for (auto& [f, k] : kept_) shown |= erase_object_row(k, obj_id);
+  history_.push_back({PropagationAction::Type::Remove, std::nullopt, {obj_id}});
   for (auto& c : concepts_)
     if (c->control->remove_object(obj_id)) return true;
-  return false;
+  return shown;
 }
 
 std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
@@ -383,6 +456,12 @@ std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
   }
   if (k.overlap_probs.size() == k.obj_ids.size()) out.overlap_probs = k.overlap_probs;
   if (k.pre_overlap_masks.size() == k.obj_ids.size()) out.pre_overlap_masks = k.pre_overlap_masks;
+  // Official: the cached masks from before the non-overlap step go through it again, so pixels of an
+  // object removed since go back to the objects it overlapped (boxes are from those masks already).
+  if (!out.pre_overlap_masks.empty() && !out.overlap_probs.empty()) {
+    for (size_t i = 0; i < out.obj_ids.size(); ++i) out.masks[i] = rle_decode(out.pre_overlap_masks[i]);
+    object_wise_non_overlap(out.masks, out.overlap_probs);
+  }
   return out;
 }
 
@@ -393,7 +472,9 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
     if (k->control->has_object(obj_id)) c = k.get();
   if (!c) c = concepts_.empty() ? &concept_for("") : concepts_.front().get();
   const bool first = !c->control->has_prompt() && c->control->object_ids().empty();
-  touched_.insert(obj_id);
+  history_.push_back({c->control->has_object(obj_id) ? PropagationAction::Type::Refine : PropagationAction::Type::Add,
+                      frame_index,
+                      {obj_id}});
   VideoControlPlane::PointResult r = c->control->add_point_prompt(frame_index, obj_id, points, clear_old_points);
   c->prompt_frame = first ? frame_index : std::min(c->prompt_frame, frame_index);
   // The frame's outputs as last kept, the object's entry replaced (dropped when its mask is empty).
@@ -434,25 +515,23 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
   return merged;
 }
 
-bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse,
+bool ConceptSet::propagate_fetch(const std::vector<int>& order, const std::function<bool(FrameOutput)>& sink) {
+  for (int f : order) {
+    if (cancel_) return false;
+    if (!sink(*frame_outputs(f))) return false;
+  }
+  return true;
+}
+
+bool ConceptSet::propagate_partial(const std::vector<int>& order, const std::set<int64_t>& touched, bool reverse,
                                    const std::function<bool(FrameOutput)>& sink) {
-  const int n = frames_.num_frames();
-  if (start_frame < 0)
-    for (const auto& c : concepts_)
-      start_frame = start_frame < 0 ? c->prompt_frame : std::min(start_frame, c->prompt_frame);
-  if (max_frames < 0) max_frames = n;
-  std::vector<int> order;
-  if (reverse)
-    for (int f = start_frame - 1; f >= std::max(start_frame - max_frames, 0); --f) order.push_back(f);
-  else
-    for (int f = start_frame; f <= std::min(start_frame + max_frames, n - 1); ++f) order.push_back(f);
   for (int f : order) {
     if (cancel_) return false;
     std::map<int64_t, VideoControlPlane::TrackedObject> fresh;
     std::map<int64_t, const Concept*> owner;
     for (auto& c : concepts_) {
       std::set<int64_t> mine;
-      for (int64_t id : touched_)
+      for (int64_t id : touched)
         if (c->control->has_object(id)) mine.insert(id);
       if (mine.empty()) continue;
       for (auto& [id, t] : c->control->track_objects(f, reverse, mine)) {
@@ -468,7 +547,7 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
     out.stats = kept.stats;
     std::vector<std::pair<int64_t, size_t>> rows;  // (id, index in kept) or (id, npos) for fresh
     for (size_t i = 0; i < kept.obj_ids.size(); ++i)
-      if (!touched_.count(kept.obj_ids[i])) rows.push_back({kept.obj_ids[i], i});
+      if (!touched.count(kept.obj_ids[i])) rows.push_back({kept.obj_ids[i], i});
     for (const auto& [id, t] : fresh)
       if (t.mask.area() > 0) rows.push_back({id, std::string::npos});
     std::sort(rows.begin(), rows.end());
@@ -509,7 +588,6 @@ bool ConceptSet::propagate_partial(int start_frame, int max_frames, bool reverse
     for (const auto& m : out.masks) k.masks.push_back(rle_encode(m));
     if (!sink(std::move(out))) return false;
   }
-  // touched_ stays: the other direction of a "both" request, and later propagations, are partial too.
   return true;
 }
 
@@ -517,7 +595,7 @@ void ConceptSet::reset() {
   for (auto& c : concepts_) c->control->reset();
   concepts_.clear();
   kept_.clear();
-  touched_.clear();
+  history_.clear();
   propagated_ = false;
   *max_id_ = -1;
 }

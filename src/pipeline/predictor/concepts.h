@@ -25,6 +25,22 @@
 
 namespace segmux::pipeline {
 
+// One entry of the official interactive predictor's action history (sam3_multiplex_tracking.py
+// add_action_history): user actions and the propagations that ran.
+struct PropagationAction {
+  enum class Type { Add, Refine, Remove, Full, Partial, Fetch, Cancel } type = Type::Full;
+  std::optional<int> frame_index;  // a propagation's start_frame_index as requested (unset: not given)
+  std::vector<int64_t> obj_ids;    // Add / Refine: the object; Partial: the objects it tracks
+};
+
+// The propagation the official parse_action_history_for_propagation picks after `history` (Full,
+// Partial with `obj_ids` set to the objects to track, or Fetch). Cancel as the last action repeats the
+// propagation before it; a propagation right after another, or one that started at the first / last
+// frame, is followed by a fetch; otherwise the next one repeats it. After user actions: Partial for the
+// objects added or refined since the last propagation, Fetch when there are none (removals only).
+PropagationAction::Type plan_propagation(const std::vector<PropagationAction>& history, int num_frames,
+                                         std::vector<int64_t>& obj_ids);
+
 class ConceptSet {
  public:
   ConceptSet(ModelBackend& backend, FrameSource& frames, ControlConfig config);
@@ -44,23 +60,30 @@ class ConceptSet {
   // outputs of that frame (keep_outputs) with the object's new mask, else the object alone.
   FrameOutput add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
 
-  // Every concept over the same frames (VideoControlPlane::propagate), frame by frame; `sink` gets one
-  // merged output per frame (objects by ascending id). Returns false if stopped by the sink or cancel().
-  // After point prompts on a session whose outputs are kept (keep_outputs) and already propagated, it
-  // is the official partial propagation instead: the tracker alone for the prompted objects, merged
-  // into the kept outputs of every frame (no detector, no new objects).
+  // A propagation, of the kind the official action history picks (plan_propagation): full, every
+  // concept over the same frames (VideoControlPlane::propagate), `sink` getting one merged output per
+  // frame (objects by ascending id); partial after point prompts, the tracker alone for the prompted
+  // objects merged into the kept outputs (no detector, no new objects); fetch (after removals only, or
+  // a propagation repeated), the kept outputs post-processed again, nothing run. Partial and fetch need
+  // kept outputs (keep_outputs) of a full propagation, for every frame of the range in a fetch; without
+  // them a full propagation runs (the official raises KeyError there). start_frame < 0: not given.
+  // Returns false if stopped by the sink or cancel().
   bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
   // Stops a running propagate() after the frame in progress (callable from another thread).
   void cancel() { cancel_ = true; }
 
-  bool remove_object(int64_t obj_id);  // from whichever concept holds it (and from kept outputs)
+  // From whichever concept holds it, and from the kept outputs. false: no concept tracks it and no kept
+  // frame shows it (an object hot start removed earlier is still removed from the kept frames, as
+  // officially).
+  bool remove_object(int64_t obj_id);
 
   // Keeps every frame's propagation outputs (RLE masks) for frame_outputs(): the official predictor's
   // cached frame outputs, which its remove_object answers with. Off by default (memory grows with the
   // video).
   void keep_outputs(bool keep) { keep_outputs_ = keep; }
-  // The last propagation outputs of a frame, without removed objects and with current scores (the
-  // official remove_object response); nullopt if the frame was not propagated (or outputs not kept).
+  // The last outputs of a frame, without removed objects, with current scores, post-processed again
+  // from the objects' masks before the non-overlap step (official fetch_and_process_single_frame_results:
+  // the remove_object response, a fetching propagation); nullopt if the frame was not kept.
   std::optional<FrameOutput> frame_outputs(int frame_index) const;
   void reset();  // forgets every concept; ids start at 0 again
 
@@ -97,11 +120,17 @@ class ConceptSet {
   };
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;
-  // Official propagation_partial: after point prompts, the next propagation over frames with kept
-  // outputs runs the tracker for the added / refined objects only and merges them into those outputs.
-  std::set<int64_t> touched_;  // objects added or refined by points since the last full propagation
-  bool propagated_ = false;    // a full propagation has run (its outputs are kept)
-  bool propagate_partial(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+  // The official action history: what the next propagation does (plan_propagation).
+  std::vector<PropagationAction> history_;
+  bool propagated_ = false;  // a full propagation has run since the last text prompt (its outputs are kept)
+  std::vector<int> processing_order(int start_frame, int max_frames, bool reverse) const;
+  bool propagate_full(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+  // Official propagation_partial: the tracker for the added / refined objects `ids` only, merged into
+  // the kept outputs of the frames.
+  bool propagate_partial(const std::vector<int>& order, const std::set<int64_t>& ids, bool reverse,
+                         const std::function<bool(FrameOutput)>& sink);
+  // Official propagation_fetch: the kept outputs of the frames (frame_outputs), nothing run.
+  bool propagate_fetch(const std::vector<int>& order, const std::function<bool(FrameOutput)>& sink);
 
   ModelBackend& backend_;
   FrameSource& frames_;

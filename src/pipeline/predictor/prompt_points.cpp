@@ -12,25 +12,23 @@ bool in_unit(float v) { return std::isfinite(v) && v >= 0.f && v <= 1.f; }
 
 }  // namespace
 
-bool is_tracker_prompt(const Prompt& p) { return p.obj_id.has_value() || !p.points_xy.empty(); }
+bool is_tracker_prompt(const Prompt& p) { return !p.points_xy.empty() || p.object_box.has_value(); }
 
 PointInputs tracker_point_inputs(const Prompt& p, int image_size) {
   SEGMUX_CHECK(p.obj_id.has_value(), "add_prompt: point prompts need an obj_id (the object they create or refine)");
   SEGMUX_CHECK(*p.obj_id >= 0, "add_prompt: obj_id ", *p.obj_id, " must be >= 0");
-  SEGMUX_CHECK(!p.text, "add_prompt: a prompt has either text or points / a box for one object, not both");
-  SEGMUX_CHECK(!p.points_xy.empty() || !p.boxes_xywh.empty(), "add_prompt: obj_id ", *p.obj_id,
-               " is given without points or a box");
+  SEGMUX_CHECK(!p.text, "add_prompt: a prompt has either text or points for one object, not both");
+  // Officially boxes always go to the detector, and points exclude them (add_prompt asserts it).
+  SEGMUX_CHECK(p.boxes_xywh.empty(),
+               "add_prompt: points exclude 'bounding_boxes' (boxes are the detector's "
+               "exemplars; a tracker box for one object is the extension Prompt::object_box)");
+  SEGMUX_CHECK(!p.points_xy.empty() || p.object_box, "add_prompt: obj_id ", *p.obj_id, " is given without points");
   SEGMUX_CHECK(p.point_labels.size() == p.points_xy.size(), "add_prompt: ", p.points_xy.size(), " points but ",
                p.point_labels.size(), " point labels");
-  SEGMUX_CHECK(p.boxes_xywh.size() <= 1, "add_prompt: an object takes at most one box, got ", p.boxes_xywh.size());
-  SEGMUX_CHECK(p.box_labels.empty() || p.box_labels.size() == p.boxes_xywh.size(), "add_prompt: ", p.boxes_xywh.size(),
-               " boxes but ", p.box_labels.size(), " box labels");
   const float s = float(image_size);
   PointInputs in;
-  for (size_t i = 0; i < p.boxes_xywh.size(); ++i) {
-    const auto& b = p.boxes_xywh[i];
-    SEGMUX_CHECK(p.box_labels.empty() || p.box_labels[i] == 1, "add_prompt: the box of object ", *p.obj_id,
-                 " is negative; a tracker box is the object's extent (positive only)");
+  if (p.object_box) {
+    const auto& b = *p.object_box;
     SEGMUX_CHECK(in_unit(b[0]) && in_unit(b[1]) && std::isfinite(b[2]) && std::isfinite(b[3]) && b[2] > 0.f &&
                      b[3] > 0.f && b[0] + b[2] <= 1.f + 1e-6f && b[1] + b[3] <= 1.f + 1e-6f,
                  "add_prompt: box (", b[0], ", ", b[1], ", ", b[2], ", ", b[3],

@@ -31,18 +31,25 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
   return id;
 }
 
-FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
-  Session& s = get(id);
+FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const Prompt& prompt) {
   if (is_tracker_prompt(prompt))
-    return s.concepts->add_point_prompt(frame_index, *prompt.obj_id,
-                                        tracker_point_inputs(prompt, backend_.geometry().image_size),
-                                        prompt.clear_old_points);
-  // Without obj_id: text and / or box exemplars for the detector.
+    return concepts.add_point_prompt(frame_index, *prompt.obj_id, tracker_point_inputs(prompt, concepts.image_size()),
+                                     prompt.clear_old_points);
+  // Text and / or box exemplars for the detector; an obj_id is not used (the official add_prompt passes
+  // it to the tracker only with points).
+  SEGMUX_CHECK(prompt.point_labels.empty(), "add_prompt: 'point_labels' without 'points'");
+  SEGMUX_CHECK(prompt.clear_old_points,
+               "add_prompt: clear_old_points=false needs points (official: a text or box "
+               "prompt must clear old points)");
   const std::vector<sam31::BoxExemplar> boxes = prompt_box_exemplars(prompt);
   const bool has_text = prompt.text.has_value() && !prompt.text->empty();
   SEGMUX_CHECK(has_text || !boxes.empty(), "add_prompt: the prompt has neither text nor boxes");
-  return s.concepts->add_text_prompt(frame_index, has_text ? *prompt.text : std::string(kBoxOnlyText),
-                                     prompt.output_prob_thresh, boxes);
+  return concepts.add_text_prompt(frame_index, has_text ? *prompt.text : std::string(kBoxOnlyText),
+                                  prompt.output_prob_thresh, boxes);
+}
+
+FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
+  return add_prompt_to_concepts(*get(id).concepts, frame_index, prompt);
 }
 
 void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRequest& req,

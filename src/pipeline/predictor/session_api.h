@@ -33,17 +33,20 @@
 
 namespace segmux::pipeline {
 
-// A prompt: text (a concept) and / or box exemplars for the detector (boxes without obj_id: normalised
-// xywh with labels; boxes alone are grounded with the official "<text placeholder>" text), or points
-// and / or one box for one object id (the tracker's interactive head: a new object or a refinement of
-// an existing one, official add_prompt with points).
+// A prompt, as the official SAM 3.1 add_prompt reads it: points (with obj_id) go to the tracker's
+// interactive head for that object (a new object or a refinement); otherwise text and / or boxes are a
+// semantic prompt for the detector (boxes: normalised xywh exemplars with labels; boxes alone are
+// grounded with the official "<text placeholder>" text), and obj_id, if set, is not used (officially
+// too). Points exclude text and boxes. segmux extension: `object_box` is the tracker's box for obj_id
+// (box corners before any points), a prompt no official request can express.
 struct Prompt {
   std::optional<std::string> text;
-  std::vector<std::array<float, 4>> boxes_xywh;  // normalised [0, 1]
+  std::vector<std::array<float, 4>> boxes_xywh;  // normalised [0, 1]: the detector's exemplars
   std::vector<int> box_labels;                   // 1 positive, 0 negative
   std::vector<std::array<float, 2>> points_xy;   // normalised [0, 1]
   std::vector<int> point_labels;
-  std::optional<int64_t> obj_id;  // the object the points / box prompt (new or existing: a refinement)
+  std::optional<int64_t> obj_id;  // the object the points / object_box prompt (new or existing: a refinement)
+  std::optional<std::array<float, 4>> object_box;  // extension: the tracker's box for obj_id (normalised xywh)
   bool clear_old_points = true;   // false: the points add to the object's earlier points on that frame
   // Objects of this prompt whose score is not above it are left out of the outputs (unset: none; the
   // official 3.1 predictor accepts it and shows every object).
@@ -64,6 +67,12 @@ struct PropagateRequest {
   std::optional<int> max_frame_num_to_track;                    // default: all frames
 };
 
+// A prompt onto a session's concepts: the one conversion that the session API, request files, serve,
+// the C API and Python share. Points (or the extension's object_box) go to the tracker for obj_id;
+// anything else (text and / or boxes) is the detector's semantic prompt, obj_id unused (official
+// add_prompt). Errors start with "add_prompt: ".
+FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const Prompt& prompt);
+
 class VideoPredictor {
  public:
   VideoPredictor(ModelBackend& backend, ControlConfig config);
@@ -81,10 +90,14 @@ class VideoPredictor {
   void propagate_in_video(const std::string& session_id, const PropagateRequest& request,
                           const std::function<bool(const FrameOutput&)>& on_frame);
   // Removes an object (official remove_object; frame_index, when given, must be a frame of the video).
+  // false: no object of that id was ever tracked in the session (an object hot start removed earlier
+  // is still removed from the kept outputs, as officially).
   bool remove_object(const std::string& session_id, int64_t obj_id, std::optional<int> frame_index = std::nullopt);
-  // The last propagation outputs of a frame without removed objects, with current scores: what the
-  // official remove_object answers for its frame_index. Needs keep_outputs(session, true) before the
-  // propagation (off by default: the kept RLE masks grow with the video); nullopt for a frame not kept.
+  // The last outputs of a frame without removed objects, with current scores, the remaining objects
+  // post-processed again (pixels a removed object held go back to the objects it overlapped): what the
+  // official remove_object answers for its frame_index, and what a propagation that only fetches
+  // yields. Needs keep_outputs(session, true) before the propagation (off by default: the kept RLE
+  // masks grow with the video); nullopt for a frame not kept.
   std::optional<FrameOutput> frame_outputs(const std::string& session_id, int frame_index) const;
   void keep_outputs(const std::string& session_id, bool keep);
   // Stops a running propagate_in_video after the frame in progress (callable from another thread).

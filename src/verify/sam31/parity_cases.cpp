@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -323,28 +324,59 @@ std::vector<ParityCase> point_decoder_parity_cases(const std::string& dir, const
   return cases;
 }
 
+// ---- per-bucket slices ---------------------------------------------------------------------------
+
+namespace {
+
+// Bucket b's row of an official tensor batched over a state's buckets along `axis` ((..., buckets, ...)
+// -> (..., 1, ...)): an official call carries every bucket of the state at once, the candidates run one
+// bucket. A tensor with one row there is every bucket's (returned as is).
+Tensor bucket_row(const Tensor& t, int axis, int bucket, const std::string& what) {
+  const int64_t n = t.dim(axis);
+  if (n == 1) return t;
+  SEGMUX_CHECK(bucket < n, what, ": ", n, " rows along axis ", axis, ", no row for bucket ", bucket);
+  Shape shape = t.shape();
+  shape[size_t(axis)] = 1;
+  Tensor out(t.dtype(), shape);
+  int64_t outer = 1, inner = int64_t(dtype_size(t.dtype()));
+  for (int i = 0; i < axis; ++i) outer *= t.dim(i);
+  for (int i = axis + 1; i < t.rank(); ++i) inner *= t.dim(i);
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * inner, src + (o * n + bucket) * inner, size_t(inner));
+  return out;
+}
+
+// The case label of bucket b: the file's label when the state has one bucket, else "<label>_bucket<b>".
+std::string bucket_label(const std::string& label, const MultiplexAssignment& a, int bucket) {
+  return a.num_buckets() == 1 ? label : label + "_bucket" + std::to_string(bucket);
+}
+
+}  // namespace
+
 // ---- memory_encoder ----------------------------------------------------------------------------
 
 namespace {
 
-ParityCase memory_encoder_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
-  TensorFile f = read_safetensors(path);
-  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+ParityCase memory_encoder_case(const TensorFile& f, const std::string& label, const ModelConfig& cfg,
+                               const MultiplexAssignment& assignment, int bucket) {
   std::set<int> cond;
   for (auto& v : parse_untrusted_json(fixture::meta(f, "conditioning_objects", label), label + " conditioning_objects"))
     cond.insert(v.get<int>());
   const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
   ParityCase c;
-  c.label = label;
-  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, 0, fixture::tensor(f, "in.maskmem_backbone.pix_feat"),
-                                            masks, fixture::tensor(f, "in.object_score_logits"), cond);
+  c.label = bucket_label(label, assignment, bucket);
+  const Tensor pix_feat =
+      bucket_row(fixture::tensor(f, "in.maskmem_backbone.pix_feat"), 0, bucket, label + " pix_feat");
+  c.inputs = assemble_memory_encoder_inputs(cfg, assignment, bucket, pix_feat, masks,
+                                            fixture::tensor(f, "in.object_score_logits"), cond);
   if (masks.dim(2) != cfg.input_mask_size()) {
     SEGMUX_CHECK(masks.dim(2) == cfg.image_size, label, ": masks of size ", masks.dim(2),
                  " are neither input_mask_size nor image_size");
     c.variant = kMemoryEncoderImageSizeVariant;
   }
-  c.expected["maskmem_features"] = fixture::tensor(f, "out.maskmem_features");
-  c.expected["maskmem_features_bf16"] = fixture::tensor(f, "out.run_memory_encoder.0");
+  c.expected["maskmem_features"] = bucket_row(fixture::tensor(f, "out.maskmem_features"), 0, bucket, label);
+  c.expected["maskmem_features_bf16"] = bucket_row(fixture::tensor(f, "out.run_memory_encoder.0"), 0, bucket, label);
   for (auto& [name, t] : c.expected) {
     c.tolerance[name] = tracker_tolerance(false);
   }
@@ -355,8 +387,12 @@ ParityCase memory_encoder_case(const std::string& path, const std::string& label
 
 std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
   std::vector<ParityCase> cases;
-  for (const std::string& label : fixture_modules(fixture_dir, "memory_encoder_"))
-    cases.push_back(memory_encoder_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
+  for (const std::string& label : fixture_modules(fixture_dir, "memory_encoder_")) {
+    TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
+    const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    for (int b = 0; b < assignment.num_buckets(); ++b)
+      cases.push_back(memory_encoder_case(f, label, cfg, assignment, b));
+  }
   return cases;
 }
 
@@ -364,12 +400,11 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
 
 namespace {
 
-ParityCase propagation_case(const std::string& path, const std::string& label, const ModelConfig& cfg) {
-  TensorFile f = read_safetensors(path);
+ParityCase propagation_case(const TensorFile& f, const std::string& label, const ModelConfig& cfg,
+                            const MultiplexAssignment& assignment, int bucket) {
   const int64_t g = cfg.token_grid(), M = cfg.multiplex_count, D = cfg.d_model;
   const int frame_idx = std::stoi(fixture::meta(f, "frame_idx", label));
   const int num_frames = std::stoi(fixture::meta(f, "num_frames", label));
-  MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
 
   MemoryBank bank;
   auto frames = parse_untrusted_json(fixture::meta(f, "memory_bank_frames", label), label + " memory_bank_frames");
@@ -382,17 +417,20 @@ ParityCase propagation_case(const std::string& path, const std::string& label, c
       const std::string p = "in.memory_bank." + kind + "." + tag + ".";
       StoredFrame sf;
       sf.maskmem_features = fixture::tensor(f, p + "maskmem_features");
-      sf.image_features = seq_first_to_nchw(fixture::tensor(f, p + "image_features"), g);
+      sf.image_features = seq_first_to_nchw(bucket_row(fixture::tensor(f, p + "image_features"), 1, bucket, p), g);
       sf.obj_ptr = fixture::tensor(f, p + "obj_ptr");
       (kind == "cond_frame_outputs" ? bank.cond_frames : bank.non_cond_frames)[fi] = sf;
     }
   }
   CurrentFrameFeatures feats;
-  feats.image = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_feats.0"), g);
-  feats.image_pos = seq_first_to_nchw(fixture::tensor(f, "in.current_vision_pos_embeds.0"), g);
-  feats.high_res_s0 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.0");
-  feats.high_res_s1 = fixture::tensor(f, "in.sam_heads.propagation_high_res_features.1");
-  PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, 0, frame_idx, num_frames, feats);
+  auto row = [&](const std::string& name, int axis) {
+    return bucket_row(fixture::tensor(f, name), axis, bucket, name);
+  };
+  feats.image = seq_first_to_nchw(row("in.current_vision_feats.0", 1), g);
+  feats.image_pos = seq_first_to_nchw(row("in.current_vision_pos_embeds.0", 1), g);
+  feats.high_res_s0 = row("in.sam_heads.propagation_high_res_features.0", 0);
+  feats.high_res_s1 = row("in.sam_heads.propagation_high_res_features.1", 0);
+  PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, bucket, frame_idx, num_frames, feats);
   // The fixture records how many pointer tokens the official code used: check the selection.
   const int ptr_tokens = std::stoi(fixture::meta(f, "memory_attention.num_obj_ptr_tokens", label));
   SEGMUX_CHECK(int64_t(in.selection.pointers.size()) * M == ptr_tokens, label, ": selected ",
@@ -402,18 +440,18 @@ ParityCase propagation_case(const std::string& path, const std::string& label, c
                in.selection.spatial.size(), " memory frames, the official code used ", mem_tokens, " tokens");
 
   ParityCase c;
-  c.label = label;
+  c.label = bucket_label(label, assignment, bucket);
   c.inputs = in.tensors;
-  c.expected["pix_feat_with_mem"] = fixture::tensor(f, "out.pix_feat_with_mem");
-  c.expected["masks"] = fixture::tensor(f, "out.mask_decoder.masks");
-  c.expected["iou_pred"] = fixture::tensor(f, "out.mask_decoder.iou_pred");
-  c.expected["object_score_logits"] = fixture::tensor(f, "out.mask_decoder.object_score_logits");
-  c.expected["sam_tokens"] = fixture::tensor(f, "out.mask_decoder.sam_tokens_out");
+  c.expected["pix_feat_with_mem"] = row("out.pix_feat_with_mem", 0);
+  c.expected["masks"] = row("out.mask_decoder.masks", 0);
+  c.expected["iou_pred"] = row("out.mask_decoder.iou_pred", 0);
+  c.expected["object_score_logits"] = row("out.mask_decoder.object_score_logits", 0);
+  c.expected["sam_tokens"] = row("out.mask_decoder.sam_tokens_out", 0);
   // obj_ptr output = mux(data-space pointers), zero in unused slots.
   const Tensor& ptr_data = fixture::tensor(f, "out.sam_heads.obj_ptr");
   Tensor ptr_mux(DType::f32, {1, M, D});
   for (int64_t s = 0; s < M; ++s) {
-    const int obj = assignment.buckets[0][size_t(s)];
+    const int obj = assignment.buckets[size_t(bucket)][size_t(s)];
     if (obj < 0) continue;
     for (int64_t d = 0; d < D; ++d) ptr_mux.data<float>()[s * D + d] = float(ptr_data.get_as_double(obj * D + d));
   }
@@ -426,8 +464,11 @@ ParityCase propagation_case(const std::string& path, const std::string& label, c
 
 std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg) {
   std::vector<ParityCase> cases;
-  for (const std::string& label : fixture_modules(fixture_dir, "propagation_f"))
-    cases.push_back(propagation_case(fixture_dir + "/modules/" + label + ".safetensors", label, cfg));
+  for (const std::string& label : fixture_modules(fixture_dir, "propagation_f")) {
+    TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
+    const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    for (int b = 0; b < assignment.num_buckets(); ++b) cases.push_back(propagation_case(f, label, cfg, assignment, b));
+  }
   return cases;
 }
 
