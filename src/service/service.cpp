@@ -333,10 +333,15 @@ json RequestService::handle(const json& r) {
     }
     response = {{"is_success", true}};
     if (q.remove_frame_index) {  // official 3.1: the frame's outputs after the removal
-      auto it = s->outputs.find(*q.remove_frame_index);
+      // Recomputed without the removed object (the pixels it held go back to the objects it overlapped),
+      // as the official answer; the delivered outputs only for a frame the predictor did not keep.
+      std::optional<FrameOutput> recomputed = s->concepts->frame_outputs(*q.remove_frame_index);
       FrameOutput out;
       out.frame_index = *q.remove_frame_index;
-      if (it != s->outputs.end()) {
+      auto it = s->outputs.find(*q.remove_frame_index);
+      if (recomputed) {
+        out = std::move(*recomputed);
+      } else if (it != s->outputs.end()) {
         out = it->second.meta;
         for (const auto& m : it->second.masks) out.masks.push_back(rle_decode(m));
       }

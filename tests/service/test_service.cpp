@@ -380,3 +380,38 @@ TEST_F(Service, RemovedObjectStaysOutOfClickAnswers) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 0) << got["outputs"]["out_obj_ids"];
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1) << got["outputs"]["out_obj_ids"];
 }
+
+namespace {
+
+// remove_object through the request service answers as the official predictor on the official traces of
+// removals: the frame recomputed without the removed object, so the objects it overlapped get their
+// pixels back (the history and boxes sets hold such removals), not the delivered frame with a row dropped.
+TEST_F(Service, RemoveObjectAnswersAsTheOfficialTraces) {
+  int removals = 0;
+  for (const std::string set : {"sam31-tiny-remove", "sam31-tiny-history", "sam31-tiny-boxes"}) {
+    const json trace = segmux::read_untrusted_json_file(std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/" + set +
+                                                        "/video/trace.json");
+    const std::string id = start();
+    for (const json& r : trace.at("requests")) {
+      const std::string type = r.at("type");
+      json q = r;
+      q.erase("outputs");
+      q.erase("yields");
+      q["session_id"] = id;
+      SCOPED_TRACE(set + ": " + q.dump());
+      if (type == "propagate_in_video") {
+        svc_->stream(q)([](const json&) { return true; });
+        continue;
+      }
+      const json got = svc_->handle(q);
+      if (type == "remove_object") {
+        expect_matches_trace(got, r.at("outputs"));
+        ++removals;
+      }
+    }
+    svc_->handle({{"type", "close_session"}, {"session_id", id}});
+  }
+  EXPECT_GE(removals, 5);
+}
+
+}  // namespace
