@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
+# slurmctld slurmd slurm-client munge: the `segmux batch` test on a one-node Slurm cluster
+# (tests/batch/slurm_array.sh; it starts the daemons itself, in a network namespace).
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
@@ -20,6 +22,7 @@ APT_PACKAGES=(
   python3 python3-numpy libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user
+  slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
