@@ -10,11 +10,9 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <new>
@@ -26,7 +24,6 @@
 #include "apps/precision_option.h"
 #include "apps/track_video.h"
 #include "core/error.h"
-#include "io/files.h"
 #include "pipeline/batch/batch_folder.h"
 #include "pipeline/batch/manifest.h"
 #include "pipeline/batch/shard.h"
@@ -88,23 +85,6 @@ std::string host_name() {
   return b;
 }
 
-// A failure is transient (try again later) when the output folder cannot take a small file or the
-// error names a condition of the machine rather than of the video (a full disk, a lost file server).
-bool transient_failure(const std::string& what, const std::string& out_dir) {
-  for (int err : {ENOSPC, EDQUOT, EIO, ESTALE, ENOMEM, EMFILE, ENFILE, ETIMEDOUT})
-    if (what.find(std::strerror(err)) != std::string::npos) return true;
-  try {
-    const std::string probe = (fs::path(out_dir) / ".staging" / (".probe-" + std::to_string(getpid()))).string();
-    const std::string bytes(size_t(64) << 10, '\0');
-    write_file_atomic(probe, bytes.data(), bytes.size());
-    std::error_code ec;
-    fs::remove(probe, ec);
-    return false;
-  } catch (const std::exception&) {
-    return true;
-  }
-}
-
 TrackSettings settings_for(const BatchItem& item, const TrackSettings& defaults, const std::string& stage) {
   TrackSettings t = defaults;
   t.input = item.path;
@@ -147,7 +127,7 @@ class BatchRun {
     } catch (const std::bad_alloc&) {
       counts_.stopped_by = item.id + ": out of memory";
     } catch (const std::exception& e) {
-      if (transient_failure(e.what(), o_.out)) {
+      if (folder_.transient_failure(e.what())) {
         counts_.stopped_by = item.id + ": " + e.what();
         return;
       }

@@ -118,3 +118,17 @@ TEST_F(BatchFolderTest, AnOutputFolderThatCannotBeMadeIsNamed) {
     EXPECT_NE(std::string(e.what()).find("cannot create folder"), std::string::npos) << e.what();
   }
 }
+
+TEST_F(BatchFolderTest, TransientFailuresAreTheMachinesNotTheVideos) {
+  BatchFolder f(dir_.string());
+  EXPECT_FALSE(f.transient_failure("cannot decode frame 3 of 'a.mp4': Invalid data found when processing input"));
+  EXPECT_TRUE(f.transient_failure("cannot write 'x/masks/00003.png': No space left on device"));
+  EXPECT_TRUE(f.transient_failure("cannot read 'a.mp4': Stale file handle"));
+  EXPECT_TRUE(f.transient_failure("cannot open 'a.mp4': Too many open files"));
+  EXPECT_FALSE(fs::exists(dir_ / ".staging" / (".probe-" + std::to_string(::getpid())))) << "probe left behind";
+  // An output folder that no longer takes a file (here its staging folder became a file): the
+  // machine's fault whatever the message says.
+  fs::remove_all(dir_ / ".staging");
+  write(dir_ / ".staging", "not a folder");
+  EXPECT_TRUE(f.transient_failure("cannot decode frame 3"));
+}

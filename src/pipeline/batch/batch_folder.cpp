@@ -23,6 +23,7 @@ constexpr const char* kStaging = ".staging";
 constexpr const char* kFailed = ".failed";
 constexpr const char* kSummary = ".summary";
 constexpr size_t kMaxRecordBytes = size_t(1) << 20;  // a reason and a few fields
+constexpr size_t kProbeBytes = size_t(64) << 10;     // what a healthy output folder surely takes
 
 void make_folder(const fs::path& p) {
   std::error_code ec;
@@ -125,6 +126,21 @@ std::string BatchFolder::summary_path(const Shard& shard) const {
 void BatchFolder::write_summary(const Shard& shard, const nlohmann::json& summary) {
   const std::string text = summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   write_file_atomic(summary_path(shard), text.data(), text.size());
+}
+
+bool BatchFolder::transient_failure(const std::string& what) const {
+  for (int err : {ENOSPC, EDQUOT, EIO, ESTALE, ENOMEM, EMFILE, ENFILE, ETIMEDOUT})
+    if (what.find(std::strerror(err)) != std::string::npos) return true;
+  try {
+    const std::string probe = (fs::path(dir_) / kStaging / (".probe-" + std::to_string(::getpid()))).string();
+    const std::string bytes(kProbeBytes, '\0');
+    write_file_atomic(probe, bytes.data(), bytes.size());
+    std::error_code ec;
+    fs::remove(probe, ec);
+    return false;
+  } catch (const std::exception&) {
+    return true;
+  }
 }
 
 void BatchFolder::tidy() {

@@ -52,6 +52,11 @@ class BatchFolder {
   std::unique_ptr<VideoClaim> claim(const std::string& id);
   void write_summary(const Shard& shard, const nlohmann::json& summary);
   std::string summary_path(const Shard& shard) const;
+  // Whether a video's failure with message `what` is the machine's, not the video's (try again later):
+  // the message names a condition like a full disk, a lost file server or exhausted memory or files
+  // (strerror of ENOSPC, EDQUOT, EIO, ESTALE, ENOMEM, EMFILE, ENFILE, ETIMEDOUT), or the output folder
+  // no longer takes a small file.
+  bool transient_failure(const std::string& what) const;
   // Removes DIR/.staging when nothing is left in it (the last shard to finish leaves no trace).
   void tidy();
 
