@@ -1,7 +1,7 @@
 // `segmux batch` end to end on the fixtures' tiny model: shards cover every video exactly once, each
 // video's outputs equal a plain `segmux track` of it, a bad video is recorded and not retried, a rerun
-// skips what is done without loading the model, SIGTERM leaves no partial output and exits 75, and
-// command-line mistakes exit 2.
+// skips what is done without loading the model, SIGTERM leaves no partial output and exits 75, a video
+// held by another live process is left to it (exit 75), and command-line mistakes exit 2.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -134,6 +134,24 @@ TEST_F(BatchCli, SigtermLeavesNoPartialOutputAndAsksForARetry) {
   EXPECT_FALSE(fs::exists(out + "/long")) << "partial output after SIGTERM";
   EXPECT_FALSE(fs::exists(out + "/.staging")) << "staging left after SIGTERM";
   EXPECT_FALSE(fs::exists(out + "/.failed/long.json")) << "an interrupted video is not a failed one";
+}
+
+TEST_F(BatchCli, AVideoHeldByAnotherLiveProcessIsLeftToItAndRetried) {
+  const std::string out = tmp("held");
+  fs::create_directories(out + "/.staging");
+  // Another process (flock(1) here) holds clip4's claim for the whole run of shard 1/3 (clip4, clip5).
+  auto r = segmux::test::run_shell("flock " + out + "/.staging/clip4.lock " + std::string(SEGMUX_BINARY_DIR) +
+                                   "/segmux batch " + tmp("m.txt") + " --out " + out + " " + model_args() +
+                                   " --shard 1/3 --json 2>/dev/null");
+  EXPECT_EQ(r.code, 75) << r.out;
+  auto s = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(s.is_discarded()) << r.out;
+  EXPECT_EQ(s["busy"], 1);
+  EXPECT_EQ(s["done"], 1);
+  EXPECT_FALSE(fs::exists(out + "/clip4")) << "a held video was tracked";
+  EXPECT_TRUE(fs::is_directory(out + "/clip5"));
+  EXPECT_EQ(batch(out, "--shard 1/3").code, 0) << "the retry does it";
+  EXPECT_TRUE(fs::is_directory(out + "/clip4"));
 }
 
 TEST_F(BatchCli, MistakesExitWithTheRightCode) {
