@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A one-node Slurm cluster (munged, slurmctld, slurmd) for tests, inside a network namespace of its own
 # that holds only a loopback: sourced by tests/batch/slurm_array.sh. Everything lives under $R; nothing
 # under /etc/slurm, /etc/munge or /run is touched except the namespace handle /run/netns/$NS.
@@ -23,8 +24,7 @@ cluster_up() {
     --pid-file="$R/munge/munged.pid" --log-file="$R/log/munged.log" --seed-file="$R/munge/munged.seed" \
     >"$R/log/munged.out" 2>&1 &
   cluster_pids+=($!)
-  local i
-  for i in $(seq 100); do [ -S "$R/munge/munge.sock" ] && break; sleep 0.1; done
+  for _ in $(seq 100); do [ -S "$R/munge/munge.sock" ] && break; sleep 0.1; done
   H=$(hostname -s)
   cat >"$R/etc/slurm.conf" <<CONF
 ClusterName=segmuxci
@@ -68,7 +68,7 @@ CONF
   cluster_pids+=($!)
   $X slurmd -D >"$R/log/slurmd.out" 2>&1 &
   cluster_pids+=($!)
-  for i in $(seq 300); do
+  for _ in $(seq 300); do
     $X sinfo -h -o %T 2>/dev/null | grep -q idle && return 0
     sleep 0.1
   done
