@@ -8,7 +8,7 @@
 # DOWN mid-run: Slurm requeues the tasks; (3) scancel: no process left, no partial output.
 # Stops every daemon it started, by pid. Exit 77 (skipped) without root or the Slurm packages.
 # Environment: SEGMUX (the binary), SEGMUX_FIXTURES; SEGMUX_SLURM_KEEP=1 keeps the work folder.
-set -euo pipefail
+set -Eeuo pipefail
 SEGMUX=${SEGMUX:?set SEGMUX to the segmux binary}
 FIX=${SEGMUX_FIXTURES:?set SEGMUX_FIXTURES}/sam31-tiny
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,6 +60,7 @@ finish() {
   exit $rc
 }
 trap finish EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?" >&2' ERR
 
 T_ALL=$(now)
 # --- Data: a deployment package, 7 videos, the manifest, and plain `segmux track` outputs to compare.
@@ -104,7 +105,7 @@ submit() {  # submit OUT LOGDIR ARRAY: starts `sbatch --wait` in the background;
   WAITPID=$!
   JOB=
   for _ in $(seq 100); do
-    JOB=$(head -n 1 "$2/sbatch.out" 2>/dev/null | tr -d '[:space:]')
+    JOB=$(head -n 1 "$2/sbatch.out" 2>/dev/null | tr -d '[:space:]') || true  # not written yet
     [ -n "$JOB" ] && break
     sleep 0.1
   done
