@@ -164,6 +164,13 @@ TEST_F(BatchCli, MistakesExitWithTheRightCode) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("SLURM_ARRAY_TASK_ID"), std::string::npos) << r.err;
   EXPECT_EQ(batch(out, "--shard-count 2").code, 2);
+  r = batch(out, "--threads 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--threads: 0 is out of range"), std::string::npos) << r.err;
+  r = segmux("batch --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* word : {"segmux batch", "--shard", "--shard-count", "MANIFEST", "75"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << " missing from --help";
   std::ofstream(tmp("noprompt.txt")) << tmp("videos/clip3.gif") << "\n";
   r = segmux("batch " + tmp("noprompt.txt") + " --out " + out + " " + segmux::test::tiny_model_args(tmp("cache")));
   EXPECT_EQ(r.code, 2) << r.err;
