@@ -5,7 +5,8 @@
 # and a manifest of 7 videos (generated GIFs and the fixture frames), and checks after each run: every
 # video done exactly once, its masks byte-equal to a plain `segmux track`, nothing left in staging.
 # Faults: (1) SIGKILL of the worker mid-video: the task requeues itself and finishes; (2) the node marked
-# DOWN mid-run: Slurm requeues the tasks; (3) scancel: no process left, no partial output.
+# DOWN mid-run: Slurm requeues the tasks; (3) SIGUSR1 to the batch shell (the time-limit warning): the
+# task requeues itself and finishes; (4) scancel: no process left, no partial output.
 # Stops every daemon it started, by pid. Exit 77 (skipped) without root or the Slurm packages.
 # Environment: SEGMUX (the binary), SEGMUX_FIXTURES; SEGMUX_SLURM_KEEP=1 keeps the work folder.
 set -Eeuo pipefail
@@ -201,24 +202,40 @@ check_outputs "$W/out2" "$W/logs2"
 FIG_RUN2=$(since "$t") FRAMES2=$(frames_of "$W/out2")
 log "run 2 ok in $FIG_RUN2 s"
 
-# --- 3. scancel mid-video: no process left, no partial output, nothing in staging.
-log "run 3: scancel mid-video"
+# --- 3. The time-limit warning (the script's `--signal=B:USR1@120`), sent by hand mid-video: segmux stops,
+# the script requeues the task, the rerun finishes.
+log "run 3: SIGUSR1 to the batch shells mid-video (as before a time limit)"
 t=$(now)
 submit "$W/out3" "$W/logs3" 0-1
 worker_mid_long_video 0 "$W/logs3" >/dev/null || fail "task 0 never reached frame 10 of the long video"
+$X scancel --signal=USR1 --batch "$JOB"
+wait_job 300
+[ "$SBATCH_RC" -eq 0 ] || fail "run 3: sbatch --wait exited $SBATCH_RC"
+grep -q "segmux exited 75 after SIGUSR1" "$W/logs3/${JOB}_0.log" || fail "run 3: segmux did not stop on SIGUSR1"
+[ "$(restarts_of 0)" -ge 1 ] || fail "run 3: task 0 was not requeued after SIGUSR1"
+check_outputs "$W/out3" "$W/logs3"
+FIG_RUN3=$(since "$t")
+log "run 3 ok in $FIG_RUN3 s"
+
+# --- 4. scancel mid-video: no process left, no partial output, nothing in staging.
+log "run 4: scancel mid-video"
+t=$(now)
+submit "$W/out4" "$W/logs4" 0-1
+worker_mid_long_video 0 "$W/logs4" >/dev/null || fail "task 0 never reached frame 10 of the long video"
 $X scancel "$JOB"
 wait_job 120
 for _ in $(seq 150); do [ -z "$(our_segmux_pids)" ] && break; sleep 0.1; done
-[ -z "$(our_segmux_pids)" ] || fail "run 3: segmux processes left after scancel: $(our_segmux_pids)"
-[ ! -e "$W/out3/long" ] || fail "run 3: the cancelled video has outputs"
-[ ! -e "$W/out3/.staging" ] || [ -z "$(ls -A "$W/out3/.staging")" ] || fail "run 3: staging left after scancel"
-grep -q "segmux exited 75 after SIGTERM" "$W/logs3/${JOB}_0.log" || fail "run 3: segmux did not stop on SIGTERM"
-FIG_RUN3=$(since "$t")
-log "run 3 ok in $FIG_RUN3 s"
+[ -z "$(our_segmux_pids)" ] || fail "run 4: segmux processes left after scancel: $(our_segmux_pids)"
+[ ! -e "$W/out4/long" ] || fail "run 4: the cancelled video has outputs"
+[ ! -e "$W/out4/.staging" ] || [ -z "$(ls -A "$W/out4/.staging")" ] || fail "run 4: staging left after scancel"
+grep -q "segmux exited 75 after SIGTERM" "$W/logs4/${JOB}_0.log" || fail "run 4: segmux did not stop on SIGTERM"
+[ "$(restarts_of 0)" = 0 ] || fail "run 4: the cancelled task was requeued"
+FIG_RUN4=$(since "$t")
+log "run 4 ok in $FIG_RUN4 s"
 
 cluster_down
 FIG_ALL=$(since "$T_ALL")
 echo "FIGURES: deploy ${FIG_DEPLOY}s, 7 plain tracks ${FIG_TRACK}s, cluster up ${FIG_UP}s," \
   "run1 (3 tasks, SIGKILL+requeue) ${FIG_RUN1}s ${FRAMES1} frames, run2 (2 tasks, node DOWN) ${FIG_RUN2}s" \
-  "${FRAMES2} frames, run3 (scancel) ${FIG_RUN3}s, total ${FIG_ALL}s"
+  "${FRAMES2} frames, run3 (SIGUSR1 + requeue) ${FIG_RUN3}s, run4 (scancel) ${FIG_RUN4}s, total ${FIG_ALL}s"
 echo "PASS"
