@@ -175,6 +175,14 @@ TEST_F(BatchCli, MistakesExitWithTheRightCode) {
   r = segmux("batch " + tmp("noprompt.txt") + " --out " + out + " " + segmux::test::tiny_model_args(tmp("cache")));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("no prompt for 'clip3'"), std::string::npos) << r.err;
+  // A model that cannot be loaded is no video's fault: fatal, nothing recorded as failed.
+  r = segmux("batch " + tmp("m.txt") + " --out " + out + " --model " + tmp("no-such-package") +
+             " --prompt shape --overlay none");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot load the model"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out + "/.failed/clip3.json")) << "the model's failure was blamed on a video";
+  EXPECT_FALSE(fs::exists(out + "/.staging/clip3")) << "staging left after a fatal error";
+  fs::remove_all(out);
   std::ofstream(tmp("bad.txt")) << "{\"path\": 3}\n";
   r = segmux("batch " + tmp("bad.txt") + " --out " + out + " " + model_args());
   EXPECT_EQ(r.code, 1) << r.err;
