@@ -51,6 +51,15 @@ TEST_F(BatchFolderTest, ClaimStageCommit) {
   EXPECT_FALSE(fs::exists(dir_ / ".staging")) << "nothing left in staging";
 }
 
+TEST_F(BatchFolderTest, AnotherShardsTidyDoesNotStopTheNextClaim) {
+  BatchFolder f(dir_.string());
+  BatchFolder(dir_.string()).tidy();  // another shard finished and removed the empty staging folder
+  ASSERT_FALSE(fs::exists(dir_ / ".staging"));
+  auto claim = f.claim("v");
+  ASSERT_TRUE(claim);
+  EXPECT_TRUE(fs::is_directory(claim->stage()));
+}
+
 TEST_F(BatchFolderTest, NoPartialOutputWithoutCommit) {
   BatchFolder f(dir_.string());
   {

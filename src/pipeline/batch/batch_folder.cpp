@@ -23,6 +23,7 @@ constexpr const char* kStaging = ".staging";
 constexpr const char* kFailed = ".failed";
 constexpr const char* kSummary = ".summary";
 constexpr size_t kMaxRecordBytes = size_t(1) << 20;  // a reason and a few fields
+constexpr int kLockAttempts = 100;                   // each lost only to another shard's rmdir
 constexpr size_t kProbeBytes = size_t(64) << 10;     // what a healthy output folder surely takes
 
 void make_folder(const fs::path& p) {
@@ -100,7 +101,14 @@ void BatchFolder::record_failure(const std::string& id, const nlohmann::json& re
 std::unique_ptr<VideoClaim> BatchFolder::claim(const std::string& id) {
   const fs::path staging = fs::path(dir_) / kStaging;
   const std::string lock_path = (staging / (id + ".lock")).string();
-  const int fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  // Another shard's tidy() may remove the empty staging folder at any moment: make it again and
+  // retry (once our lock file is in it, it is not empty and stays).
+  int fd = -1;
+  for (int attempt = 0; attempt < kLockAttempts && fd < 0; ++attempt) {
+    make_folder(staging);
+    fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != ENOENT) break;
+  }
   SEGMUX_CHECK(fd >= 0, "cannot create the lock file '", lock_path, "': ", std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
