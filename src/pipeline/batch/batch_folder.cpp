@@ -140,6 +140,7 @@ bool BatchFolder::transient_failure(const std::string& what) const {
   for (int err : {ENOSPC, EDQUOT, EIO, ESTALE, ENOMEM, EMFILE, ENFILE, ETIMEDOUT})
     if (what.find(std::strerror(err)) != std::string::npos) return true;
   try {
+    make_folder(fs::path(dir_) / kStaging);  // removed when empty by another shard's tidy()
     const std::string probe = (fs::path(dir_) / kStaging / (".probe-" + std::to_string(::getpid()))).string();
     const std::string bytes(kProbeBytes, '\0');
     write_file_atomic(probe, bytes.data(), bytes.size());
