@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 # qemu-user: scripts/portable_check.sh runs segmux on emulated CPUs without AVX-512 / AVX.
 # ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake) requires
 # OpenCL headers and libOpenCL to configure at all.
+# slurmctld slurmd slurm-client munge: the `segmux batch` test on a one-node Slurm cluster
+# (tests/batch/slurm_array.sh; it starts the daemons itself, in a network namespace).
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
@@ -23,6 +25,7 @@ APT_PACKAGES=(
   python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user haproxy
+  slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -23,6 +23,7 @@
 #include "apps/request_plan.h"
 #include "apps/staged_output.h"
 #include "apps/track_options.h"
+#include "apps/track_video.h"
 #include "core/error.h"
 #include "io/files.h"
 #include "pipeline/masks/rle.h"
@@ -162,15 +163,16 @@ int run_track(int argc, char** argv) {
       "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
       "segmux track"};
   app.footer(kFooter);
-  std::string input, out_dir, direction = "both", overlay = "auto";
-  std::vector<std::string> prompts;
-  TrackPromptOptions popt;
+  TrackSettings s;
+  std::string &input = s.input, &out_dir = s.out_dir, &direction = s.direction, &overlay = s.overlay;
+  std::vector<std::string>& prompts = s.prompts;
+  TrackPromptOptions& popt = s.popt;
   ModelSource src;
   bool demo = false;
-  int start = 0, max_frames = -1;
-  bool quiet = false, json = false, no_masks = false;
-  std::string rle = "compressed", masks = "ids";
-  double folder_fps = 0;
+  int &start = s.start, &max_frames = s.max_frames;
+  bool &quiet = s.quiet, &json = s.json, &no_masks = s.no_masks;
+  std::string &rle = s.rle, &masks = s.masks;
+  double& folder_fps = s.folder_fps;
   app.add_option("input", input, "video file, GIF or frame folder")->required();
   app.add_option("--prompt,-p", prompts, "text prompt, e.g. \"dog\" (repeatable: every concept is tracked at once)");
   add_track_prompt_options(app, popt);
@@ -222,8 +224,34 @@ int run_track(int argc, char** argv) {
       popt.requests.empty() || app.count("--start") + app.count("--direction") + app.count("--max-frames") == 0,
       "--requests replaces --start, --direction and --max-frames (say them in the requests)");
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
-  auto log = [&](const std::string& s) {
-    if (!quiet) std::fprintf(stderr, "%s\n", s.c_str());
+  s.engine = src.engine;
+  std::optional<OpenedModel> opened;
+  track_video(s, [&](const LogFn& log) -> OpenedModel& {
+    if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
+    opened = open_model(src, log);
+    if (demo) opened->description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
+    log("model: " + opened->description + (src.engine == "ort" ? " on ONNX Runtime" : ""));
+    return *opened;
+  });
+  return 0;
+}
+
+CommandRegistration reg("track", "segment and track objects named by a text prompt through a video", run_track);
+
+}  // namespace
+
+TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
+  // The option names of `segmux track`, so the messages below speak of what the user typed.
+  const std::string &input = s.input, &out_dir = s.out_dir, &direction = s.direction, &overlay = s.overlay;
+  std::vector<std::string> prompts = s.prompts;
+  const TrackPromptOptions& popt = s.popt;
+  const int start = s.start, max_frames = s.max_frames;
+  const bool quiet = s.quiet, json = s.json, no_masks = s.no_masks;
+  std::string masks = s.masks;
+  const std::string& rle = s.rle;
+  const double folder_fps = s.folder_fps;
+  auto log = [&](const std::string& line) {
+    if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
 
   // Everything that can be checked before any output exists: input, start frame, model.
@@ -238,10 +266,7 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(boxes.empty() || !popt.frame || *popt.frame == start,
                      "--box exemplars go on the --start frame: give --start ", popt.frame.value_or(0));
   if (prompts.empty() && !boxes.empty()) prompts = {kBoxOnlyText};  // official: boxes alone
-  if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
-  OpenedModel model = open_model(src, log);
-  if (demo) model.description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
-  log("model: " + model.description + (src.engine == "ort" ? " on ONNX Runtime" : ""));
+  OpenedModel& model = get_model(log);
 
   StagedOutput staged(out_dir);
   OutputOptions opt;
@@ -302,6 +327,7 @@ int run_track(int argc, char** argv) {
   };
   // Requests may deliver a frame again (a later propagation's output replaces the earlier one).
   auto take = [&](const FrameOutput& out) {
+    if (s.stop && s.stop->load()) throw TrackInterrupted("interrupted at frame " + std::to_string(out.frame_index));
     SEGMUX_CHECK(!requests.empty() || seen.insert(out.frame_index).second, "frame ", out.frame_index,
                  " was delivered twice by the predictor");
     if (spool)
@@ -357,7 +383,7 @@ int run_track(int argc, char** argv) {
                               {"prompt", prompts.empty() ? std::string() : prompts.front()},
                               {"prompts", prompts},
                               {"model", model.description},
-                              {"engine", src.engine},
+                              {"engine", s.engine},
                               {"direction", direction},
                               {"start", start},
                               {"frames", writer.frames_written()},
@@ -373,10 +399,6 @@ int run_track(int argc, char** argv) {
     log("wrote " + std::to_string(writer.frames_written()) + " frames, " + std::to_string(frames_per_object.size()) +
         " objects, to " + out_dir + (overlay_final.empty() ? "" : " (overlay " + overlay_final + ")"));
   }
-  return 0;
+  return TrackedVideo{writer.frames_written(), frames_per_object.size(), secs};
 }
-
-CommandRegistration reg("track", "segment and track objects named by a text prompt through a video", run_track);
-
-}  // namespace
 }  // namespace segmux::apps
