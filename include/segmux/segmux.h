@@ -150,10 +150,10 @@ SEGMUX_API segmux_status segmux_session_push_frame(segmux_session* session, cons
 /* Frames known to the session (live: pushed so far), and the frame size. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_info(segmux_session* session, int* num_frames, int* width, int* height);
 
-/* A prompt: text and / or box exemplars for the detector (boxes without obj_id; boxes alone are grounded
- * with the official "<text placeholder>" text), or (obj_id >= 0) points and / or one positive box for
- * that object: a new id creates an object, an existing one is refined on that frame (docs/track.md,
- * Points and boxes). */
+/* A prompt, routed as the official add_prompt: text and / or box exemplars go to the detector (boxes
+ * alone are grounded with the official "<text placeholder>" text; an obj_id given with boxes is not
+ * used), points (with obj_id >= 0) go to the tracker for that object: a new id creates an object, an
+ * existing one is refined on that frame. Points exclude text and boxes (docs/predictor.md, Requests). */
 typedef struct segmux_prompt {
   size_t struct_size;      /* sizeof(segmux_prompt) */
   int frame_index;         /* the frame the prompt is on */
@@ -164,7 +164,7 @@ typedef struct segmux_prompt {
   const float* points_xy;  /* num_points x 2, normalised [0, 1] */
   const int* point_labels; /* num_points: 1 positive, 0 negative */
   size_t num_points;
-  int64_t obj_id; /* the object the points / box create or refine (>= 0); -1: none (text prompt) */
+  int64_t obj_id; /* the object the points create or refine (>= 0); -1: none (text / boxes) */
 } segmux_prompt;
 
 /* Sets defaults (frame 0, no text, no boxes or points, obj_id -1). Thread-safe. */

@@ -160,6 +160,9 @@ segmux_status segmux_session_open_video(segmux_model* model, const char* path, s
       s.source = reader.get();
       s.id = model->predictor->start_session(std::move(reader));
       model->predictor->keep_decisions(s.id, false);  // the C API never reads them: memory stays bounded
+      // The official predictor keeps its outputs: a propagation after removals re-reads them instead of
+      // running the model (a fetch). RLE masks: a few KB per frame of a video file.
+      model->predictor->keep_outputs(s.id, true);
     });
   });
 }

@@ -47,10 +47,10 @@ struct Seen {
   std::vector<std::vector<uint8_t>> masks;
 };
 
-Seen propagate(segmux_session* s) {
+Seen propagate(segmux_session* s, const segmux_propagate_options* options = nullptr) {
   Seen seen;
   EXPECT_EQ(segmux_session_propagate(
-                s, nullptr,
+                s, options,
                 [](void* user, const segmux_frame* f) {
                   auto& out = *static_cast<Seen*>(user);
                   out.frames.push_back(segmux_frame_index(f));
@@ -296,4 +296,47 @@ TEST(CApiRequests, VideosAndImagesThatDoNotOpenSayWhy) {
   segmux_session_close(s);
   EXPECT_EQ(segmux_model_close(m), SEGMUX_OK);
   fs::remove_all(tmp);
+}
+
+// After a removal the official predictor does not run the model again: the next propagation fetches
+// the kept outputs without the removed object (tests/fixtures/sam31-tiny-remove). The C API session
+// keeps its outputs for that, so its frames are the official ones.
+TEST(CApiRequests, PropagationAfterARemovalIsTheOfficialFetch) {
+  const nlohmann::json trace = nlohmann::json::parse(
+      std::ifstream(std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-remove/video/trace.json"));
+  const nlohmann::json& requests = trace.at("requests");
+  ASSERT_EQ(requests[0].at("type"), "add_prompt");
+  ASSERT_EQ(requests[2].at("type"), "remove_object");
+  ASSERT_EQ(requests[3].at("type"), "propagate_in_video");
+  ASSERT_EQ(requests[3].at("propagation_direction"), "forward");
+  segmux_model* m = open_model(kFixture);
+  ASSERT_NE(m, nullptr);
+  segmux_session* s = nullptr;
+  ASSERT_EQ(segmux_session_open_video(m, kFrames.c_str(), &s), SEGMUX_OK) << segmux_last_error();
+  ASSERT_EQ(add_text(s, requests[0].at("text").get<std::string>().c_str(), requests[0].at("frame_index")), SEGMUX_OK);
+  segmux_propagate_options forward;
+  segmux_propagate_options_init(&forward);
+  forward.direction = SEGMUX_FORWARD;
+  propagate(s, &forward);
+  int removed = 0;
+  ASSERT_EQ(segmux_session_remove_object(s, requests[2].at("obj_id").get<int64_t>(), &removed), SEGMUX_OK);
+  EXPECT_EQ(removed, 1);
+  const Seen seen = propagate(s, &forward);
+  // The official yields of the propagation after the removal, frame by frame, object by object.
+  size_t k = 0;
+  const nlohmann::json& yields = requests[3].at("yields");
+  ASSERT_EQ(seen.frames.size(), yields.size());
+  for (const nlohmann::json& y : yields) {
+    for (size_t j = 0; j < y.at("obj_ids").size(); ++j, ++k) {
+      ASSERT_LT(k, seen.ids.size());
+      EXPECT_EQ(seen.ids[k], y["obj_ids"][j].get<int64_t>()) << "frame " << y["frame_index"];
+      const segmux::pipeline::BinaryMask want = segmux::test::mask_of(y["masks_rle"][j]);
+      segmux::pipeline::BinaryMask got = want;
+      got.pixels.assign(seen.masks[k].begin(), seen.masks[k].end());
+      EXPECT_GE(segmux::test::mask_iou(got, want), 0.99) << "frame " << y["frame_index"] << " object " << j;
+    }
+  }
+  EXPECT_EQ(k, seen.ids.size());
+  segmux_session_close(s);
+  segmux_model_close(m);
 }
