@@ -272,7 +272,7 @@ void add_options(CLI::App& app, BatchOptions& o) {
   TrackSettings& t = o.track;
   t.overlay = "auto";
   app.add_option("manifest", o.manifest, "text file: a video path or a JSON object per line")->required();
-  app.add_option("--out,-o", o.out, "output folder: DIR/<id>/ per video (created if absent)")->required();
+  app.add_option("-o,--out,--output", o.out, "output folder: DIR/<id>/ per video (created if absent)")->required();
   app.add_option("--shard", o.shard_spec,
                  "I/N: this process takes videos I, I+N, ... (from 0); auto: from SLURM_ARRAY_TASK_ID/COUNT or "
                  "JOB_COMPLETION_INDEX (default: every video)");

@@ -21,7 +21,7 @@ int compile_main(int argc, char** argv) {
   std::vector<std::string> shapes, skip;
   bool as_json = false;
   app.add_option("model", model, "ONNX model to compile")->required();
-  app.add_option("-o,--out,--output", output, "compiled model file to write (.smx)")->required();
+  app.add_option("-o,--output,--out", output, "compiled model file to write (.smx)")->required();
   app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)")->allow_extra_args(false);
   app.add_option("--precision", precision, "fp32 (default) or bf16 (MatMul/Gemm/Conv weights in bf16)")
       ->check(CLI::IsMember({"fp32", "bf16"}));

@@ -61,7 +61,7 @@ int deploy_main(int argc, char** argv) {
   uint64_t seed = verify::PackageVerifyOptions{}.seed;
   app.add_option("checkpoint", ckpt, "SAM 3.1 checkpoint (.pt or .safetensors with the official key names)")
       ->required();
-  app.add_option("-o,--out,--output", out, "package folder to create")->required();
+  app.add_option("-o,--output,--out", out, "package folder to create")->required();
   app.add_option("--config", config, "model config JSON (default: full-size SAM 3.1)");
   app.add_option("--vocab", vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   app.add_option("--precision", precisions, "comma-separated: fp32 (default), bf16; the first goes to the root");

@@ -32,7 +32,7 @@ int export_onnx_main(int argc, char** argv) {
   app.add_option("--weights", weights, "weights file (.pt or .safetensors)")->required();
   app.add_option("--config", config, "config file (flat JSON or a fixture config.json; default: full-size)");
   app.add_option("--variant", variant, "build variant (e.g. fp32_mlp for the backbone)");
-  app.add_option("-o,--out,--output", out, "output .onnx file")->required();
+  app.add_option("-o,--output,--out", out, "output .onnx file")->required();
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
   const sam31::Candidate* def = sam31::find_candidate(candidate);

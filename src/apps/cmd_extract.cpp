@@ -26,7 +26,7 @@ int extract_main(int argc, char** argv) {
   app.add_option("--outputs", outputs, "tensor names the subgraph computes (comma separated)")
       ->delimiter(',')
       ->required();
-  app.add_option("-o,--out,--output", output, "ONNX file to write")->required();
+  app.add_option("-o,--output,--out", output, "ONNX file to write")->required();
   app.add_option("--input-shape", shapes, "fix a model input's shape: name:d0,d1,... (repeatable)")
       ->allow_extra_args(false);
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;

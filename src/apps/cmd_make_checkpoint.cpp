@@ -55,7 +55,7 @@ int make_checkpoint_main(int argc, char** argv) {
   std::vector<std::string> renames;
   app.add_flag("--random", random, "random weights (the only mode)")->required();
   app.add_option("--config", config, "'full' (official full size) or a config file (flat JSON or fixture config.json)");
-  app.add_option("-o,--out,--output", out, "checkpoint file to write")->required();
+  app.add_option("-o,--output,--out", out, "checkpoint file to write")->required();
   app.add_option("--seed", seed, "seed of the random weights");
   app.add_option("--drop", edits.drop, "leave this key out (repeatable)");
   app.add_option("--rename", renames, "OLD=NEW: store key OLD under NEW (repeatable)");

@@ -29,7 +29,7 @@ int run_main(int argc, char** argv) {
   app.add_option("--input", inputs,
                  "NAME=FILE (.npy, or .safetensors: the tensor called NAME, else the file's only tensor); repeatable")
       ->allow_extra_args(false);
-  app.add_option("-o,--out,--output", output, "output .safetensors file")->required();
+  app.add_option("-o,--output,--out", output, "output .safetensors file")->required();
   app.add_flag("--random", random, "random values for every input not given with --input");
   app.add_option("--seed", seed, "seed for --random (default 0)");
   add_threads_option(app, threads, "threads");

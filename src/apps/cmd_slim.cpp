@@ -31,7 +31,7 @@ int slim_main(int argc, char** argv) {
   uint64_t seed = 1234;
   int threads = 2;
   app.add_option("model", model, "ONNX model to slim")->required();
-  app.add_option("-o,--out,--output", output, "slimmed ONNX model to write")->required();
+  app.add_option("-o,--output,--out", output, "slimmed ONNX model to write")->required();
   app.add_option("--input-shape", shapes, "fix an input's shape: name:d0,d1,... (repeatable)")->allow_extra_args(false);
   app.add_flag("--no-verify", no_verify, "do not run the two models (e.g. inputs without fixed shapes)");
   app.add_option("--seed", seed, "seed of the verification inputs (default 1234)");

@@ -27,7 +27,7 @@ int tokenize_main(int argc, char** argv) {
   app.add_option("--vocab", vocab, "bpe_simple_vocab_16e6.txt.gz, or a folder / checkpoint next to it")->required();
   app.add_option("--config", config, "config file (its text_context_length); default: full size");
   app.add_option("--context", context, "context length (overrides the config)");
-  app.add_option("-o,--out,--output", out, "write the ids to this .safetensors file");
+  app.add_option("-o,--output,--out", out, "write the ids to this .safetensors file");
   app.add_flag("--show-clean", show_clean, "also print the cleaned text");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);

@@ -118,8 +118,9 @@ async function sendMark(mark) {
     // A box goes first (the tracker places its corners before the clicks): resend the frame's clicks with it.
     next = {frame: mark.frame, obj, points: prior ? prior.points : [], labels: prior ? prior.labels : [],
             box: mark.box};
-    body.bounding_boxes = [mark.box.map(round6)];
-    body.bounding_box_labels = [1];
+    // The object's box for the tracker: segmux's 'object_box' (officially 'bounding_boxes' always go to
+    // the detector as exemplars, which the exemplar mode sends).
+    body.object_box = mark.box.map(round6);
     if (next.points.length) {
       body.points = next.points.map((p) => p.map(round6));
       body.point_labels = next.labels;
