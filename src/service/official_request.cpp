@@ -1,8 +1,11 @@
 #include "service/official_request.h"
 
+#include <cstdint>
+
 #include "core/error.h"
 #include "io/json_limits.h"
 #include "pipeline/predictor/box_prompts.h"
+#include "pipeline/predictor/client_ids.h"
 #include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::service {
@@ -25,6 +28,9 @@ struct Checker {
   int64_t integer(const char* key) const {
     const json& v = r.at(key);
     if (!v.is_number_integer()) bad("'", key, "' must be an integer, got ", describe_json(v));
+    // Above 2^63 - 1 the value would read as a negative one (a huge frame_index was reported as -1).
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+      bad("'", key, "' ", v.get<uint64_t>(), " is out of range");
     return v.get<int64_t>();
   }
   int frame(const char* key) const {
@@ -80,7 +86,7 @@ struct Checker {
   pipeline::Prompt tracker() const {
     pipeline::Prompt p;
     p.obj_id = integer("obj_id");
-    if (*p.obj_id < 0) bad("'obj_id' ", *p.obj_id, " is negative");
+    pipeline::check_client_obj_id(*p.obj_id, where);
     if (has("text")) bad("a prompt has either 'text' or points / a box for one object, not both");
     if (!has("points") && !has("bounding_boxes")) bad("'obj_id' is given without 'points' or 'bounding_boxes'");
     if (has("points")) {
@@ -157,7 +163,7 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
     q.type = OfficialRequest::Type::RemoveObject;
     if (!c.has("obj_id")) c.bad("no 'obj_id'");
     q.obj_id = c.integer("obj_id");
-    if (q.obj_id < 0) c.bad("'obj_id' ", q.obj_id, " is negative");
+    pipeline::check_client_obj_id(q.obj_id, c.where);
     if (c.has("frame_index")) q.remove_frame_index = q.frame_index = c.frame("frame_index");
     if (!have_prompt) c.bad("no prompt (text or points) was added before it");
   } else if (type == "propagate_in_video") {
