@@ -30,7 +30,7 @@ std::string refusal(const std::string& text) {
 TEST(RequestIds, ObjIdsOutsideTheClientRangeAreRefused) {
   const std::string points = R"(, "points": [[0.5, 0.5]], "point_labels": [1]})";
   EXPECT_HAS(refusal(R"({"type": "add_prompt", "frame_index": 0, "obj_id": 9223372036854775807)" + points),
-             "request 1: obj_id 9223372036854775807 is outside 0..2147483647");
+             "request 1 (add_prompt): obj_id 9223372036854775807 is outside 0..2147483647");
   EXPECT_HAS(refusal(R"({"type": "add_prompt", "frame_index": 0, "obj_id": -3)" + points), "obj_id -3 is outside");
   EXPECT_HAS(refusal(R"({"type": "remove_object", "obj_id": 2147483648})"), "obj_id 2147483648 is outside");
   EXPECT_EQ(refusal(R"({"type": "add_prompt", "frame_index": 0, "obj_id": 2147483647)" + points), "(no error)");
