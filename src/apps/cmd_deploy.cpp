@@ -14,6 +14,7 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "io/files.h"
+#include "io/paths.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/model_store/model_store.h"
 #include "pipeline/package/package.h"
@@ -112,7 +113,7 @@ int deploy_main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string started = utc_now();
   const fs::path dest = fs::absolute(out).lexically_normal();
-  fs::create_directories(dest.parent_path());
+  make_directories(dest.parent_path().string());
   const std::string marker = dest.filename().string() + ".partial-";
   remove_abandoned_partials(dest.parent_path().string(), marker);
   const std::string stage = (dest.parent_path() / (marker + std::to_string(::getpid()))).string();

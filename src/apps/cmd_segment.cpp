@@ -19,6 +19,7 @@
 #include "apps/staged_output.h"
 #include "core/error.h"
 #include "io/files.h"
+#include "io/printable.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
@@ -163,6 +164,8 @@ int run_segment(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(threshold >= 0.f && threshold < 1.f, "--threshold ", threshold, " must be in [0, 1)");
   SEGMUX_USAGE_CHECK(!prompts.empty() || !boxes.empty(), "no prompt: give --prompt TEXT and/or --box x,y,w,h");
   for (const auto& p : prompts) SEGMUX_USAGE_CHECK(!p.empty(), "--prompt is empty");
+  for (const auto& p : prompts)
+    SEGMUX_USAGE_CHECK(is_valid_utf8(p), "--prompt \"", printable(p, 80), "\" is not valid UTF-8 text");
   std::vector<BoxArg> box_args;
   for (const auto& b : boxes) box_args.push_back(parse_box_arg(b));
   std::set<std::string> stems;

@@ -26,12 +26,15 @@ int tokenize_main(int argc, char** argv) {
   app.add_option("text", texts, "prompt(s)")->required();
   app.add_option("--vocab", vocab, "bpe_simple_vocab_16e6.txt.gz, or a folder / checkpoint next to it")->required();
   app.add_option("--config", config, "config file (its text_context_length); default: full size");
-  app.add_option("--context", context, "context length (overrides the config)");
+  auto* context_opt = app.add_option("--context", context, "context length (overrides the config)");
   app.add_option("-o,--output,--out", out, "write the ids to this .safetensors file");
   app.add_flag("--show-clean", show_clean, "also print the cleaned text");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
-  const sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, context > 0 ? context : cfg.text_context_length);
+  // A given --context is used as given (the tokenizer refuses one below 2); -1 was silently ignored.
+  SEGMUX_USAGE_CHECK(!*context_opt || (context >= 2 && context <= sam31::kMaxTextContextLength), "--context ", context,
+                     " is not a context length (2..", sam31::kMaxTextContextLength, " tokens)");
+  const sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, *context_opt ? context : cfg.text_context_length);
   Tensor ids = tok.tokenize(texts);
   if (!out.empty()) {
     write_safetensors(out, {{"input_ids", ids}});

@@ -7,6 +7,7 @@
 #include "apps/cli.h"
 #include "apps/prompt_args.h"
 #include "core/error.h"
+#include "io/printable.h"
 
 namespace segmux::apps {
 
@@ -25,6 +26,8 @@ void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o) {
 
 void check_track_prompt_options(const TrackPromptOptions& o, const std::vector<std::string>& prompts) {
   for (const auto& p : prompts) SEGMUX_USAGE_CHECK(!p.empty(), "--prompt is empty");
+  for (const auto& p : prompts)  // it reached the outputs' JSON as a raw "type_error 316" before
+    SEGMUX_USAGE_CHECK(is_valid_utf8(p), "--prompt \"", printable(p, 80), "\" is not valid UTF-8 text");
   SEGMUX_USAGE_CHECK(o.requests.empty() || prompts.empty(), "--requests and --prompt exclude each other");
   SEGMUX_USAGE_CHECK(o.requests.empty() || (o.points.empty() && o.boxes.empty()),
                      "--requests and --point / --box exclude each other (put them in the requests)");

@@ -65,7 +65,7 @@ std::string describe_file_kind(const std::byte* data, size_t size) {
     case FileKind::unknown:
       break;
   }
-  std::string out = "a file of " + std::to_string(size) + " bytes starting with";
+  std::string out = "a file of " + std::to_string(size) + (size == 1 ? " byte" : " bytes") + " starting with";
   for (size_t i = 0; i < size && i < 8; ++i) {
     char buf[8];
     std::snprintf(buf, sizeof buf, " %02X", unsigned(uint8_t(data[i])));

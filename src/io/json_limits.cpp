@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <type_traits>
+#include <unordered_set>
+#include <vector>
 
 #include "core/error.h"
 #include "io/printable.h"
@@ -25,24 +28,105 @@ std::string library_message(const std::exception& e) {
   return printable(m, 300);
 }
 
+// Builds the tree from the parser's events in one pass and applies the limits as each value arrives,
+// before a bigger tree exists. nlohmann's own callback parser rescans the enclosing container each time
+// a nested object closes, so [{},{},...] cost quadratic time (a 1.9 MB safetensors header: 55 s).
+template <typename Json>
+class LimitedTreeBuilder {
+ public:
+  using number_integer_t = typename Json::number_integer_t;
+  using number_unsigned_t = typename Json::number_unsigned_t;
+  using number_float_t = typename Json::number_float_t;
+  using string_t = typename Json::string_t;
+  using binary_t = typename Json::binary_t;
+
+  LimitedTreeBuilder(Json& root, const std::string& what, const JsonLimits& limits)
+      : root_(root), what_(what), limits_(limits) {}
+
+  bool null() { return place(Json(nullptr)); }
+  bool boolean(bool v) { return place(Json(v)); }
+  bool number_integer(number_integer_t v) { return place(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) { return place(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) { return place(Json(v)); }
+  bool string(string_t& v) { return place(Json(std::move(v))); }
+  bool binary(binary_t&) { fail(printable(what_), ": binary data in JSON text"); }
+  bool start_object(std::size_t) { return open(Json(Json::value_t::object)); }
+  bool start_array(std::size_t) { return open(Json(Json::value_t::array)); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(string_t& k);
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    fail(printable(what_), ": not valid JSON: ", library_message(e));
+  }
+
+ private:
+  struct Open {
+    Json* node;
+    std::unordered_set<std::string> keys;  // duplicates are found in O(1) whatever the object type
+  };
+  Json* add(Json&& v);
+  bool place(Json&& v) { return add(std::move(v)), true; }
+  bool open(Json&& v) {
+    SEGMUX_CHECK(open_.size() < limits_.max_depth, printable(what_), ": JSON nested deeper than ", limits_.max_depth,
+                 " levels");
+    open_.push_back({add(std::move(v)), {}});
+    return true;
+  }
+  bool close() { return open_.pop_back(), true; }
+
+  Json& root_;
+  const std::string& what_;
+  const JsonLimits& limits_;
+  std::vector<Open> open_;  // the containers not closed yet, outermost first
+  Json* member_ = nullptr;  // the object member the next value fills (set by key())
+  size_t values_ = 0;
+};
+
+template <typename Json>
+Json* LimitedTreeBuilder<Json>::add(Json&& v) {
+  SEGMUX_CHECK(++values_ <= limits_.max_values, printable(what_), ": JSON holds more than ", limits_.max_values,
+               " values (the limit)");
+  if (open_.empty()) return &(root_ = std::move(v));
+  Json& parent = *open_.back().node;
+  if (parent.is_array()) {
+    auto& elements = parent.template get_ref<typename Json::array_t&>();
+    elements.push_back(std::move(v));
+    return &elements.back();
+  }
+  *member_ = std::move(v);
+  return member_;
+}
+
+template <typename Json>
+bool LimitedTreeBuilder<Json>::key(string_t& k) {
+  Open& top = open_.back();
+  SEGMUX_CHECK(top.keys.insert(k).second, printable(what_), ": JSON object has the key \"", printable(k, 80),
+               "\" twice");
+  // An ordered object is a vector searched linearly: append instead of looking the key up.
+  auto& members = top.node->template get_ref<typename Json::object_t&>();
+  if constexpr (std::is_same_v<typename Json::object_t, nlohmann::ordered_map<string_t, Json>>) {
+    members.emplace_back(std::move(k), Json());
+    member_ = &members.back().second;
+  } else {
+    member_ = &members.emplace(std::move(k), Json()).first->second;
+  }
+  return true;
+}
+
 template <typename Json>
 Json parse_with_limits(std::string_view text, const std::string& what, const JsonLimits& limits) {
   SEGMUX_CHECK(text.size() <= limits.max_bytes, printable(what), ": JSON text of ", text.size(),
                " bytes is larger than the limit of ", limits.max_bytes, " bytes");
-  // The callback sees every array/object start with the number of containers already open.
-  const auto depth_guard = [&](int depth, nlohmann::detail::parse_event_t event, Json&) {
-    if (event == nlohmann::detail::parse_event_t::object_start || event == nlohmann::detail::parse_event_t::array_start)
-      SEGMUX_CHECK(size_t(depth) < limits.max_depth, printable(what), ": JSON nested deeper than ", limits.max_depth,
-                   " levels");
-    return true;
-  };
+  Json root;
+  LimitedTreeBuilder<Json> builder(root, what, limits);
   try {
-    return Json::parse(text.begin(), text.end(), depth_guard);
+    Json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const nlohmann::json::exception& e) {
     fail(printable(what), ": not valid JSON: ", library_message(e));
   } catch (const std::bad_alloc&) {
     fail(printable(what), ": out of memory while parsing ", text.size(), " bytes of JSON");
   }
+  return root;
 }
 
 // Counts container nesting while streaming through CBOR; stops at the first container past the limit,

@@ -1,6 +1,8 @@
 // The one place JSON from untrusted files is parsed (safetensors headers, config files, model.json,
-// .smx metadata): the text size and the nesting depth are bounded, the depth while parsing (before a
-// deeper tree exists), so nothing later (dump, compare, copy, all recursive) can exhaust the stack.
+// .smx metadata): the text size, the nesting depth and the number of values are bounded, the depth and
+// the count while parsing (before a deeper or bigger tree exists), so nothing later (dump, compare, copy,
+// all recursive) can exhaust the stack or the memory. Parsing is linear in the text; an object with the
+// same key twice is refused (which one would count is ambiguous).
 // Syntax errors, invalid UTF-8 included, become a segmux::Error naming the source, in valid UTF-8.
 //
 //   nlohmann::json j = parse_untrusted_json(text, "model.json");              // text in memory
@@ -18,6 +20,7 @@ namespace segmux {
 struct JsonLimits {
   size_t max_depth = 64;                // arrays/objects inside each other; the top value is depth 1
   size_t max_bytes = size_t(64) << 20;  // text size
+  size_t max_values = size_t(1) << 20;  // values of any kind, containers included, counted while parsing
 };
 
 nlohmann::json parse_untrusted_json(std::string_view text, const std::string& what, const JsonLimits& limits = {});

@@ -5,10 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "io/alloc_guard.h"
 #include "io/file_kind.h"
@@ -65,12 +69,42 @@ const char* st_name(DType t) {
 
 namespace {
 
+// A byte count computed in long double (it may exceed 64 bits): converted to an integer only when it
+// fits (out of range, the conversion gave 0 and the message said "needs 0 bytes").
+std::string byte_count_text(long double n) {
+  if (n < 18446744073709551616.0L) return std::to_string((unsigned long long)n);
+  return "more than 18446744073709551615";
+}
+
+struct DataSpan {
+  uint64_t begin, end;
+  std::string name;
+};
+
+// JSON objects are unordered; file order = order of data offsets. Two tensors sharing bytes would
+// silently alias each other (a write through one changes the other): such a file is refused.
+void order_and_check_overlaps(TensorFile& out, std::vector<DataSpan>& spans, const std::string& what) {
+  std::sort(spans.begin(), spans.end(),
+            [](const DataSpan& a, const DataSpan& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
+  const DataSpan* last = nullptr;  // the non-empty span reaching furthest so far
+  for (const DataSpan& s : spans) {
+    if (s.begin == s.end) continue;  // an empty tensor holds no bytes
+    SEGMUX_CHECK(!last || s.begin >= last->end, what, ": tensors '", printable(last ? last->name : ""), "' [",
+                 last ? last->begin : 0, ",", last ? last->end : 0, ") and '", printable(s.name), "' [", s.begin, ",",
+                 s.end, ") overlap in the data section");
+    last = &s;
+  }
+  for (DataSpan& s : spans) out.names.push_back(std::move(s.name));
+}
+
 TensorFile parse_safetensors_unguarded(std::shared_ptr<Storage> bytes, const std::string& what) {
   // Another kind of file (a .pt checkpoint, an .npy array, ...) is named as such, with the reader to use.
   const FileKind kind = sniff_file_kind(bytes->data, bytes->nbytes);
   SEGMUX_CHECK(kind == FileKind::safetensors || kind == FileKind::unknown, what, ": not a safetensors file: it is ",
                describe_file_kind(bytes->data, bytes->nbytes));
-  SEGMUX_CHECK(bytes->nbytes >= 8, what, ": too short to be a safetensors file (", bytes->nbytes, " bytes)");
+  // A tiny file of another kind (a 1-byte ".pt") is named for what it is and what would be accepted.
+  SEGMUX_CHECK(bytes->nbytes >= 8, what, " is ", describe_file_kind(bytes->data, bytes->nbytes),
+               ": too short to be a safetensors file (at least 8 bytes) or a PyTorch .pt checkpoint (a zip archive)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes->data, 8);
   SEGMUX_CHECK(header_len <= bytes->nbytes - 8, what, ": not a safetensors file, or truncated: its header length ",
@@ -85,6 +119,7 @@ TensorFile parse_safetensors_unguarded(std::shared_ptr<Storage> bytes, const std
   const size_t data_start = 8 + header_len;
   const size_t data_len = bytes->nbytes - data_start;
   TensorFile out;
+  std::vector<DataSpan> spans;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
       SEGMUX_CHECK(it->is_object(), what, ": __metadata__ is not an object");
@@ -116,20 +151,17 @@ TensorFile parse_safetensors_unguarded(std::shared_ptr<Storage> bytes, const std
     // Guard the product against overflow before trusting it.
     long double elems = 1;
     for (int64_t d : shape) elems *= (long double)d;
-    SEGMUX_CHECK(elems * dtype_size(dt) == (long double)(end - begin), what, ": tensor '", name, "' shape ",
-                 shape_str(shape), " ", st_name(dt), " needs ", (unsigned long long)(elems * dtype_size(dt)),
-                 " bytes but has ", end - begin);
-    out.names.push_back(key);
+    const long double needed = elems * dtype_size(dt);
+    SEGMUX_CHECK(needed == (long double)(end - begin), what, ": tensor '", name, "' shape ", shape_str(shape), " ",
+                 st_name(dt), " needs ", byte_count_text(needed), " bytes but has ", end - begin);
+    spans.push_back({begin, end, key});
     Tensor view(dt, shape, bytes, data_start + begin);
     // The format does not align tensor data; typed access needs natural alignment (UB otherwise), so a
     // misaligned tensor is copied into aligned memory; aligned ones (the common case) stay zero-copy.
     if (reinterpret_cast<uintptr_t>(view.raw()) % dtype_size(dt) != 0) view = view.clone();
     out.tensors.emplace(key, std::move(view));
   }
-  // JSON objects are unordered; file order = order of data offsets.
-  std::sort(out.names.begin(), out.names.end(), [&](const std::string& a, const std::string& b) {
-    return out.tensors.at(a).byte_offset() < out.tensors.at(b).byte_offset();
-  });
+  order_and_check_overlaps(out, spans, what);
   return out;
 }
 

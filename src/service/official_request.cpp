@@ -1,7 +1,10 @@
 #include "service/official_request.h"
 
+#include <cstdint>
+
 #include "core/error.h"
 #include "io/json_limits.h"
+#include "pipeline/predictor/client_ids.h"
 
 namespace segmux::service {
 
@@ -23,6 +26,9 @@ struct Checker {
   int64_t integer(const char* key) const {
     const json& v = r.at(key);
     if (!v.is_number_integer()) bad("'", key, "' must be an integer, got ", describe_json(v));
+    // Above 2^63 - 1 the value would read as a negative one (a huge frame_index was reported as -1).
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+      bad("'", key, "' ", v.get<uint64_t>(), " is out of range");
     return v.get<int64_t>();
   }
   int frame(const char* key) const {
@@ -82,7 +88,7 @@ struct Checker {
     pipeline::Prompt p;
     if (!has("obj_id")) bad("'object_box' needs an 'obj_id' (the object it creates or refines)");
     p.obj_id = integer("obj_id");
-    if (*p.obj_id < 0) bad("'obj_id' ", *p.obj_id, " is negative");
+    pipeline::check_client_obj_id(*p.obj_id, where);
     if (has("text")) bad("points are for one object: 'text' is not allowed with them");
     if (has("bounding_boxes"))
       bad("points exclude 'bounding_boxes' (officially boxes always go to the detector; the tracker's box "
@@ -166,7 +172,7 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
     q.type = OfficialRequest::Type::RemoveObject;
     if (!c.has("obj_id")) c.bad("no 'obj_id'");
     q.obj_id = c.integer("obj_id");
-    if (q.obj_id < 0) c.bad("'obj_id' ", q.obj_id, " is negative");
+    pipeline::check_client_obj_id(q.obj_id, c.where);
     if (c.has("frame_index")) q.remove_frame_index = q.frame_index = c.frame("frame_index");
     if (!have_prompt) c.bad("no prompt (text or points) was added before it");
   } else if (type == "propagate_in_video") {

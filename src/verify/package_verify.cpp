@@ -203,18 +203,16 @@ void inject_test_fault(const std::string& file) {
 // Runs one file's verification in a child process (opt.child_exe re-executed) and merges its report.
 void verify_file_in_child(const std::string& dir, const std::string& file, bool ort, const PackageVerifyOptions& opt,
                           PackageVerification& rep) {
+  // name=value forms and "--" before the folder: a folder or file named "-pkg" must not read as an option.
   std::vector<std::string> argv = {opt.child_exe,
                                    "verify-package",
-                                   dir,
-                                   "--child-file",
-                                   file,
-                                   "--seed",
-                                   std::to_string(opt.seed),
-                                   "--reference",
-                                   opt.reference,
-                                   "--threads",
-                                   std::to_string(opt.num_threads)};
+                                   "--child-file=" + file,
+                                   "--seed=" + std::to_string(opt.seed),
+                                   "--reference=" + opt.reference,
+                                   "--threads=" + std::to_string(opt.num_threads)};
   if (!ort) argv.push_back("--no-ort");
+  argv.push_back("--");
+  argv.push_back(dir);
   std::string why;
   try {
     const ChildResult r = run_child(argv);

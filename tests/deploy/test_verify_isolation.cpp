@@ -109,4 +109,16 @@ TEST_F(VerifyIsolation, DeployWhoseVerificationChildDiesWritesNothing) {
   for (const auto& e : fs::directory_iterator(out_dir.parent_path())) ADD_FAILURE() << "left behind: " << e.path();
 }
 
+TEST_F(VerifyIsolation, APackageNamedLikeAnOptionIsVerifiedInItsChildren) {
+  // Issue 22: the children got the folder as their first argument, where "-pkg" read as an option.
+  ASSERT_EQ(code_, 0) << out_;
+  const fs::path odd = root_ / "-pkg";
+  fs::copy(pkg_, odd, fs::copy_options::recursive);
+  std::string out;
+  EXPECT_EQ(run("cd " + root_.string() + " && " + kSegmux + " verify-package --threads 2 -- -pkg", &out), 0) << out;
+  EXPECT_EQ(out.find("child process failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("| propagation_decoder | segmux fp32"), std::string::npos) << out;
+  fs::remove_all(odd);
+}
+
 }  // namespace

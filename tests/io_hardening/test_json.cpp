@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <time.h>
+
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -116,4 +119,90 @@ TEST(JsonHardening, ConfigFieldsOfTheWrongTypeNameFieldAndFile) {
   const std::string msg =
       expect_error([] { sam31::parse_config("{\"bad\\u0001key\": 1}", "cfg.json"); }, {"unknown config field"});
   EXPECT_NE(msg.find("bad\\x01key"), std::string::npos) << msg;
+}
+
+namespace {
+
+// CPU seconds this thread has used: a bound on work that the machine's load does not change.
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+std::string empty_objects(size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n; ++i) s += i ? ",{}" : "{}";
+  return s + "]";
+}
+
+}  // namespace
+
+TEST(JsonHardening, ManyEmptyObjectsParseInLinearTime) {
+  // Before the fix every closing '}' rescanned the enclosing array: 300,000 objects (900 KB) took ~15 s
+  // of CPU (a 1.9 MB safetensors header 55 s); one pass takes ~0.05 s, so 3 s cannot flake.
+  const std::string text = empty_objects(300000);
+  const double t0 = thread_cpu_seconds();
+  const nlohmann::json j = parse_untrusted_json(text, "objects.json");
+  EXPECT_LT(thread_cpu_seconds() - t0, 3.0) << "quadratic parsing is back";
+  ASSERT_EQ(j.size(), 300000u);
+  EXPECT_TRUE(j[299999].is_object());
+  const double t1 = thread_cpu_seconds();
+  EXPECT_EQ(parse_untrusted_ordered_json(text, "objects.json").size(), 300000u);
+  EXPECT_LT(thread_cpu_seconds() - t1, 3.0);
+}
+
+TEST(JsonHardening, ValueCountIsBoundedWhileParsing) {
+  // The count applies as values arrive: a 6 MB array of 2 M empty objects stops at the limit.
+  expect_error([] { parse_untrusted_json(empty_objects(2000000), "big.json"); },
+               {"big.json", "JSON holds more than 1048576 values (the limit)"});
+  // Containers count too: [1,[2,3]] is 5 values.
+  expect_error([] { parse_untrusted_json("[1,[2,3]]", "x.json", {.max_values = 4}); }, {"more than 4 values"});
+  EXPECT_EQ(parse_untrusted_json("[1,[2,3]]", "x.json", {.max_values = 5}).size(), 2u);
+  // A safetensors header is bounded the same way.
+  const std::string path = write_temp("many.safetensors", safetensors_with_header(empty_objects(1100000)));
+  expect_error([&] { read_safetensors(path); }, {path, "more than 1048576 values"});
+}
+
+TEST(JsonHardening, DuplicateKeysAreRefused) {
+  expect_error([] { parse_untrusted_json(R"({"a": 1, "b": {"a": 2}, "a": 3})", "dup.json"); },
+               {"dup.json: JSON object has the key \"a\" twice"});
+  expect_error([] { parse_untrusted_ordered_json(R"({"a": 1, "a": 1})", "dup.json"); }, {"key \"a\" twice"});
+  // The same key in different objects is fine, and the tree is the one the text says.
+  const auto j = parse_untrusted_ordered_json(R"({"z": {"a": 1}, "a": [true, null, "s", 2.5, -3]})", "ok.json");
+  EXPECT_EQ(j.dump(), R"({"z":{"a":1},"a":[true,null,"s",2.5,-3]})");
+  EXPECT_EQ(parse_untrusted_json(R"("text")", "s.json"), "text");
+  EXPECT_EQ(parse_untrusted_json("18446744073709551615", "n.json").get<uint64_t>(), UINT64_MAX);
+  expect_error([] { parse_untrusted_json("[1] [2]", "two.json"); }, {"two.json: not valid JSON"});
+}
+
+TEST(JsonHardening, SafetensorsDuplicateNamesAndOverlappingDataAreRefused) {
+  const std::string tensor = R"({"dtype": "F32", "shape": [1], "data_offsets": )";
+  auto file = [&](const std::string& name, const std::string& header, size_t data_bytes) {
+    return write_temp(name, safetensors_with_header(header) + std::string(data_bytes, '\0'));
+  };
+  const std::string dup = file("dup.safetensors", "{\"w\": " + tensor + "[0, 4]}, \"w\": " + tensor + "[4, 8]}}", 8);
+  expect_error([&] { read_safetensors(dup); }, {dup, "(safetensors header)", "the key \"w\" twice"});
+  const std::string overlap =
+      file("overlap.safetensors", "{\"a\": " + tensor + "[0, 4]}, \"b\": " + tensor + "[2, 6]}}", 8);
+  expect_error([&] { read_safetensors(overlap); }, {overlap, "tensors 'a' [0,4) and 'b' [2,6) overlap"});
+  const std::string same = file("same.safetensors", "{\"a\": " + tensor + "[0, 4]}, \"b\": " + tensor + "[0, 4]}}", 4);
+  expect_error([&] { read_safetensors(same); }, {same, "overlap in the data section"});
+  // Adjacent tensors, an empty one anywhere, and gaps are fine; names come in data order.
+  const std::string ok =
+      file("ok.safetensors",
+           "{\"b\": " + tensor + "[4, 8]}, \"a\": " + tensor + "[0, 4]}, \"e\": " +
+               R"({"dtype": "F32", "shape": [0], "data_offsets": [2, 2]}, "c": )" + tensor + "[12, 16]}}",
+           16);
+  EXPECT_EQ(read_safetensors(ok).names, (std::vector<std::string>{"a", "e", "b", "c"}));
+}
+
+TEST(JsonHardening, SafetensorsSizesBeyond64BitsAreNamed) {
+  // Before: the product did not fit an integer and the message said "needs 0 bytes".
+  const std::string huge =
+      write_temp("huge.safetensors",
+                 safetensors_with_header(
+                     R"({"w": {"dtype": "F32", "shape": [1099511627775, 1099511627775], "data_offsets": [0, 4]}})") +
+                     std::string(4, '\0'));
+  expect_error([&] { read_safetensors(huge); }, {"needs more than 18446744073709551615 bytes but has 4"});
 }

@@ -60,7 +60,9 @@ TEST(MessageHardening, ReadersNameTheKindOfFileTheyWereGiven) {
   const std::string empty = write_temp("empty.safetensors", "");
   expect_error([&] { read_safetensors(empty); }, {empty, "it is an empty file"});
   const std::string junk = write_temp("junk.safetensors", "\x01\x02\x03");
-  expect_error([&] { read_safetensors(junk); }, {"too short to be a safetensors file (3 bytes)"});
+  expect_error([&] { read_safetensors(junk); },
+               {"is a file of 3 bytes starting with 01 02 03: too short to be a safetensors file (at least 8 bytes) "
+                "or a PyTorch .pt checkpoint"});
   const std::string truncated = write_temp("cut.safetensors", std::string("\xff\x00\x00\x00\x00\x00\x00\x00{}", 10));
   expect_error([&] { read_safetensors(truncated); }, {"header length 255 runs past the end"});
 }

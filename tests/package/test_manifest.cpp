@@ -208,5 +208,47 @@ TEST(ModelJson, RelativeVocabularyFollowsTheFolderAbsoluteStillLoads) {
   fs::remove_all(dir);
 }
 
+// Issue 22: `track --model PKG --engine ort` checks only the files an ONNX Runtime run reads, and that
+// check let a link among them through (it ran a modified ONNX file verify-package refuses).
+TEST_F(Manifest, ARestrictedCheckRefusesLinksAmongTheFilesItReads) {
+  const std::string modified = dir_.string() + "-modified.onnx";
+  std::ofstream(modified, std::ios::binary) << "evil bytes";
+  fs::remove(dir_ / "onnx/a.onnx");
+  fs::create_symlink(modified, dir_ / "onnx/a.onnx");
+  package::ManifestCheck c = package::check_manifest(dir_.string(), true, package::ort_runtime_file);
+  ASSERT_FALSE(c.ok()) << "a linked ONNX file passed the run's check";
+  EXPECT_NE(c.problems[0].find("'onnx/a.onnx' is a symbolic link"), std::string::npos) << c.problems[0];
+  // A link the run does not read stays out of its report (verify-package reports it).
+  fs::remove(dir_ / "onnx/a.onnx");
+  std::ofstream(dir_ / "onnx/a.onnx", std::ios::binary) << "onnx bytes";
+  fs::create_symlink(modified, dir_ / "notes.txt");
+  EXPECT_TRUE(package::check_manifest(dir_.string(), true, package::ort_runtime_file).ok());
+  EXPECT_FALSE(package::check_manifest(dir_.string()).ok());
+  fs::remove(dir_ / "notes.txt");
+  // A linked folder holding files the run reads is refused as well.
+  const fs::path elsewhere = dir_.string() + "-onnx";
+  fs::create_directories(elsewhere);
+  std::ofstream(elsewhere / "a.onnx", std::ios::binary) << "onnx bytes";
+  fs::remove_all(dir_ / "onnx");
+  fs::create_directory_symlink(elsewhere, dir_ / "onnx");
+  c = package::check_manifest(dir_.string(), true, package::ort_runtime_file);
+  ASSERT_FALSE(c.ok()) << "a linked onnx/ folder passed the run's check";
+  EXPECT_NE(c.problems[0].find("'onnx' is a symbolic link"), std::string::npos) << c.problems[0];
+  fs::remove_all(elsewhere);
+  fs::remove(modified);
+}
+
+TEST_F(Manifest, APackageReachedThroughALinkedFolderIsChecked) {
+  // Before: "'<link>' is not a folder" (a deployment's "current" link to its package, say).
+  const fs::path link = dir_.string() + "-current";
+  fs::remove(link);
+  fs::create_directory_symlink(dir_, link);
+  const package::ManifestCheck c = package::check_manifest(link.string());
+  EXPECT_TRUE(c.ok()) << c.problems[0];
+  EXPECT_EQ(c.files_checked, 3);
+  EXPECT_TRUE(package::check_manifest(link.string(), true, package::ort_runtime_file).ok());
+  fs::remove(link);
+}
+
 }  // namespace
 }  // namespace segmux

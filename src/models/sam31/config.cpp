@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "io/json_limits.h"
 #include "io/printable.h"
+#include "models/sam31/tokenizer.h"
 
 namespace segmux::sam31 {
 
@@ -273,6 +274,75 @@ std::string config_to_json(const ModelConfig& cfg) {
   return j.dump(1);
 }
 
+namespace {
+
+// Upper bounds far above any SAM 3.1 variant (the official value in each comment): a hostile model.json
+// (num_maskmem or text_context_length of 10^9) made buffers of gigabytes before any weight's shape could
+// disagree with it. With these, every size the config derives stays small enough to allocate.
+template <typename Need>
+void check_upper_bounds(const ModelConfig& c, Need& need) {
+  struct Bound {
+    int value, max;
+    const char* name;
+  };
+  const Bound bounds[] = {
+      {c.image_size, 4096, "image_size"},                                                // 1008
+      {c.patch_size, 64, "patch_size"},                                                  // 14
+      {c.pretrain_img_size, 4096, "pretrain_img_size"},                                  // 336
+      {c.vit_dim, 8192, "vit_dim"},                                                      // 1024
+      {c.vit_depth, 256, "vit_depth"},                                                   // 32
+      {c.vit_heads, 256, "vit_heads"},                                                   // 16
+      {c.vit_window, 1024, "vit_window"},                                                // 24
+      {c.text_width, 8192, "text_width"},                                                // 1024
+      {c.text_layers, 256, "text_layers"},                                               // 24
+      {c.text_heads, 256, "text_heads"},                                                 // 16
+      {c.text_context_length, kMaxTextContextLength, "text_context_length"},             // 32
+      {c.vocab_size, 1 << 20, "vocab_size"},                                             // 49408
+      {c.d_model, 8192, "d_model"},                                                      // 256
+      {c.ffn_dim, 65536, "ffn_dim"},                                                     // 2048
+      {c.fusion_enc_layers, 256, "fusion_enc_layers"},                                   // 6
+      {c.dec_layers, 256, "dec_layers"},                                                 // 6
+      {c.geo_layers, 256, "geo_layers"},                                                 // 3
+      {c.num_queries, 16384, "num_queries"},                                             // 200
+      {c.attn_heads, 256, "attn_heads"},                                                 // 8
+      {c.mem_attn_layers, 256, "mem_attn_layers"},                                       // 4
+      {c.maskmem_starting_out_chan, 1024, "maskmem_starting_out_chan"},                  // 4
+      {c.iou_head_hidden_dim, 8192, "iou_head_hidden_dim"},                              // 256
+      {c.twoway_mlp_dim, 65536, "twoway_mlp_dim"},                                       // 2048
+      {c.multiplex_count, 1024, "multiplex_count"},                                      // 16
+      {c.max_num_objects, 4096, "max_num_objects"},                                      // 16
+      {c.num_maskmem, 64, "num_maskmem"},                                                // 7
+      {c.max_obj_ptrs_in_encoder, 1024, "max_obj_ptrs_in_encoder"},                      // 16
+      {c.max_cond_frames_in_attn, 1024, "max_cond_frames_in_attn"},                      // 4
+      {c.max_prompt_points, 4096, "max_prompt_points"},                                  // 16
+      {c.text_output_dim, 8192, "text_output_dim"},                                      // 512
+      {c.text_mlp_ratio, 64, "text_mlp_ratio"},                                          // 4
+      {c.twoway_depth, 64, "twoway_depth"},                                              // 2
+      {c.twoway_attn_downsample, 64, "twoway_attn_downsample"},                          // 2
+      {c.num_multimask_outputs, 64, "num_multimask_outputs"},                            // 3
+      {c.mask_in_chans, 4096, "mask_in_chans"},                                          // 16
+      {c.memory_fuser_layers, 64, "memory_fuser_layers"},                                // 2
+      {c.memory_fuser_kernel, 64, "memory_fuser_kernel"},                                // 7
+      {c.memory_fuser_mlp_ratio, 64, "memory_fuser_mlp_ratio"},                          // 4
+      {c.maskmem_downsample_stages, 16, "maskmem_downsample_stages"},                    // 4
+      {c.maskmem_downsample_kernel, 64, "maskmem_downsample_kernel"},                    // 3
+      {c.interactive_mask_downsample_kernel, 64, "interactive_mask_downsample_kernel"},  // 4
+      {c.geo_roi_size, 64, "geo_roi_size"},                                              // 7
+      {c.detector_max_boxes, 1024, "detector_max_boxes"},                                // 8
+      {c.pixel_decoder_stages, 16, "pixel_decoder_stages"},                              // 3
+      {c.obj_ptr_proj_layers, 64, "obj_ptr_proj_layers"},                                // 3
+      {c.mlp_head_layers, 64, "mlp_head_layers"},                                        // 3
+  };
+  for (const Bound& b : bounds)
+    need(b.value <= b.max,
+         std::string(b.name) + " is " + std::to_string(b.value) + ", more than the limit of " + std::to_string(b.max));
+  need(std::isfinite(c.vit_mlp_ratio) && c.vit_mlp_ratio <= 64, "vit_mlp_ratio must be at most 64");
+  need(c.vit_global.size() <= 256, "vit_global lists more than 256 blocks");
+  need(c.neck_scale_factors.size() <= 8, "neck_scale_factors lists more than 8 levels");
+}
+
+}  // namespace
+
 void validate_config(const ModelConfig& c) {
   std::vector<std::string> problems;
   auto need = [&](bool ok, const std::string& msg) {
@@ -325,6 +395,7 @@ void validate_config(const ModelConfig& c) {
                          {c.pixel_decoder_stages, "pixel_decoder_stages"},
                          {c.max_obj_ptrs_in_encoder, "max_obj_ptrs_in_encoder"}})
     need(v >= 0, std::string(name) + " must not be negative, got " + std::to_string(v));
+  check_upper_bounds(c, need);
   if (problems.empty()) {
     need(c.image_size % c.patch_size == 0, "image_size " + std::to_string(c.image_size) +
                                                " is not a multiple of patch_size " + std::to_string(c.patch_size));

@@ -38,7 +38,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <queue>
 #include <set>
 
 #include "io/alloc_guard.h"
@@ -696,6 +698,8 @@ std::string Tokenizer::find_vocabulary(const std::string& path) {
 
 Tokenizer Tokenizer::load(const std::string& path, int context_length) {
   SEGMUX_CHECK(context_length >= 2, "tokenizer: context length ", context_length, " leaves no room for SOT and EOT");
+  SEGMUX_CHECK(context_length <= kMaxTextContextLength, "tokenizer: context length ", context_length,
+               " is more than the limit of ", kMaxTextContextLength);
   const std::string file = find_vocabulary(path);
   return guard_allocation("tokenizer vocabulary '" + file + "'",
                           [&] { return from_merges_text(read_gzip(file), context_length, file); });
@@ -703,6 +707,8 @@ Tokenizer Tokenizer::load(const std::string& path, int context_length) {
 
 Tokenizer Tokenizer::from_merges_text(const std::string& text, int context_length, const std::string& file) {
   SEGMUX_CHECK(context_length >= 2, "tokenizer: context length ", context_length, " leaves no room for SOT and EOT");
+  SEGMUX_CHECK(context_length <= kMaxTextContextLength, "tokenizer: context length ", context_length,
+               " is more than the limit of ", kMaxTextContextLength);
   U32 check;
   SEGMUX_CHECK(decode_utf8(text, &check), "tokenizer vocabulary '", printable(file),
                "' is not valid UTF-8 text (damaged, or not a BPE merges file)");
@@ -763,55 +769,84 @@ std::string Tokenizer::bpe(const std::string& token) const {
     auto it = cache_->entries.find(token);
     if (it != cache_->entries.end()) return it->second;
   }
-  // Symbols: one per character of the byte-mapped token, the last one with "</w>".
-  U32 chars = from_utf8(token);
+  const U32 chars = from_utf8(token);
   SEGMUX_CHECK(!chars.empty(), "tokenizer: empty token");
-  std::vector<std::string> word;
-  for (char32_t c : chars) {
-    std::string s;
-    append_utf8(s, c);
-    word.push_back(s);
-  }
-  word.back() += "</w>";
-  if (word.size() == 1) return word[0];
-  while (word.size() > 1) {
-    int best_rank = INT_MAX;
-    size_t best = 0;
-    for (size_t i = 0; i + 1 < word.size(); ++i) {
-      auto it = merge_rank_.find(word[i] + " " + word[i + 1]);
-      if (it != merge_rank_.end() && it->second < best_rank) {
-        best_rank = it->second;
-        best = i;
-      }
-    }
-    if (best_rank == INT_MAX) break;
-    const std::string first = word[best], second = word[best + 1];
-    std::vector<std::string> merged;
-    for (size_t i = 0; i < word.size();) {
-      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-        merged.push_back(first + second);
-        i += 2;
-      } else {
-        merged.push_back(word[i++]);
-      }
-    }
-    word = std::move(merged);
-  }
-  std::string out;
-  for (size_t i = 0; i < word.size(); ++i) out += (i ? " " : "") + word[i];
+  std::string out = bpe_merge(chars);
+  // Long words are rare and would let one hostile prompt fill the cache: not kept.
+  if (token.size() > kMaxCachedTokenBytes) return out;
   std::lock_guard<std::mutex> lock(cache_->mutex);
   cache_->entries.emplace(token, out);
   return out;
 }
 
-std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+// The official loop merges, while any adjacent pair is in the merges table, every occurrence of the
+// lowest-ranked pair, left to right. Rescanning the word per merge made that quadratic (a 100k-letter
+// word took 15 s); here a heap holds each pair as it forms, a linked list the symbols: O(n log n), same
+// result for any merges table (each round takes every pair of one rank, left to right, as the official
+// scan does, before pairs that the round creates are considered).
+std::string Tokenizer::bpe_merge(const U32& chars) const {
+  struct Symbol {
+    std::string text;
+    int next;  // index of the following live symbol, -1 at the end
+    int prev;
+    bool alive = true;
+  };
+  const int n = int(chars.size());
+  std::vector<Symbol> word(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    append_utf8(word[size_t(i)].text, chars[size_t(i)]);
+    word[size_t(i)].next = i + 1 < n ? i + 1 : -1;
+    word[size_t(i)].prev = i - 1;
+  }
+  word.back().text += "</w>";
+  using Pair = std::pair<int, int>;  // (rank, index of the left symbol): the smallest rank, then leftmost
+  std::priority_queue<Pair, std::vector<Pair>, std::greater<>> pairs;
+  auto rank_at = [&](int left) {
+    const int right = word[size_t(left)].next;
+    if (right < 0) return INT_MAX;
+    auto it = merge_rank_.find(word[size_t(left)].text + " " + word[size_t(right)].text);
+    return it == merge_rank_.end() ? INT_MAX : it->second;
+  };
+  auto push = [&](int left) {
+    if (left < 0) return;
+    const int r = rank_at(left);
+    if (r != INT_MAX) pairs.push({r, left});
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i);
+  std::vector<int> lefts;
+  while (!pairs.empty()) {
+    // One official step: every pair of the lowest rank, left to right (equal ranks pop by position).
+    const int rank = pairs.top().first;
+    lefts.clear();
+    for (; !pairs.empty() && pairs.top().first == rank; pairs.pop()) lefts.push_back(pairs.top().second);
+    for (int left : lefts) {
+      // Stale entries (a symbol merged away or grown since the pair formed) no longer have this rank.
+      if (!word[size_t(left)].alive || rank_at(left) != rank) continue;
+      Symbol& a = word[size_t(left)];
+      Symbol& b = word[size_t(a.next)];
+      a.text += b.text;
+      b.alive = false;
+      a.next = b.next;
+      if (b.next >= 0) word[size_t(b.next)].prev = left;
+      push(a.prev);  // new pairs never have this rank again (the merged symbol is longer than either part)
+      push(left);
+    }
+  }
+  std::string out;
+  for (int i = 0; i >= 0; i = word[size_t(i)].next) out += (out.empty() ? "" : " ") + word[size_t(i)].text;
+  return out;
+}
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text) const { return encode_prefix(text, SIZE_MAX); }
+
+std::vector<int64_t> Tokenizer::encode_prefix(const std::string& text, size_t max_ids) const {
   const U32 cleaned = clean_lower_u32(from_utf8(text));
   std::vector<int64_t> ids;
   UErrorCode st = U_ZERO_ERROR;
   const icu::UnicodeString u = to_icu(cleaned);
   std::unique_ptr<icu::RegexMatcher> m(split_pattern().matcher(u, st));
   SEGMUX_CHECK(U_SUCCESS(st), "tokenizer: ICU matcher failed: ", u_errorName(st));
-  while (m->find()) {
+  while (ids.size() < max_ids && m->find()) {
     std::string piece;
     m->group(st).toUTF8String(piece);
     SEGMUX_CHECK(U_SUCCESS(st), "tokenizer: ICU match failed: ", u_errorName(st));
@@ -828,12 +863,15 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
       p = q + 1;
     }
   }
+  if (ids.size() > max_ids) ids.resize(max_ids);
   return ids;
 }
 
 std::vector<int64_t> Tokenizer::tokenize_one(const std::string& text) const {
+  // Only the first context_length - 2 ids can reach the output (SOT before them, EOT forced last):
+  // the text after them is not split or merged at all (a 500k-letter prompt held the model 106 s).
   std::vector<int64_t> tokens = {sot_id_};
-  for (int64_t id : encode(text)) tokens.push_back(id);
+  for (int64_t id : encode_prefix(text, size_t(std::max(context_length_ - 2, 0)))) tokens.push_back(id);
   tokens.push_back(eot_id_);
   if (tokens.size() > size_t(context_length_)) {  // truncate; the last id is forced to EOT
     tokens.resize(size_t(context_length_));

@@ -15,6 +15,9 @@
 
 namespace segmux::sam31 {
 
+// The longest text context a config or a tokenizer accepts (official: 32; CLIP: 77).
+constexpr int kMaxTextContextLength = 1024;
+
 class Tokenizer {
  public:
   // `path`: the gzip'd merges file itself, a folder holding bpe_simple_vocab_16e6.txt.gz (directly or
@@ -39,6 +42,10 @@ class Tokenizer {
 
  private:
   std::string bpe(const std::string& token) const;  // space-separated symbols
+  std::string bpe_merge(const std::u32string& chars) const;
+  // BPE ids of the cleaned text, stopping once `max_ids` ids are known (later text cannot change them).
+  std::vector<int64_t> encode_prefix(const std::string& text, size_t max_ids) const;
+  static constexpr size_t kMaxCachedTokenBytes = 256;
 
   int context_length_ = 32;
   std::unordered_map<std::string, int64_t> token_to_id_;

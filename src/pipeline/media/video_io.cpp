@@ -22,6 +22,8 @@ extern "C" {
 
 #include "core/error.h"
 #include "io/files.h"
+#include "io/paths.h"
+#include "io/printable.h"
 #include "pipeline/media/gif_palette.h"
 #include "pipeline/media/rotation.h"
 
@@ -366,6 +368,14 @@ class FolderReader : public VideoReader {
   int width_ = 0, height_ = 0;
 };
 
+// Every GIF frame becomes a whole canvas once composed, however few pixels it stores (a 97-byte GIF
+// declared an 8000x8000 canvas: 3.2 GB and a minute). So beyond the limits every frame has
+// (kMaxFramePixels, kMaxGifTotalPixels of stored pixels), a GIF canvas holds at most 16 Mpixel
+// (4096x4096; GIF animations are far smaller) and canvas x frames is at most 256 Mpixel (e.g. 1000
+// frames of 512x512), checked at each frame's header, before its pixels are decoded.
+constexpr int64_t kMaxGifCanvasPixels = int64_t(16) << 20;
+constexpr int64_t kMaxGifComposedPixels = int64_t(256) << 20;
+
 // giflib's message for an error code; never null (giflib has no text for some codes).
 std::string gif_error(int code) {
   const char* s = GifErrorString(code);
@@ -394,6 +404,10 @@ void read_gif_frames(GifFileType* gif, const std::string& path) {
       total += int64_t(d.Width) * d.Height;
       SEGMUX_CHECK(total <= kMaxGifTotalPixels, "GIF '", path, "': its frames hold more than ",
                    kMaxGifTotalPixels >> 20, " Mpixel together (the limit)");
+      const int64_t composed = int64_t(gif->ImageCount) * gif->SWidth * gif->SHeight;
+      SEGMUX_CHECK(composed <= kMaxGifComposedPixels, "GIF '", path, "': ", gif->ImageCount, " frames of its ",
+                   gif->SWidth, "x", gif->SHeight, " canvas are more than ", kMaxGifComposedPixels >> 20,
+                   " Mpixel to compose (the limit)");
       // malloc: DGifCloseFile frees it.
       im.RasterBits = static_cast<GifPixelType*>(std::malloc(size_t(d.Width) * size_t(d.Height)));
       SEGMUX_CHECK(im.RasterBits != nullptr, what, ": out of memory");
@@ -434,6 +448,9 @@ class GifReader : public VideoReader {
     SEGMUX_CHECK(gif_ != nullptr, "cannot open GIF '", path, "': ", gif_error(err));
     try {
       check_frame_size(gif_->SWidth, gif_->SHeight, "GIF '" + path + "' canvas");
+      SEGMUX_CHECK(int64_t(gif_->SWidth) * gif_->SHeight <= kMaxGifCanvasPixels, "GIF '", path, "' canvas is ",
+                   gif_->SWidth, "x", gif_->SHeight, " = ", int64_t(gif_->SWidth) * gif_->SHeight,
+                   " pixels, more than the GIF limit of ", kMaxGifCanvasPixels >> 20, " Mpixel");
       read_gif_frames(gif_, path);
       SEGMUX_CHECK(gif_->ImageCount > 0, "'", path, "' has no frames");
     } catch (...) {
@@ -540,6 +557,7 @@ class GifReader : public VideoReader {
 }  // namespace
 
 RgbImage read_image(const std::string& path) {
+  require_regular_file(path, "image");
   check_png_header(path);
   AvSource src(path);
   RgbImage img;
@@ -556,6 +574,7 @@ RgbImage read_image(const std::string& path) {
 std::unique_ptr<VideoReader> open_video(const std::string& path, double folder_fps) {
   SEGMUX_CHECK(fs::exists(path), "input '", path, "' does not exist");
   if (fs::is_directory(path)) return std::make_unique<FolderReader>(path, folder_fps);
+  require_regular_file(path, "input");  // a FIFO blocked the decoder's open for ever
   if (lower_ext(path) == ".gif") return std::make_unique<GifReader>(path);
   return std::make_unique<LibavVideoReader>(path);
 }
@@ -851,8 +870,23 @@ class AvWriter : public VideoWriter {
 
 }  // namespace
 
+namespace {
+
+// Throws unless open_video_writer can write `path`'s format (its extension).
+void check_video_writer_path(const std::string& path) {
+  // The encoders are H.264 / MPEG-4 (and GIF): other containers (.webm wants VP8/VP9/AV1) failed with
+  // libav's bare "Invalid argument" after the file was created.
+  const std::string ext = lower_ext(path);
+  SEGMUX_CHECK(ext == ".mp4" || ext == ".mov" || ext == ".mkv" || ext == ".m4v" || ext == ".gif", "'", printable(path),
+               "': cannot write a video as '", printable(ext.empty() ? "(no extension)" : ext),
+               "': the video formats segmux writes are .mp4, .mov, .mkv, .m4v and .gif");
+}
+
+}  // namespace
+
 std::unique_ptr<VideoWriter> open_video_writer(const std::string& path, int width, int height, double fps) {
   SEGMUX_CHECK(width > 0 && height > 0, "video writer: bad size ", width, "x", height);
+  check_video_writer_path(path);
   if (lower_ext(path) == ".gif") return std::make_unique<GifWriter>(path, width, height, fps);
   return std::make_unique<AvWriter>(path, width, height, fps);
 }

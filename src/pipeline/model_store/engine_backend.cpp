@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "io/files.h"
+#include "io/paths.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/state_dict.h"
 #include "models/sam31/weights.h"
@@ -36,7 +37,7 @@ void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& we
   std::error_code ec;
   fs::remove_all(tmp, ec);
   try {
-    fs::create_directories(tmp);
+    make_directories(tmp);
     sam31::Weights w = sam31::Weights::load(weights_path);
     sam31::check_weights(w, cfg);
     for (const sam31::CompiledFile& f : sam31::compiled_files()) {

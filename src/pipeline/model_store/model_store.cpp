@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "io/files.h"
 #include "io/json_limits.h"
+#include "io/paths.h"
 #include "io/sha256.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/state_dict.h"
@@ -101,7 +102,7 @@ void ensure_model_dir(const std::string& dir, const std::function<void(const std
     return;
   }
   const fs::path parent = fs::path(dir).parent_path();
-  fs::create_directories(parent);
+  make_directories(parent.string());
   remove_abandoned_partials(parent.string(), ".partial-");
   log(what);
   const std::string tmp = dir + ".partial-" + std::to_string(::getpid());

@@ -49,6 +49,12 @@ std::array<uint8_t, 3> id_color(int64_t id) {
 
 namespace {
 
+// JSON text in valid UTF-8 whatever the strings hold: a file name in Latin-1 (the source path) ended
+// the run with a raw "type_error 316"; its invalid bytes become U+FFFD.
+std::string utf8_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void fill_rect(RgbImage& img, int x0, int y0, int w, int h, Rgb c) {
   for (int y = std::max(0, y0); y < std::min(img.height, y0 + h); ++y)
     for (int x = std::max(0, x0); x < std::min(img.width, x0 + w); ++x) std::memcpy(pixel_at(img, x, y), c.data(), 3);
@@ -147,7 +153,7 @@ TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, cons
                            {"box_format", "xywh normalised to [0,1], 5 decimals"},
                            {"time", "time_s: presentation time in seconds (null when the input has none)"}};
     if (opt_.prompts.size() > 1) head["prompts"] = opt_.prompts;
-    std::string h = head.dump();
+    std::string h = utf8_json(head);
     h.pop_back();  // reopen the object to append "frames"
     json_->write(h + ",\"frames\":[\n");
   }
@@ -176,7 +182,7 @@ void TrackWriter::add(const RgbImage& frame, const FrameOutput& out, std::option
     if (opt_.write_masks) write_png_gray(dir_ + "/masks/" + name, width_, height_, ids, true);
     if (opt_.color_masks) write_color_mask(dir_ + "/masks_color/" + name, width_, height_, ids, out.obj_ids);
   }
-  if (json_) json_->write((frames_ ? ",\n" : "") + frame_json(out, opt_.rle, time_s, opt_.prompt).dump());
+  if (json_) json_->write((frames_ ? ",\n" : "") + utf8_json(frame_json(out, opt_.rle, time_s, opt_.prompt)));
   if (overlay_) overlay_->add(draw_overlay(frame, out));
   ++frames_;
 }

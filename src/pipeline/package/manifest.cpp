@@ -19,22 +19,47 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// An entry of the package that is neither a regular file nor a folder: its path and the problem.
+struct BadEntry {
+  std::string rel, problem;
+};
+
 // Every entry under `dir`, relative, sorted; `bad` gets what is neither a regular file nor a folder.
-std::map<std::string, uint64_t> walk(const std::string& dir, std::vector<std::string>* bad) {
+// `dir` itself may be a link to the package folder; links inside it are never followed.
+std::map<std::string, uint64_t> walk(const std::string& dir, std::vector<BadEntry>* bad) {
   std::map<std::string, uint64_t> files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
     const fs::file_status st = it->symlink_status();
     const std::string rel = it->path().lexically_relative(dir).generic_string();  // links not followed
     if (fs::is_symlink(st)) {
-      if (bad) bad->push_back("'" + printable(rel) + "' is a symbolic link (a package holds regular files only)");
+      if (bad)
+        bad->push_back({rel, "'" + printable(rel) + "' is a symbolic link (a package holds regular files only)"});
       it.disable_recursion_pending();
     } else if (fs::is_regular_file(st)) {
       files[rel] = uint64_t(it->file_size());
     } else if (!fs::is_directory(st)) {
-      if (bad) bad->push_back("'" + printable(rel) + "' is not a regular file");
+      if (bad) bad->push_back({rel, "'" + printable(rel) + "' is not a regular file"});
     }
   }
   return files;
+}
+
+// The bad entries a check restricted to the files `only` selects must still report: those it selects
+// and the links to folders holding them (a run reads through those as well).
+std::vector<std::string> bad_entries_read(const std::vector<BadEntry>& bad, const nlohmann::json& files,
+                                          const std::function<bool(const std::string&)>& only) {
+  std::vector<std::string> out;
+  for (const BadEntry& b : bad) {
+    bool read = !only || only(b.rel);
+    for (const auto& f : files) {
+      if (read) break;
+      if (!f.is_object() || !f.contains("path") || !f["path"].is_string()) continue;
+      const std::string& rel = f["path"].get_ref<const std::string&>();
+      read = only(rel) && rel.rfind(b.rel + "/", 0) == 0;
+    }
+    if (read) out.push_back(b.problem);
+  }
+  return out;
 }
 
 // A manifest path must name a file inside the package: relative, no "..", ".", or empty parts.
@@ -59,14 +84,14 @@ void write_manifest(const std::string& dir, const nlohmann::json& info) {
   m["format"] = kPackageFormat;
   m["segmux_version"] = kVersion;
   nlohmann::json files = nlohmann::json::array();
-  std::vector<std::string> bad;
+  std::vector<BadEntry> bad;
   for (const auto& [rel, size] : walk(dir, &bad)) {
     if (rel == kManifestFile) continue;
     uint64_t bytes = 0;
     const std::string hash = sha256_file(dir + "/" + rel, &bytes);
     files.push_back({{"path", rel}, {"size", bytes}, {"sha256", hash}});
   }
-  SEGMUX_CHECK(bad.empty(), "cannot write the manifest of '", dir, "': ", bad.front());
+  SEGMUX_CHECK(bad.empty(), "cannot write the manifest of '", dir, "': ", bad.front().problem);
   m["files"] = files;
   const std::string text = m.dump(2);
   write_file_atomic(dir + "/" + kManifestFile, text.data(), text.size());
@@ -92,11 +117,13 @@ nlohmann::json read_manifest(const std::string& dir) {
 
 ManifestCheck check_manifest(const std::string& dir, bool hashes, const std::function<bool(const std::string&)>& only) {
   ManifestCheck r;
-  SEGMUX_CHECK(fs::is_directory(fs::symlink_status(dir)), "'", dir, "' is not a folder");
+  // The package folder may be reached through a link (a deployment's "current" link, say).
+  SEGMUX_CHECK(fs::is_directory(fs::status(dir)), "'", dir, "' is not a folder");
   const nlohmann::json m = read_manifest(dir);
-  std::vector<std::string> unsafe;
+  std::vector<BadEntry> unsafe;
   std::map<std::string, uint64_t> present = walk(dir, &unsafe);
-  if (!only) r.problems = unsafe;
+  // A link among the files a run reads is refused there too: a run followed one to a modified ONNX file.
+  r.problems = bad_entries_read(unsafe, m["files"], only);
   std::set<std::string> listed = {kManifestFile};
   for (const auto& f : m["files"]) {
     const bool well_formed = f.is_object() && f.contains("path") && f["path"].is_string() && f.contains("size") &&

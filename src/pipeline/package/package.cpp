@@ -12,6 +12,7 @@
 #include "core/mapped_pages.h"
 #include "io/files.h"
 #include "io/json_limits.h"
+#include "io/paths.h"
 #include "io/sha256.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/state_dict.h"
@@ -37,7 +38,7 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 void copy_vocab(const std::string& vocab, const std::string& dir, std::string& rel) {
   if (vocab.empty()) return;
   rel = "tokenizer/" + fs::path(vocab).filename().string();
-  fs::create_directories(dir + "/tokenizer");
+  make_directories(dir + "/tokenizer");
   fs::copy_file(vocab, dir + "/" + rel, fs::copy_options::overwrite_existing);
 }
 
@@ -117,7 +118,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   check_variant_lists(opt.precisions, opt.targets);
   const auto t_all = Clock::now();
   BuildRecord rec;
-  fs::create_directories(dir);
+  make_directories(dir);
   auto stage = [&](const std::string& name, const std::string& file, Clock::time_point t0) {
     rec.stages.push_back({{"stage", name}, {"file", file}, {"seconds", since(t0)}});
   };
@@ -146,7 +147,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
     if (!opt.smx_files) break;  // model.json at the root only
     rec.variant_dirs.push_back(v.subdir);
     if (v.subdir.empty()) continue;
-    fs::create_directories(dir + "/" + v.subdir);
+    make_directories(dir + "/" + v.subdir);
     nlohmann::json p = provenance;
     p["precision"] = v.precision;
     p["target_isa"] = v.isa;
@@ -160,7 +161,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
 
   nlohmann::json contracts = nlohmann::json::object();
   if (!opt.smx_files) vars.clear();
-  if (opt.route_files || opt.onnx_files) fs::create_directories(dir + "/onnx");
+  if (opt.route_files || opt.onnx_files) make_directories(dir + "/onnx");
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
     const sam31::Candidate& c = sam31::candidate(f.candidate);
     t0 = Clock::now();

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "io/files.h"
+#include "io/paths.h"
 
 namespace segmux::package {
 
@@ -46,7 +47,7 @@ nlohmann::json file_contract(const sam31::CompiledFile& f, const ir::Graph& g) {
 }
 
 void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts, const std::string& dir) {
-  std::filesystem::create_directories(dir + "/contracts");
+  make_directories(dir + "/contracts");
   nlohmann::json inv = {
       {"format", "segmux-inventory-1"}, {"config", cfg.name}, {"candidates", nlohmann::json::array()}};
   std::ostringstream md;

@@ -89,6 +89,7 @@ class ConceptSet {
 
   bool empty() const { return concepts_.empty(); }
   int image_size() const { return backend_.geometry().image_size; }  // model input (point coordinates)
+  int num_frames() const { return frames_.num_frames(); }
   std::vector<std::string> prompts() const;
   std::vector<int64_t> object_ids() const;  // every concept's, ascending
   // The concept holding `obj_id`, if any.

@@ -1,7 +1,9 @@
 #include "pipeline/predictor/session_api.h"
 
 #include "core/error.h"
+#include "io/printable.h"
 #include "pipeline/predictor/box_prompts.h"
+#include "pipeline/predictor/client_ids.h"
 #include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::pipeline {
@@ -31,7 +33,22 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
   return id;
 }
 
+namespace {
+
+// Everything the control plane would refuse only after it changed the session (a new concept is made
+// before its text is tokenized): checked first, so a refused request changes nothing.
+void check_prompt_first(const Prompt& prompt, int frame_index, int num_frames) {
+  SEGMUX_CHECK(frame_index >= 0 && frame_index < num_frames, "add_prompt: frame_index ", frame_index,
+               " is out of range for a video of ", num_frames, " frames (0..", num_frames - 1, ")");
+  if (prompt.obj_id) check_client_obj_id(*prompt.obj_id, "add_prompt");
+  SEGMUX_CHECK(!prompt.text || is_valid_utf8(*prompt.text), "add_prompt: the text \"", printable(*prompt.text, 80),
+               "\" is not valid UTF-8");
+}
+
+}  // namespace
+
 FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const Prompt& prompt) {
+  check_prompt_first(prompt, frame_index, concepts.num_frames());
   if (is_tracker_prompt(prompt))
     return concepts.add_point_prompt(frame_index, *prompt.obj_id, tracker_point_inputs(prompt, concepts.image_size()),
                                      prompt.clear_old_points);
@@ -70,6 +87,7 @@ void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRe
 
 bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id, std::optional<int> frame_index) {
   Session& s = get(id);
+  check_client_obj_id(obj_id, "remove_object");
   SEGMUX_CHECK(!frame_index || (*frame_index >= 0 && *frame_index < s.frames->num_frames()), "remove_object: frame ",
                frame_index.value_or(0), " is out of range for a video of ", s.frames->num_frames(), " frames");
   return s.concepts->remove_object(obj_id);
