@@ -1,0 +1,136 @@
+// GEMM through cuBLASLt: row-major D = A W (+ bias) (+ C) computed as the column-major D^T = W^T A^T,
+// which needs no transposes (W row-major [K, N] is column-major [N, K]). fp32 uses CUBLAS_COMPUTE_32F
+// (exact fp32 FMAs), tf32 CUBLAS_COMPUTE_32F_FAST_TF32, bf16 bf16 A/W with f32 accumulate, C and D.
+// The bias rides in the epilogue; a residual is C with beta = 1. GELU is not fused: cuBLASLt's GELU
+// epilogue is the tanh approximation, SAM's is exact erf (our pointwise kernel runs after).
+#include <cublasLt.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kernels/cuda/cuda_common.cuh"
+
+namespace segmux::cuda {
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+Status lt_status(cublasStatus_t s, const char* what) {
+  return s == CUBLAS_STATUS_SUCCESS ? nullptr : detail::fail_status(what, cublasLtGetStatusString(s));
+}
+
+// One handle per process; one workspace per stream (two streams must not share scratch memory).
+struct LtContext {
+  std::mutex mutex;
+  cublasLtHandle_t handle = nullptr;
+  std::map<Stream, void*> workspaces;
+};
+
+LtContext& lt_context() {
+  static LtContext* ctx = new LtContext();  // never destroyed: the driver may be gone at exit
+  return *ctx;
+}
+
+Status lt_handle_and_workspace(Stream s, cublasLtHandle_t* handle, void** workspace) {
+  LtContext& ctx = lt_context();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  if (!ctx.handle)
+    if (Status st = lt_status(cublasLtCreate(&ctx.handle), "cublasLtCreate")) return st;
+  void*& ws = ctx.workspaces[s];
+  if (!ws)
+    if (Status st = detail::status_of(cudaMalloc(&ws, kWorkspaceBytes), "cuBLASLt workspace")) return st;
+  *handle = ctx.handle;
+  *workspace = ws;
+  return nullptr;
+}
+
+// Owns the descriptors of one call.
+struct LtCall {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+Status make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch,
+                   int64_t stride) {
+  if (Status st = lt_status(cublasLtMatrixLayoutCreate(layout, type, uint64_t(rows), uint64_t(cols), rows),
+                            "cublasLtMatrixLayoutCreate"))
+    return st;
+  if (batch <= 1) return nullptr;
+  const int32_t count = int32_t(batch);
+  if (Status st = lt_status(
+          cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+          "batch count"))
+    return st;
+  return lt_status(
+      cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+      "batch stride");
+}
+
+Status describe(const GemmShape& g, const float* bias, LtCall& call) {
+  const cublasComputeType_t compute = g.mode == GemmMode::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (Status st = lt_status(cublasLtMatmulDescCreate(&call.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate"))
+    return st;
+  if (bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    if (Status st = lt_status(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                             sizeof(epilogue)),
+                              "bias epilogue"))
+      return st;
+    if (Status st = lt_status(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                             &bias_type, sizeof(bias_type)),
+                              "bias type"))
+      return st;
+    if (Status st = lt_status(
+            cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+            "bias pointer"))
+      return st;
+  }
+  const cudaDataType_t in_type = g.mode == GemmMode::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  // Lt's A = W (column-major [N, K]), B = A (column-major [K, M]), C = D (column-major [N, M]).
+  if (Status st = make_layout(&call.a, in_type, g.n, g.k, g.batch, g.stride_w)) return st;
+  if (Status st = make_layout(&call.b, in_type, g.k, g.m, g.batch, g.stride_a)) return st;
+  return make_layout(&call.c, CUDA_R_32F, g.n, g.m, g.batch, g.stride_d);
+}
+
+}  // namespace
+
+Status launch_gemm(const GemmShape& g, const void* a, const void* w, const float* bias, const float* c, float* d,
+                   Stream s) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return nullptr;
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  if (Status st = lt_handle_and_workspace(s, &handle, &workspace)) return st;
+  LtCall call;
+  if (Status st = describe(g, bias, call)) return st;
+  if (Status st = lt_status(cublasLtMatmulPreferenceCreate(&call.pref), "cublasLtMatmulPreferenceCreate")) return st;
+  const size_t ws_bytes = kWorkspaceBytes;
+  if (Status st = lt_status(cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                 &ws_bytes, sizeof(ws_bytes)),
+                            "workspace preference"))
+    return st;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (Status st = lt_status(cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.c, call.c,
+                                                           call.pref, 1, &result, &found),
+                            "cublasLtMatmulAlgoGetHeuristic"))
+    return st;
+  if (found == 0) return detail::fail_status("cuBLASLt", "no algorithm for this GEMM");
+  const float alpha = 1.f, beta = c ? 1.f : 0.f;
+  return lt_status(cublasLtMatmul(handle, call.desc, &alpha, w, call.a, a, call.b, &beta, c ? c : d, call.c, d,
+                                  call.c, &result.algo, workspace, kWorkspaceBytes, detail::as_stream(s)),
+                   "cublasLtMatmul");
+}
+
+}  // namespace segmux::cuda

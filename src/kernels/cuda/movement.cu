@@ -1,0 +1,81 @@
+// Data movement: one strided copy (Transpose, Slice, Expand, the pieces of Concat/Split) and Gather.
+#include "kernels/cuda/cuda_common.cuh"
+
+namespace segmux::cuda {
+
+namespace {
+
+using detail::as_stream;
+using detail::block_for;
+using detail::grid_for;
+using detail::launched;
+
+template <typename T>
+__global__ void strided_copy_kernel(StridedCopy c, const T* in, T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, src = c.in_base, dst = c.out_base;
+    for (int d = c.rank - 1; d >= 0; --d) {
+      const int64_t idx = rest % c.dims[d];
+      rest /= c.dims[d];
+      src += idx * c.in_strides[d];
+      dst += idx * c.out_strides[d];
+    }
+    out[dst] = in[src];
+  }
+}
+
+template <typename T>
+__global__ void gather_kernel(const T* in, const int64_t* indices, T* out, int64_t outer, int64_t axis_len,
+                              int64_t count, int64_t inner, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t x = i % inner, j = (i / inner) % count, o = i / (inner * count);
+    int64_t idx = indices[j];
+    if (idx < 0) idx += axis_len;
+    // Out of range: the host validated constant indices; a data-dependent bad index reads element 0
+    // rather than outside the buffer.
+    if (idx < 0 || idx >= axis_len) idx = 0;
+    out[i] = in[(o * axis_len + idx) * inner + x];
+  }
+}
+
+template <typename Launch>
+Status by_size(int elem_bytes, Launch&& launch) {
+  switch (elem_bytes) {
+    case 1: launch(uint8_t{}); break;
+    case 2: launch(uint16_t{}); break;
+    case 4: launch(uint32_t{}); break;
+    case 8: launch(uint64_t{}); break;
+    default: return detail::fail_status("data movement", "element size must be 1, 2, 4 or 8 bytes");
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status launch_strided_copy(const StridedCopy& c, const void* in, void* out, int elem_bytes, Stream s) {
+  int64_t n = 1;
+  for (int d = 0; d < c.rank; ++d) n *= c.dims[d];
+  if (n == 0) return nullptr;
+  if (Status st = by_size(elem_bytes, [&](auto t) {
+        using T = decltype(t);
+        strided_copy_kernel<<<grid_for(n), block_for(), 0, as_stream(s)>>>(c, static_cast<const T*>(in),
+                                                                           static_cast<T*>(out), n);
+      }))
+    return st;
+  return launched("strided copy kernel");
+}
+
+Status launch_gather(const void* in, const int64_t* indices, void* out, int64_t outer, int64_t axis_len,
+                     int64_t count, int64_t inner, int elem_bytes, Stream s) {
+  const int64_t n = outer * count * inner;
+  if (n == 0) return nullptr;
+  if (Status st = by_size(elem_bytes, [&](auto t) {
+        using T = decltype(t);
+        gather_kernel<<<grid_for(n), block_for(), 0, as_stream(s)>>>(
+            static_cast<const T*>(in), indices, static_cast<T*>(out), outer, axis_len, count, inner, n);
+      }))
+    return st;
+  return launched("gather kernel");
+}
+
+}  // namespace segmux::cuda
