@@ -60,6 +60,26 @@ if(SEGMUX_CUDA_ENABLED)
   # cudart is linked statically (the device image may lack the toolkit's libcudart.so); cuBLASLt and
   # cuDNN come from the machine at run time (the device image's nvidia-* wheels, LD_LIBRARY_PATH).
   target_link_libraries(segmux_kernels_cuda PUBLIC CUDA::cudart_static CUDA::cublasLt ${SEGMUX_CUDNN_LIBRARY})
-  target_compile_definitions(segmux_kernels PRIVATE SEGMUX_HAVE_CUDA=1)
+  # Only the stub file asks (a definition on every kernels file would change all their compile lines).
+  set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels/cuda/cuda_absent.cpp APPEND PROPERTY
+               COMPILE_DEFINITIONS SEGMUX_HAVE_CUDA=1)
   target_link_libraries(segmux_kernels PUBLIC segmux_kernels_cuda)
+endif()
+
+if(SEGMUX_CUDA_ENABLED)
+  # What travels to the GPU machine (scripts/device_pack.sh): the device tool over the runtime alone and
+  # the GPU kernel tests over the kernels alone (no media, ONNX, ICU or HTTP; libstdc++ linked in, since
+  # the device image's may be older or newer than this machine's).
+  add_executable(segmux-device ${CMAKE_CURRENT_SOURCE_DIR}/src/apps/device/segmux_device.cpp)
+  target_compile_options(segmux-device PRIVATE ${SEGMUX_WARNINGS})
+  target_link_libraries(segmux-device PRIVATE segmux_runtime)
+  target_link_options(segmux-device PRIVATE -static-libstdc++ -static-libgcc)
+  if(SEGMUX_TESTS)
+    file(GLOB segmux_kernels_cuda_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/kernels_cuda/*.cpp)
+    add_executable(test_kernels_cuda_device ${segmux_kernels_cuda_tests})
+    target_compile_options(test_kernels_cuda_device PRIVATE ${SEGMUX_WARNINGS})
+    target_include_directories(test_kernels_cuda_device PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
+    target_link_libraries(test_kernels_cuda_device PRIVATE segmux_kernels GTest::gtest)
+    target_link_options(test_kernels_cuda_device PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
 endif()
