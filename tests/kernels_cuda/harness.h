@@ -47,7 +47,8 @@ inline Tensor nan_filled(DType dtype, const Shape& shape) {
 }
 
 // Runs `node` with `p` (the reference on host tensors, the CUDA provider on device copies).
-inline std::vector<Tensor> run_node(const Provider& p, ir::Node node, const std::vector<Input>& inputs, bool on_device) {
+inline std::vector<Tensor> run_node(const Provider& p, ir::Node node, const std::vector<Input>& inputs,
+                                    bool on_device) {
   node.inputs.clear();
   std::vector<ir::TensorType> types(inputs.size());
   std::vector<const ir::TensorType*> tin(inputs.size(), nullptr);
@@ -124,7 +125,8 @@ inline void expect_matches_reference(const ir::Node& node, const std::vector<Inp
   const auto got = run_node(cuda::cuda_provider(gemm), node, inputs, true);
   const auto want = run_node(reference_provider(), node, inputs, false);
   ASSERT_EQ(got.size(), want.size()) << label;
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close_relative(got[i], want[i], limit)) << label << " output " << i;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(close_relative(got[i], want[i], limit)) << label << " output " << i;
 }
 
 using test::random_tensor;

@@ -51,8 +51,8 @@ TEST(CudaElementwise, GeluRoundingVariants) {
   for (int in : {0, 1})
     for (int out : {0, 1}) {
       ir::Attrs a = {{ir::kGeluRoundInput, int64_t(in)}, {ir::kGeluRoundOutput, int64_t(out)}};
-      expect_matches_reference(make_node("Gelu", a, "segmux"), {{random_tensor({4, 333}, seed, -5.f, 5.f)}},
-                               kFp32Limit, "Gelu in " + std::to_string(in) + " out " + std::to_string(out));
+      expect_matches_reference(make_node("Gelu", a, "segmux"), {{random_tensor({4, 333}, seed, -5.f, 5.f)}}, kFp32Limit,
+                               "Gelu in " + std::to_string(in) + " out " + std::to_string(out));
     }
 }
 
@@ -80,9 +80,9 @@ TEST(CudaElementwise, CompareWhereNotCast) {
     expect_matches_reference(make_node(op), {{a}, {b}}, 0, std::string(op) + " f32");
     expect_matches_reference(make_node(op), {{ints({3}, {1, -2, 7})}, {ints({1}, {1})}}, 0, std::string(op) + " i64");
   }
-  expect_matches_reference(make_node("Where"),
-                           {{random_bool({3, 1, 5}, seed)}, {random_tensor({4, 5}, seed + 1)}, {random_tensor({5}, seed + 2)}},
-                           0, "Where");
+  expect_matches_reference(
+      make_node("Where"),
+      {{random_bool({3, 1, 5}, seed)}, {random_tensor({4, 5}, seed + 1)}, {random_tensor({5}, seed + 2)}}, 0, "Where");
   expect_matches_reference(make_node("Not"), {{random_bool({17}, seed)}}, 0, "Not");
   expect_matches_reference(make_node("Cast", {{"to", int64_t(16)}}), {{random_tensor({64}, seed, -300.f, 300.f)}}, 0,
                            "Cast f32 -> bf16");
@@ -119,15 +119,18 @@ TEST(CudaMovement, ConcatSplitGather) {
 TEST(CudaNorms, LayerGroupInstanceNormSoftmax) {
   const uint32_t seed = fresh_seed();
   expect_matches_reference(make_node("LayerNormalization", {{"axis", int64_t(-1)}, {"epsilon", 1e-6f}}),
-                           {{random_tensor({7, 1024}, seed, -3.f, 5.f)}, {random_tensor({1024}, seed + 1)},
+                           {{random_tensor({7, 1024}, seed, -3.f, 5.f)},
+                            {random_tensor({1024}, seed + 1)},
                             {random_tensor({1024}, seed + 2)}},
                            kFp32Limit, "LayerNorm seed " + std::to_string(seed));
-  expect_matches_reference(make_node("GroupNorm", {{"num_groups", int64_t(4)}}, "segmux"),
-                           {{random_tensor({2, 8, 6, 6}, seed)}, {random_tensor({8}, seed + 1)}, {random_tensor({8}, seed + 2)}},
-                           kFp32Limit, "GroupNorm");
-  expect_matches_reference(make_node("InstanceNormalization"),
-                           {{random_tensor({2, 3, 17}, seed)}, {random_tensor({3}, seed + 1)}, {random_tensor({3}, seed + 2)}},
-                           kFp32Limit, "InstanceNorm");
+  expect_matches_reference(
+      make_node("GroupNorm", {{"num_groups", int64_t(4)}}, "segmux"),
+      {{random_tensor({2, 8, 6, 6}, seed)}, {random_tensor({8}, seed + 1)}, {random_tensor({8}, seed + 2)}}, kFp32Limit,
+      "GroupNorm");
+  expect_matches_reference(
+      make_node("InstanceNormalization"),
+      {{random_tensor({2, 3, 17}, seed)}, {random_tensor({3}, seed + 1)}, {random_tensor({3}, seed + 2)}}, kFp32Limit,
+      "InstanceNorm");
   expect_matches_reference(make_node("Softmax", {{"axis", int64_t(-1)}}), {{random_tensor({5, 2000}, seed, -9.f, 9.f)}},
                            kFp32Limit, "Softmax");
 }
@@ -139,6 +142,93 @@ TEST(CudaNorms, Reductions) {
                              {{random_tensor({3, 4, 5, 6}, seed)}}, kFp32Limit, op);
   expect_matches_reference(make_node("ReduceSum", {{"keepdims", int64_t(0)}}),
                            {{random_tensor({3, 4, 5}, seed)}, {ints({1}, {-1}), true}}, kFp32Limit, "ReduceSum");
+}
+
+TEST(CudaIndex, RopeArgMaxGatherElements) {
+  const uint32_t seed = fresh_seed();
+  expect_matches_reference(make_node("Rope", {}, "segmux"),
+                           {{random_tensor({2, 4, 9, 16}, seed, -3.f, 3.f)},
+                            {random_tensor({9, 8, 1}, seed + 1)},
+                            {random_tensor({9, 8, 1}, seed + 2)}},
+                           0, "Rope (bit for bit: no FMA) seed " + std::to_string(seed));
+  Tensor x = random_tensor({3, 6, 5}, seed);
+  x.data<float>()[7] = x.data<float>()[2];  // a tie: the first index wins
+  expect_matches_reference(make_node("ArgMax", {{"axis", int64_t(1)}, {"keepdims", int64_t(1)}}), {{x}}, 0, "ArgMax");
+  expect_matches_reference(make_node("ArgMax", {{"axis", int64_t(-1)}, {"select_last_index", int64_t(1)}}), {{x}}, 0,
+                           "ArgMax last");
+  expect_matches_reference(make_node("GatherElements", {{"axis", int64_t(1)}}),
+                           {{random_tensor({3, 6, 5}, seed)}, {ints({3, 2, 5}, std::vector<int64_t>(30, 0))}}, 0,
+                           "GatherElements zeros");
+  std::vector<int64_t> idx(30);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t((i * 7 + seed) % 12) - 6;  // -6 .. 5
+  expect_matches_reference(make_node("GatherElements", {{"axis", int64_t(1)}}),
+                           {{random_tensor({3, 6, 5}, seed)}, {ints({3, 2, 5}, idx)}}, 0, "GatherElements");
+}
+
+TEST(CudaConv, ConvLayoutsGroupsAndTranspose) {
+  const uint32_t seed = fresh_seed();
+  const std::string s = " seed " + std::to_string(seed);
+  ir::Attrs geom = {{"pads", std::vector<int64_t>{1, 2, 1, 0}},
+                    {"strides", std::vector<int64_t>{2, 1}},
+                    {"dilations", std::vector<int64_t>{1, 2}}};
+  expect_matches_reference(make_node("Conv", geom),
+                           {{random_tensor({2, 6, 11, 9}, seed)},
+                            {random_tensor({8, 6, 3, 3}, seed + 1), true},
+                            {random_tensor({8}, seed + 2), true}},
+                           kFp32Limit, "Conv NCHW" + s);
+  ir::Attrs grouped = geom;
+  grouped["group"] = int64_t(2);
+  expect_matches_reference(make_node("Conv", grouped),
+                           {{random_tensor({1, 6, 11, 9}, seed)}, {random_tensor({4, 3, 3, 3}, seed + 1), true}},
+                           kFp32Limit, "Conv 2 groups, no bias" + s);
+  ir::Attrs depthwise = {{"pads", std::vector<int64_t>{3, 3, 3, 3}},
+                         {"group", int64_t(8)},
+                         {"channels_last_in", int64_t(1)},
+                         {"channels_last_out", int64_t(1)}};
+  expect_matches_reference(make_node("Conv", depthwise, "segmux"),
+                           {{random_tensor({1, 10, 12, 8}, seed)},
+                            {random_tensor({8, 1, 7, 7}, seed + 1), true},
+                            {random_tensor({8}, seed + 2), true}},
+                           kFp32Limit, "segmux Conv NHWC depthwise 7x7" + s);
+  for (int64_t in : {0, 1})
+    for (int64_t out : {0, 1}) {
+      ir::Attrs a = {{"channels_last_in", in}, {"channels_last_out", out}};
+      const Shape x = in ? Shape{2, 7, 5, 16} : Shape{2, 16, 7, 5};
+      expect_matches_reference(make_node("Conv", a, "segmux"),
+                               {{random_tensor(x, seed)},
+                                {random_tensor({12, 16, 1, 1}, seed + 1), true},
+                                {random_tensor({12}, seed + 2), true}},
+                               kFp32Limit, "segmux Conv 1x1 in " + std::to_string(in) + " out " + std::to_string(out));
+    }
+  ir::Attrs bf16 = {{ir::kPrecisionAttr, std::string(ir::kPrecisionBf16)}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  expect_matches_reference(make_node("Conv", bf16),
+                           {{random_tensor({1, 32, 9, 9}, seed)},
+                            {random_tensor({16, 32, 3, 3}, seed + 1, -0.2f, 0.2f), true},
+                            {random_tensor({16}, seed + 2), true}},
+                           kBf16Limit, "Conv bf16" + s);
+  expect_matches_reference(make_node("ConvTranspose", {{"strides", std::vector<int64_t>{2, 2}}}),
+                           {{random_tensor({2, 8, 5, 6}, seed)},
+                            {random_tensor({8, 4, 2, 2}, seed + 1), true},
+                            {random_tensor({4}, seed + 2), true}},
+                           kFp32Limit, "ConvTranspose k = s = 2" + s);
+}
+
+TEST(CudaIndex, ResizeNearest) {
+  const uint32_t seed = fresh_seed();
+  ir::Attrs model = {{"mode", std::string("nearest")},
+                     {"coordinate_transformation_mode", std::string("asymmetric")},
+                     {"nearest_mode", std::string("floor")}};
+  expect_matches_reference(make_node("Resize", model),
+                           {{random_tensor({2, 3, 5, 7}, seed)},
+                            {Tensor(), false, true},
+                            {Tensor(), false, true},
+                            {ints({4}, {2, 3, 13, 9}), true}},
+                           0, "Resize nearest asymmetric floor (sizes)");
+  expect_matches_reference(make_node("Resize", {{"mode", std::string("nearest")}}),
+                           {{random_tensor({1, 2, 6, 4}, seed)},
+                            {Tensor(), false, true},
+                            {Tensor::from_vector<float>({4}, {1.f, 1.f, 0.5f, 2.5f}), true}},
+                           0, "Resize nearest half_pixel (scales)");
 }
 
 std::vector<Input> linear_inputs(uint32_t seed, bool residual_full) {
@@ -163,8 +253,9 @@ TEST(CudaLinalg, LinearFp32Tf32Bf16) {
 
 TEST(CudaLinalg, MatMulShapes) {
   const uint32_t seed = fresh_seed();
-  expect_matches_reference(make_node("MatMul"), {{random_tensor({3, 4, 33}, seed)}, {random_tensor({3, 33, 20}, seed + 1)}},
-                           kFp32Limit, "MatMul batched");
+  expect_matches_reference(make_node("MatMul"),
+                           {{random_tensor({3, 4, 33}, seed)}, {random_tensor({3, 33, 20}, seed + 1)}}, kFp32Limit,
+                           "MatMul batched");
   expect_matches_reference(make_node("MatMul"), {{random_tensor({2, 5, 16}, seed)}, {random_tensor({16, 8}, seed + 1)}},
                            kFp32Limit, "MatMul 2-D B");
   expect_matches_reference(make_node("MatMul"), {{random_tensor({5, 16}, seed)}, {random_tensor({4, 16, 8}, seed + 1)}},
@@ -183,7 +274,8 @@ TEST(CudaAttention, MasksAndHeadSizes) {
                              "additive mask " + s);
     Tensor mask = random_bool({2, 1, 40, 300}, seed + 4, 0.3);
     for (int64_t j = 0; j < 300; ++j) mask.data<bool>()[5 * 300 + j] = false;  // a fully masked row: zeros
-    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {mask}}, kFp32Limit, "bool mask " + s);
+    expect_matches_reference(make_node("Attention", {}, "segmux"), {{q}, {k}, {v}, {mask}}, kFp32Limit,
+                             "bool mask " + s);
   }
 }
 

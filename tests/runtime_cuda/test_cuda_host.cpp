@@ -19,8 +19,8 @@ struct Built {
   MemoryPlan plan;
 };
 
-// x [2, 8, 16] -> LayerNorm -> Linear(W [16, 32], b) -> Relu -> (optionally) ArgMax over the last axis.
-Built small_graph(bool with_argmax) {
+// x [2, 8, 16] -> LayerNorm -> Linear(W [16, 32], b) -> Relu -> (optionally) Tile, which has no CUDA kernel.
+Built small_graph(bool with_tile) {
   Built b;
   ir::GraphBuilder gb(b.g);
   const int x = gb.input("x", DType::f32, {2, 8, 16});
@@ -31,7 +31,7 @@ Built small_graph(bool with_argmax) {
   const int wb = gb.constant(Tensor(DType::f32, {32}), "proj.bias");
   y = gb.op1("Linear", {y, w, wb}, {}, "segmux");
   y = gb.op1("Relu", {y});
-  if (with_argmax) y = gb.op1("ArgMax", {y}, {{"axis", ir::AttrValue(int64_t(-1))}});
+  if (with_tile) y = gb.op1("Tile", {y, gb.ints({1, 1, 2})});
   gb.output(y, "out");
   b.plan = compiler::plan_memory(b.g);
   return b;
@@ -48,9 +48,30 @@ std::string error_of(const std::function<void()>& fn) {
 
 TEST(CudaSupport, CoversTheCandidatesMainOps) {
   const auto ops = cuda::cuda_supported_ops();
-  for (const char* op : {"segmux.Linear", "segmux.Attention", "segmux.Pointwise", "segmux.Gelu", "segmux.GroupNorm",
-                         "MatMul", "LayerNormalization", "Softmax", "Transpose", "Concat", "Split", "Slice", "Gather",
-                         "Expand", "Cast", "Where", "ReduceMean"})
+  for (const char* op : {"segmux.Linear",
+                         "segmux.Attention",
+                         "segmux.Pointwise",
+                         "segmux.Gelu",
+                         "segmux.GroupNorm",
+                         "MatMul",
+                         "LayerNormalization",
+                         "Softmax",
+                         "Transpose",
+                         "Concat",
+                         "Split",
+                         "Slice",
+                         "Gather",
+                         "Expand",
+                         "Cast",
+                         "Where",
+                         "ReduceMean",
+                         "segmux.Rope",
+                         "ArgMax",
+                         "GatherElements",
+                         "Conv",
+                         "segmux.Conv",
+                         "ConvTranspose",
+                         "Resize"})
     EXPECT_TRUE(std::find(ops.begin(), ops.end(), op) != ops.end()) << op;
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
 }
@@ -59,12 +80,12 @@ TEST(CudaSupport, NodeWithoutKernelIsNamedAtLoad) {
   Built b = small_graph(true);
   const auto lines = cuda_unsupported_nodes(b.g, b.plan);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("ArgMax"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("no CUDA kernel for op ArgMax"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("(Tile)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("no CUDA kernel for op Tile"), std::string::npos) << lines[0];
   // The executor refuses the model before it looks for a device: the same message on any machine.
   const std::string err = error_of([&] { CudaExecutor ex(b.g, b.plan); });
   EXPECT_NE(err.find("1 node(s) have no CUDA kernel (no CPU fallback)"), std::string::npos) << err;
-  EXPECT_NE(err.find("ArgMax"), std::string::npos) << err;
+  EXPECT_NE(err.find("Tile"), std::string::npos) << err;
 }
 
 TEST(CudaSupport, FullySupportedGraphHasNoComplaints) {
@@ -87,6 +108,22 @@ TEST(CudaSupport, ReasonsNameDtypeAndAttributes) {
   EXPECT_NE(lines[1].find("last axis only"), std::string::npos) << lines[1];
 }
 
+TEST(CudaSupport, ConvolutionLimitsAreNamed) {
+  ir::Graph g;
+  ir::GraphBuilder gb(g);
+  const int x = gb.input("x", DType::f32, {1, 4, 5, 5});
+  const int w = gb.input("w", DType::f32, {6, 4, 3, 3});  // weights that are not constants
+  const int conv = gb.op1("Conv", {x, w});
+  const int wt = gb.constant(Tensor(DType::f32, {4, 2, 3, 3}), "up.weight");
+  const int up = gb.op1("ConvTranspose", {x, wt}, {{"strides", ir::AttrValue(std::vector<int64_t>{2, 2})}});
+  gb.output(conv, "conv");
+  gb.output(up, "up");
+  const auto lines = cuda_unsupported_nodes(g, compiler::plan_memory(g));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("needs constant weights"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("kernel == stride"), std::string::npos) << lines[1];
+}
+
 TEST(CudaDevice, NoDeviceIsACleanError) {
   std::string why;
   if (cuda::usable_devices(&why) > 0) GTEST_SKIP() << "a CUDA device is present (tests/kernels_cuda runs on it)";
@@ -94,8 +131,7 @@ TEST(CudaDevice, NoDeviceIsACleanError) {
   Built b = small_graph(false);
   const std::string err = error_of([&] { CudaExecutor ex(b.g, b.plan); });
   EXPECT_EQ(err.rfind("CUDA backend: ", 0), 0u) << err;
-  EXPECT_TRUE(err.find("no CUDA device") != std::string::npos || err.find("built without") != std::string::npos)
-      << err;
+  EXPECT_TRUE(err.find("no CUDA device") != std::string::npos || err.find("built without") != std::string::npos) << err;
   EXPECT_EQ(err, "CUDA backend: " + why);
 }
 

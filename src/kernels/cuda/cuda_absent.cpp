@@ -47,6 +47,15 @@ Status launch_strided_copy(const StridedCopy&, const void*, void*, int, Stream) 
 Status launch_gather(const void*, const int64_t*, void*, int64_t, int64_t, int64_t, int64_t, int, Stream) {
   return kAbsent;
 }
+Status launch_gather_elements(const GatherElements&, const void*, const int64_t*, void*, int, Stream) {
+  return kAbsent;
+}
+Status launch_axis_gather(const AxisGather&, const void*, const int64_t*, void*, int, Stream) { return kAbsent; }
+Status launch_im2col(const Im2Col&, const float*, float*, Stream) { return kAbsent; }
+Status launch_rope(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, Stream) {
+  return kAbsent;
+}
+Status launch_argmax(const float*, int64_t*, int64_t, int64_t, int64_t, bool, Stream) { return kAbsent; }
 Status launch_layer_norm(const float*, const float*, const float*, float*, int64_t, int64_t, float, Stream) {
   return kAbsent;
 }

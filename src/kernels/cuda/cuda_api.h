@@ -21,9 +21,9 @@ constexpr int kMaxSteps = 16;    // steps of one Pointwise chain
 bool backend_compiled();
 
 // ---- device, memory, stream (device.cu) ----
-Status device_count(int* count);  // 0 devices is a success with *count = 0
+Status device_count(int* count);                                    // 0 devices is a success with *count = 0
 Status device_describe(int device, char* text, size_t text_bytes);  // "NVIDIA H200, sm_90, 132 SMs, 141 GiB"
-Status device_versions(char* text, size_t text_bytes);             // runtime/driver/cuBLASLt/cuDNN versions
+Status device_versions(char* text, size_t text_bytes);              // runtime/driver/cuBLASLt/cuDNN versions
 Status set_device(int device);
 Status device_malloc(void** ptr, size_t bytes);
 Status device_free(void* ptr);
@@ -47,9 +47,34 @@ struct Broadcast {
 // f32 steps; unary steps ignore operands. gelu_* are the exact-erf GELU with bf16 rounding of the
 // input and/or output (segmux Gelu's attributes); clip uses alpha/beta as min/max.
 enum class Step : int32_t {
-  add, sub, mul, div, pow, max, min,  // binary (take the next operand)
-  relu, sigmoid, sqrt, abs, neg, sin, cos, log, exp, erf, sign, floor, ceil, reciprocal, tanh,
-  gelu, gelu_round_in, gelu_round_out, gelu_round_both, clip, round_bf16
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  max,
+  min,  // binary (take the next operand)
+  relu,
+  sigmoid,
+  sqrt,
+  abs,
+  neg,
+  sin,
+  cos,
+  log,
+  exp,
+  erf,
+  sign,
+  floor,
+  ceil,
+  reciprocal,
+  tanh,
+  gelu,
+  gelu_round_in,
+  gelu_round_out,
+  gelu_round_both,
+  clip,
+  round_bf16
 };
 constexpr bool step_is_binary(Step s) { return int32_t(s) <= int32_t(Step::min); }
 
@@ -88,8 +113,42 @@ struct StridedCopy {
 };
 Status launch_strided_copy(const StridedCopy& c, const void* in, void* out, int elem_bytes, Stream s);
 // out[o, j, i] = in[o, idx[j], i] (idx i64, negative counts from the end; out of range -> error flag).
-Status launch_gather(const void* in, const int64_t* indices, void* out, int64_t outer, int64_t axis_len,
-                     int64_t count, int64_t inner, int elem_bytes, Stream s);
+Status launch_gather(const void* in, const int64_t* indices, void* out, int64_t outer, int64_t axis_len, int64_t count,
+                     int64_t inner, int elem_bytes, Stream s);
+
+// out[i] = in[(index over the output dims, with dim `axis` replaced by idx[i])] (GatherElements: idx i64
+// of the output's shape, negative counts from the end, out of range reads element 0 of that axis).
+struct GatherElements {
+  int rank = 0, axis = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+  int64_t axis_len = 0;
+};
+Status launch_gather_elements(const GatherElements& g, const void* in, const int64_t* indices, void* out,
+                              int elem_bytes, Stream s);
+// out[o] = in[sum_d table[offset_d + o_d] * in_strides[d]] over the output dims: per-axis index tables
+// (nearest-neighbour Resize), all axes' tables concatenated in one device buffer.
+struct AxisGather {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+  int64_t table_offset[kMaxRank] = {};
+};
+Status launch_axis_gather(const AxisGather& g, const void* in, const int64_t* tables, void* out, int elem_bytes,
+                          Stream s);
+// Convolution patches: col[g][p][(c * kh + i) * kw + j] = x[n, g * c_per_group + c, oh * sh - ph + i * dh,
+// ow * sw - pw + j * dw] (0 outside the image), p = (n * oh + y) * ow + x; x addressed through its strides
+// (NCHW or NHWC alike).
+struct Im2Col {
+  int64_t n = 0, c_per_group = 0, groups = 1, h = 0, w = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t xs_n = 0, xs_c = 0, xs_h = 0, xs_w = 0;
+};
+Status launch_im2col(const Im2Col& c, const float* x, float* col, Stream s);
+// Rotary embedding on interleaved pairs (segmux Rope): x [rows, D] with row r at position r % len,
+// cos/sin [len, D/2]; each product rounded on its own, as the unfused graph does (no FMA).
+Status launch_rope(const float* x, const float* cos, const float* sin, float* y, int64_t rows, int64_t len,
+                   int64_t half, Stream s);
 
 // ---- reductions and normalisations (norms.cu) ----
 // Rows of `cols` contiguous values: y = (x - mean) / sqrt(var + eps) * scale + bias (scale/bias [cols],
@@ -103,6 +162,8 @@ Status launch_softmax(const float* x, float* y, int64_t rows, int64_t cols, Stre
 enum class Reduce : int32_t { sum, mean, max };
 // x viewed as [outer, len, inner]: y[o, i] = reduce_j x[o, j, i].
 Status launch_reduce(Reduce r, const float* x, float* y, int64_t outer, int64_t len, int64_t inner, Stream s);
+// y[o, i] = the index j of the largest x[o, j, i] (the first one, or the last with select_last).
+Status launch_argmax(const float* x, int64_t* y, int64_t outer, int64_t len, int64_t inner, bool select_last, Stream s);
 
 // ---- attention (attention.cu) ----
 // q [B, Lq, D], k [B, Lk, D], v [B, Lk, Dv] (B = the flattened leading dims), out [B, Lq, Dv]; optional
@@ -110,11 +171,11 @@ Status launch_reduce(Reduce r, const float* x, float* y, int64_t outer, int64_t 
 struct AttentionShape {
   int64_t batch = 0, lq = 0, lk = 0, d = 0, dv = 0;
   float scale = 1.f;
-  int lead_rank = 0;                  // leading dims of q (batch = their product)
-  int64_t lead_dims[kMaxRank] = {};   //
-  int64_t mask_lead[kMaxRank] = {};   // mask stride per leading dim (0 = broadcast)
-  int64_t mask_i = 0, mask_j = 0;     // mask strides of the query and key index
-  int mask_kind = 0;                  // 0 none, 1 f32 additive, 2 bool (nonzero = attend)
+  int lead_rank = 0;                 // leading dims of q (batch = their product)
+  int64_t lead_dims[kMaxRank] = {};  //
+  int64_t mask_lead[kMaxRank] = {};  // mask stride per leading dim (0 = broadcast)
+  int64_t mask_i = 0, mask_j = 0;    // mask strides of the query and key index
+  int mask_kind = 0;                 // 0 none, 1 f32 additive, 2 bool (nonzero = attend)
 };
 constexpr int kAttentionMaxHead = 256;  // head sizes D, Dv the kernel takes
 Status launch_attention(const AttentionShape& a, const float* q, const float* k, const float* v, const void* mask,

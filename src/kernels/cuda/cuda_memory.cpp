@@ -43,8 +43,8 @@ void require_device() {
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  check_cuda(device_malloc(&data_, std::max<size_t>(bytes, 1)), "allocating " + std::to_string(bytes) +
-                                                                     " bytes of GPU memory");
+  check_cuda(device_malloc(&data_, std::max<size_t>(bytes, 1)),
+             "allocating " + std::to_string(bytes) + " bytes of GPU memory");
 }
 
 DeviceBuffer::~DeviceBuffer() {

@@ -23,6 +23,8 @@ void add_elementwise_ops(OpTable& table);
 void add_movement_ops(OpTable& table);
 void add_norm_ops(OpTable& table);
 void add_linalg_ops(OpTable& table);
+void add_index_ops(OpTable& table);
+void add_conv_ops(OpTable& table);
 
 // A kernel from a function of the context and the current stream.
 using LaunchFn = std::function<void(KernelContext&, Stream)>;

@@ -39,8 +39,8 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
 }
 
 Broadcast make_broadcast(const Shape& out, const std::vector<Shape>& ins) {
-  SEGMUX_CHECK(out.size() <= size_t(kMaxRank) && ins.size() <= size_t(kMaxOperands), "broadcast of rank ",
-               out.size(), " with ", ins.size(), " operands is beyond the CUDA kernels' limits");
+  SEGMUX_CHECK(out.size() <= size_t(kMaxRank) && ins.size() <= size_t(kMaxOperands), "broadcast of rank ", out.size(),
+               " with ", ins.size(), " operands is beyond the CUDA kernels' limits");
   Broadcast b;
   b.rank = int(out.size());
   for (size_t d = 0; d < out.size(); ++d) b.out_dims[d] = out[d];
@@ -60,15 +60,32 @@ Broadcast make_broadcast(const Shape& out, const std::vector<Shape>& ins) {
 
 bool scalar_kind_of(DType t, ScalarKind* kind) {
   switch (t) {
-    case DType::f32: *kind = ScalarKind::f32; return true;
-    case DType::bf16: *kind = ScalarKind::bf16; return true;
-    case DType::f64: *kind = ScalarKind::f64; return true;
-    case DType::i64: *kind = ScalarKind::i64; return true;
-    case DType::i32: *kind = ScalarKind::i32; return true;
-    case DType::i8: *kind = ScalarKind::i8; return true;
-    case DType::u8: *kind = ScalarKind::u8; return true;
-    case DType::boolean: *kind = ScalarKind::boolean; return true;
-    default: return false;
+    case DType::f32:
+      *kind = ScalarKind::f32;
+      return true;
+    case DType::bf16:
+      *kind = ScalarKind::bf16;
+      return true;
+    case DType::f64:
+      *kind = ScalarKind::f64;
+      return true;
+    case DType::i64:
+      *kind = ScalarKind::i64;
+      return true;
+    case DType::i32:
+      *kind = ScalarKind::i32;
+      return true;
+    case DType::i8:
+      *kind = ScalarKind::i8;
+      return true;
+    case DType::u8:
+      *kind = ScalarKind::u8;
+      return true;
+    case DType::boolean:
+      *kind = ScalarKind::boolean;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -86,8 +103,8 @@ bool inputs_are(const KernelInit& init, DType t) {
 
 std::string dtype_reason(const KernelInit& init, const char* wanted) {
   std::string got;
-  for (const ir::TensorType* in : init.inputs) got += std::string(got.empty() ? "" : ", ") +
-                                                      (in ? std::string(dtype_name(in->dtype)) : "-");
+  for (const ir::TensorType* in : init.inputs)
+    got += std::string(got.empty() ? "" : ", ") + (in ? std::string(dtype_name(in->dtype)) : "-");
   return std::string("the CUDA kernel takes ") + wanted + " inputs, this node has (" + got + ")";
 }
 
@@ -104,6 +121,8 @@ const ops::OpTable& table() {
     ops::add_movement_ops(table);
     ops::add_norm_ops(table);
     ops::add_linalg_ops(table);
+    ops::add_index_ops(table);
+    ops::add_conv_ops(table);
     return table;
   }();
   return t;

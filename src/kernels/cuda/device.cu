@@ -39,9 +39,9 @@ Status device_count(int* count) {
 Status device_describe(int device, char* text, size_t text_bytes) {
   cudaDeviceProp p{};
   if (Status st = status_of(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties")) return st;
-  std::snprintf(text, text_bytes, "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB, %zu KiB shared memory per block",
-                p.name, p.major, p.minor, p.multiProcessorCount, double(p.totalGlobalMem) / (1 << 30),
-                p.l2CacheSize >> 20, p.sharedMemPerBlockOptin >> 10);
+  std::snprintf(text, text_bytes, "%s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB, %zu KiB shared memory per block", p.name,
+                p.major, p.minor, p.multiProcessorCount, double(p.totalGlobalMem) / (1 << 30), p.l2CacheSize >> 20,
+                p.sharedMemPerBlockOptin >> 10);
   return nullptr;
 }
 

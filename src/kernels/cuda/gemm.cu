@@ -84,17 +84,17 @@ Status describe(const GemmShape& g, const float* bias, LtCall& call) {
   if (bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     const cudaDataType_t bias_type = CUDA_R_32F;
-    if (Status st = lt_status(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                             sizeof(epilogue)),
-                              "bias epilogue"))
+    if (Status st = lt_status(
+            cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+            "bias epilogue"))
       return st;
-    if (Status st = lt_status(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                             &bias_type, sizeof(bias_type)),
+    if (Status st = lt_status(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                             sizeof(bias_type)),
                               "bias type"))
       return st;
-    if (Status st = lt_status(
-            cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
-            "bias pointer"))
+    if (Status st =
+            lt_status(cublasLtMatmulDescSetAttribute(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+                      "bias pointer"))
       return st;
   }
   const cudaDataType_t in_type = g.mode == GemmMode::bf16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -122,14 +122,14 @@ Status launch_gemm(const GemmShape& g, const void* a, const void* w, const float
     return st;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  if (Status st = lt_status(cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.c, call.c,
-                                                           call.pref, 1, &result, &found),
+  if (Status st = lt_status(cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.c, call.c, call.pref,
+                                                           1, &result, &found),
                             "cublasLtMatmulAlgoGetHeuristic"))
     return st;
   if (found == 0) return detail::fail_status("cuBLASLt", "no algorithm for this GEMM");
   const float alpha = 1.f, beta = c ? 1.f : 0.f;
-  return lt_status(cublasLtMatmul(handle, call.desc, &alpha, w, call.a, a, call.b, &beta, c ? c : d, call.c, d,
-                                  call.c, &result.algo, workspace, kWorkspaceBytes, detail::as_stream(s)),
+  return lt_status(cublasLtMatmul(handle, call.desc, &alpha, w, call.a, a, call.b, &beta, c ? c : d, call.c, d, call.c,
+                                  &result.algo, workspace, kWorkspaceBytes, detail::as_stream(s)),
                    "cublasLtMatmul");
 }
 

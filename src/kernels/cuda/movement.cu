@@ -38,14 +38,65 @@ __global__ void gather_kernel(const T* in, const int64_t* indices, T* out, int64
   }
 }
 
+template <typename T>
+__global__ void gather_elements_kernel(GatherElements g, const T* in, const int64_t* indices, T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, src = 0;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      int64_t idx = rest % g.out_dims[d];
+      rest /= g.out_dims[d];
+      if (d == g.axis) {
+        idx = indices[i];
+        if (idx < 0) idx += g.axis_len;
+        if (idx < 0 || idx >= g.axis_len) idx = 0;  // never outside the buffer
+      }
+      src += idx * g.in_strides[d];
+    }
+    out[i] = in[src];
+  }
+}
+
+template <typename T>
+__global__ void axis_gather_kernel(AxisGather g, const T* in, const int64_t* tables, T* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, src = 0;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      src += tables[g.table_offset[d] + rest % g.out_dims[d]] * g.in_strides[d];
+      rest /= g.out_dims[d];
+    }
+    out[i] = in[src];
+  }
+}
+
+__global__ void im2col_kernel(Im2Col c, const float* x, float* col, int64_t total) {
+  const int64_t k = c.c_per_group * c.kh * c.kw, p_count = c.n * c.oh * c.ow;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t kk = t % k, p = (t / k) % p_count, g = t / (k * p_count);
+    const int64_t j = kk % c.kw, i = (kk / c.kw) % c.kh, ch = g * c.c_per_group + kk / (c.kw * c.kh);
+    const int64_t ox = p % c.ow, oy = (p / c.ow) % c.oh, n = p / (c.ow * c.oh);
+    const int64_t y = oy * c.sh - c.ph + i * c.dh, xx = ox * c.sw - c.pw + j * c.dw;
+    const bool inside = y >= 0 && y < c.h && xx >= 0 && xx < c.w;
+    col[t] = inside ? x[n * c.xs_n + ch * c.xs_c + y * c.xs_h + xx * c.xs_w] : 0.f;
+  }
+}
+
 template <typename Launch>
 Status by_size(int elem_bytes, Launch&& launch) {
   switch (elem_bytes) {
-    case 1: launch(uint8_t{}); break;
-    case 2: launch(uint16_t{}); break;
-    case 4: launch(uint32_t{}); break;
-    case 8: launch(uint64_t{}); break;
-    default: return detail::fail_status("data movement", "element size must be 1, 2, 4 or 8 bytes");
+    case 1:
+      launch(uint8_t{});
+      break;
+    case 2:
+      launch(uint16_t{});
+      break;
+    case 4:
+      launch(uint32_t{});
+      break;
+    case 8:
+      launch(uint64_t{});
+      break;
+    default:
+      return detail::fail_status("data movement", "element size must be 1, 2, 4 or 8 bytes");
   }
   return nullptr;
 }
@@ -65,8 +116,8 @@ Status launch_strided_copy(const StridedCopy& c, const void* in, void* out, int 
   return launched("strided copy kernel");
 }
 
-Status launch_gather(const void* in, const int64_t* indices, void* out, int64_t outer, int64_t axis_len,
-                     int64_t count, int64_t inner, int elem_bytes, Stream s) {
+Status launch_gather(const void* in, const int64_t* indices, void* out, int64_t outer, int64_t axis_len, int64_t count,
+                     int64_t inner, int elem_bytes, Stream s) {
   const int64_t n = outer * count * inner;
   if (n == 0) return nullptr;
   if (Status st = by_size(elem_bytes, [&](auto t) {
@@ -76,6 +127,41 @@ Status launch_gather(const void* in, const int64_t* indices, void* out, int64_t 
       }))
     return st;
   return launched("gather kernel");
+}
+
+Status launch_gather_elements(const GatherElements& g, const void* in, const int64_t* indices, void* out,
+                              int elem_bytes, Stream s) {
+  int64_t n = 1;
+  for (int d = 0; d < g.rank; ++d) n *= g.out_dims[d];
+  if (n == 0) return nullptr;
+  if (Status st = by_size(elem_bytes, [&](auto t) {
+        using T = decltype(t);
+        gather_elements_kernel<<<grid_for(n), block_for(), 0, as_stream(s)>>>(g, static_cast<const T*>(in), indices,
+                                                                              static_cast<T*>(out), n);
+      }))
+    return st;
+  return launched("gather elements kernel");
+}
+
+Status launch_axis_gather(const AxisGather& g, const void* in, const int64_t* tables, void* out, int elem_bytes,
+                          Stream s) {
+  int64_t n = 1;
+  for (int d = 0; d < g.rank; ++d) n *= g.out_dims[d];
+  if (n == 0) return nullptr;
+  if (Status st = by_size(elem_bytes, [&](auto t) {
+        using T = decltype(t);
+        axis_gather_kernel<<<grid_for(n), block_for(), 0, as_stream(s)>>>(g, static_cast<const T*>(in), tables,
+                                                                          static_cast<T*>(out), n);
+      }))
+    return st;
+  return launched("axis gather kernel");
+}
+
+Status launch_im2col(const Im2Col& c, const float* x, float* col, Stream s) {
+  const int64_t total = c.groups * c.n * c.oh * c.ow * c.c_per_group * c.kh * c.kw;
+  if (total == 0) return nullptr;
+  im2col_kernel<<<grid_for(total), block_for(), 0, as_stream(s)>>>(c, x, col, total);
+  return launched("im2col kernel");
 }
 
 }  // namespace segmux::cuda

@@ -91,21 +91,42 @@ __global__ void reduce_kernel(Reduce r, const float* x, float* y, int64_t outer,
   }
 }
 
+__global__ void argmax_kernel(const float* x, int64_t* y, int64_t outer, int64_t len, int64_t inner, bool select_last) {
+  const int64_t n = outer * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float* p = x + (i / inner) * len * inner + i % inner;
+    int64_t best = 0;
+    for (int64_t j = 1; j < len; ++j) {
+      const float v = p[j * inner], b = p[best * inner];
+      if (select_last ? v >= b : v > b) best = j;  // the reference's comparisons, NaN included
+    }
+    y[i] = best;
+  }
+}
+
 }  // namespace
+
+Status launch_argmax(const float* x, int64_t* y, int64_t outer, int64_t len, int64_t inner, bool select_last,
+                     Stream s) {
+  const int64_t n = outer * inner;
+  if (n == 0) return nullptr;
+  argmax_kernel<<<detail::grid_for(n), detail::block_for(), 0, as_stream(s)>>>(x, y, outer, len, inner, select_last);
+  return launched("argmax kernel");
+}
 
 Status launch_layer_norm(const float* x, const float* scale, const float* bias, float* y, int64_t rows, int64_t cols,
                          float eps, Stream s) {
   if (rows == 0 || cols == 0) return nullptr;
   layer_norm_kernel<<<dim3(unsigned(rows)), dim3(unsigned(row_threads(cols))), 0, as_stream(s)>>>(x, scale, bias, y,
-                                                                                                 cols, eps);
+                                                                                                  cols, eps);
   return launched("layer norm kernel");
 }
 
 Status launch_group_norm(const float* x, const float* scale, const float* bias, float* y, int64_t n, int64_t c,
                          int64_t spatial, int64_t groups, float eps, Stream s) {
   if (n == 0 || c == 0 || spatial == 0) return nullptr;
-  group_norm_kernel<<<dim3(unsigned(n * groups)), dim3(1024u), 0, as_stream(s)>>>(x, scale, bias, y, c, spatial,
-                                                                                  groups, eps);
+  group_norm_kernel<<<dim3(unsigned(n * groups)), dim3(1024u), 0, as_stream(s)>>>(x, scale, bias, y, c, spatial, groups,
+                                                                                  eps);
   return launched("group norm kernel");
 }
 

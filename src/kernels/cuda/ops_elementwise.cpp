@@ -11,11 +11,14 @@ namespace segmux::cuda::ops {
 namespace {
 
 const std::map<std::string, Step>& unary_steps() {
-  static const std::map<std::string, Step> m = {
-      {"Relu", Step::relu}, {"Sigmoid", Step::sigmoid}, {"Sqrt", Step::sqrt},   {"Abs", Step::abs},
-      {"Neg", Step::neg},   {"Sin", Step::sin},         {"Cos", Step::cos},     {"Log", Step::log},
-      {"Exp", Step::exp},   {"Erf", Step::erf},         {"Sign", Step::sign},   {"Floor", Step::floor},
-      {"Ceil", Step::ceil}, {"Reciprocal", Step::reciprocal}, {"Tanh", Step::tanh}};
+  static const std::map<std::string, Step> m = {{"Relu", Step::relu}, {"Sigmoid", Step::sigmoid},
+                                                {"Sqrt", Step::sqrt}, {"Abs", Step::abs},
+                                                {"Neg", Step::neg},   {"Sin", Step::sin},
+                                                {"Cos", Step::cos},   {"Log", Step::log},
+                                                {"Exp", Step::exp},   {"Erf", Step::erf},
+                                                {"Sign", Step::sign}, {"Floor", Step::floor},
+                                                {"Ceil", Step::ceil}, {"Reciprocal", Step::reciprocal},
+                                                {"Tanh", Step::tanh}};
   return m;
 }
 
@@ -28,12 +31,18 @@ const std::map<std::string, Step>& binary_steps() {
 
 Step pointwise_step(ir::PointwiseOp op) {
   switch (op) {
-    case ir::PointwiseOp::add: return Step::add;
-    case ir::PointwiseOp::sub: return Step::sub;
-    case ir::PointwiseOp::mul: return Step::mul;
-    case ir::PointwiseOp::div: return Step::div;
-    case ir::PointwiseOp::sigmoid: return Step::sigmoid;
-    default: return Step::relu;
+    case ir::PointwiseOp::add:
+      return Step::add;
+    case ir::PointwiseOp::sub:
+      return Step::sub;
+    case ir::PointwiseOp::mul:
+      return Step::mul;
+    case ir::PointwiseOp::div:
+      return Step::div;
+    case ir::PointwiseOp::sigmoid:
+      return Step::sigmoid;
+    default:
+      return Step::relu;
   }
 }
 
@@ -137,10 +146,10 @@ void add_pointwise(OpTable& t) {
 
 void add_compare_where_cast(OpTable& t) {
   const std::map<std::string, Compare> compares = {{"Equal", Compare::equal},
-                                                    {"Greater", Compare::greater},
-                                                    {"Less", Compare::less},
-                                                    {"GreaterOrEqual", Compare::greater_equal},
-                                                    {"LessOrEqual", Compare::less_equal}};
+                                                   {"Greater", Compare::greater},
+                                                   {"Less", Compare::less},
+                                                   {"GreaterOrEqual", Compare::greater_equal},
+                                                   {"LessOrEqual", Compare::less_equal}};
   for (const auto& [op, cmp] : compares) {
     const Compare c = cmp;
     t[op] = {[](const KernelInit& init) {
@@ -157,9 +166,9 @@ void add_compare_where_cast(OpTable& t) {
                      ScalarKind kind = ScalarKind::f32;
                      scalar_kind_of(a.dtype(), &kind);
                      const Broadcast br = make_broadcast(y.shape(), {a.shape(), b.shape()});
-                     check_cuda(launch_compare(c, kind, br, a.raw(), b.raw(), static_cast<uint8_t*>(y.raw()),
-                                               y.numel(), s),
-                                "launch");
+                     check_cuda(
+                         launch_compare(c, kind, br, a.raw(), b.raw(), static_cast<uint8_t*>(y.raw()), y.numel(), s),
+                         "launch");
                    },
                    "compare");
              }};
@@ -193,24 +202,24 @@ void add_compare_where_cast(OpTable& t) {
                     },
                     "not");
               }};
-  t["Cast"] = {[](const KernelInit& init) {
-                 ScalarKind a, b;
-                 if (!scalar_kind_of(init.inputs[0]->dtype, &a) || !scalar_kind_of(init.outputs[0].dtype, &b))
-                   return std::string("the CUDA Cast has no f16");
-                 return std::string();
-               },
-               [](const KernelInit&, Fp32Gemm) {
-                 return launch_kernel(
-                     [](KernelContext& ctx, Stream s) {
-                       ScalarKind from = ScalarKind::f32, to = ScalarKind::f32;
-                       scalar_kind_of(ctx.inputs[0]->dtype(), &from);
-                       scalar_kind_of(ctx.outputs[0]->dtype(), &to);
-                       check_cuda(launch_cast(from, to, ctx.inputs[0]->raw(), ctx.outputs[0]->raw(),
-                                              ctx.outputs[0]->numel(), s),
-                                  "launch");
-                     },
-                     "cast");
-               }};
+  t["Cast"] = {
+      [](const KernelInit& init) {
+        ScalarKind a, b;
+        if (!scalar_kind_of(init.inputs[0]->dtype, &a) || !scalar_kind_of(init.outputs[0].dtype, &b))
+          return std::string("the CUDA Cast has no f16");
+        return std::string();
+      },
+      [](const KernelInit&, Fp32Gemm) {
+        return launch_kernel(
+            [](KernelContext& ctx, Stream s) {
+              ScalarKind from = ScalarKind::f32, to = ScalarKind::f32;
+              scalar_kind_of(ctx.inputs[0]->dtype(), &from);
+              scalar_kind_of(ctx.outputs[0]->dtype(), &to);
+              check_cuda(launch_cast(from, to, ctx.inputs[0]->raw(), ctx.outputs[0]->raw(), ctx.outputs[0]->numel(), s),
+                         "launch");
+            },
+            "cast");
+      }};
 }
 
 }  // namespace

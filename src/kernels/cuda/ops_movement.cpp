@@ -62,8 +62,8 @@ std::unique_ptr<Kernel> slice(const KernelInit& init, Fp32Gemm) {
     if ((has_axes = in_const(init, 3) != nullptr)) axes = const_ints(*in_const(init, 3));
     if ((has_steps = in_const(init, 4) != nullptr)) steps = const_ints(*in_const(init, 4));
   }
-  const auto plan = ir::shape_math::slice_plan(init.node, in, starts, ends, has_axes ? &axes : nullptr,
-                                               has_steps ? &steps : nullptr);
+  const auto plan =
+      ir::shape_math::slice_plan(init.node, in, starts, ends, has_axes ? &axes : nullptr, has_steps ? &steps : nullptr);
   const auto xs = contiguous_strides(in);
   StridedCopy c = copy_over(init.outputs[0].shape);
   const auto os = contiguous_strides(init.outputs[0].shape);
@@ -72,8 +72,7 @@ std::unique_ptr<Kernel> slice(const KernelInit& init, Fp32Gemm) {
     c.in_strides[d] = plan[d].step * xs[d];
     c.out_strides[d] = os[d];
   }
-  return launch_kernel([c](KernelContext& ctx, Stream s) { run_copy(c, *ctx.inputs[0], *ctx.outputs[0], s); },
-                       "slice");
+  return launch_kernel([c](KernelContext& ctx, Stream s) { run_copy(c, *ctx.inputs[0], *ctx.outputs[0], s); }, "slice");
 }
 
 std::unique_ptr<Kernel> expand(const KernelInit& init, Fp32Gemm) {
@@ -151,7 +150,8 @@ std::string gather_check(const KernelInit& init) {
     const int64_t axis = normalized_axis(init.node.attr_int("axis", 0), init.inputs[0]->shape.size());
     const int64_t dim = init.inputs[0]->shape[size_t(axis)];
     for (int64_t i : const_ints(*idx))
-      if (i < -dim || i >= dim) return "index " + std::to_string(i) + " is out of range for axis size " + std::to_string(dim);
+      if (i < -dim || i >= dim)
+        return "index " + std::to_string(i) + " is out of range for axis size " + std::to_string(dim);
   }
   return sized_elements(init);
 }
@@ -165,10 +165,10 @@ std::unique_ptr<Kernel> gather(const KernelInit& init, Fp32Gemm) {
   const int64_t len = x[size_t(axis)], count = shape_numel(init.inputs[1]->shape);
   return launch_kernel(
       [=](KernelContext& ctx, Stream s) {
-        check_cuda(launch_gather(ctx.inputs[0]->raw(), static_cast<const int64_t*>(ctx.inputs[1]->raw()),
-                                 ctx.outputs[0]->raw(), outer, len, count, inner,
-                                 int(dtype_size(ctx.outputs[0]->dtype())), s),
-                   "launch");
+        check_cuda(
+            launch_gather(ctx.inputs[0]->raw(), static_cast<const int64_t*>(ctx.inputs[1]->raw()),
+                          ctx.outputs[0]->raw(), outer, len, count, inner, int(dtype_size(ctx.outputs[0]->dtype())), s),
+            "launch");
       },
       "gather");
 }
@@ -182,7 +182,8 @@ void add_movement_ops(OpTable& t) {
   t["Concat"] = {sized_elements, concat};
   t["Split"] = {sized_elements, split};
   t["Gather"] = {gather_check, gather};
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}) t[op] = {sized_elements, same_bytes};
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+    t[op] = {sized_elements, same_bytes};
 }
 
 }  // namespace segmux::cuda::ops

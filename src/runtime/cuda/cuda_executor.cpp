@@ -9,7 +9,9 @@ namespace segmux {
 namespace {
 
 size_t value_bytes(const ir::Value& v) { return size_t(shape_numel(v.shape)) * dtype_size(v.dtype); }
-size_t aligned(size_t bytes) { return (bytes + cuda::kDeviceAlignment - 1) / cuda::kDeviceAlignment * cuda::kDeviceAlignment; }
+size_t aligned(size_t bytes) {
+  return (bytes + cuda::kDeviceAlignment - 1) / cuda::kDeviceAlignment * cuda::kDeviceAlignment;
+}
 
 // The KernelInit the CUDA provider judges a node by (the same one create_node_kernel builds).
 std::string node_reason(const ir::Graph& g, const ir::Node& node) {
@@ -50,7 +52,8 @@ std::vector<std::string> cuda_unsupported_nodes(const ir::Graph& g, const Memory
     const ir::Node& node = g.nodes[n];
     std::string why = node_reason(g, node);
     for (int o : node.outputs)
-      if (why.empty() && o >= 0 && (size_t(o) >= plan.offsets.size() || plan.offsets[size_t(o)] == MemoryPlan::kNotPlanned))
+      if (why.empty() && o >= 0 &&
+          (size_t(o) >= plan.offsets.size() || plan.offsets[size_t(o)] == MemoryPlan::kNotPlanned))
         why = "output '" + g.value(o).name + "' has no place in the static memory plan (data-dependent shape)";
     if (!why.empty()) lines.push_back(node.describe() + ": " + why);
   }
@@ -81,12 +84,13 @@ CudaExecutor::CudaExecutor(ir::Graph graph, MemoryPlan plan, CudaExecutorOptions
   device_->arena = std::make_shared<cuda::DeviceBuffer>(layout_.arena_bytes);
   device_->weights = std::make_shared<cuda::DeviceBuffer>(layout_.weight_bytes);
   device_->inputs = std::make_shared<cuda::DeviceBuffer>(layout_.input_bytes);
-  cuda::check_cuda(cuda::fill_bytes(device_->arena->data(), 0, layout_.arena_bytes, device_->stream), "zeroing the arena");
+  cuda::check_cuda(cuda::fill_bytes(device_->arena->data(), 0, layout_.arena_bytes, device_->stream),
+                   "zeroing the arena");
   values_.assign(graph_.values.size(), Tensor());
   for (size_t v = 0; v < graph_.values.size(); ++v)
     if (plan_.offsets[v] != MemoryPlan::kNotPlanned)
-      values_[v] = cuda::device_tensor(graph_.values[v].dtype, graph_.values[v].shape, device_->arena,
-                                       size_t(plan_.offsets[v]));
+      values_[v] =
+          cuda::device_tensor(graph_.values[v].dtype, graph_.values[v].shape, device_->arena, size_t(plan_.offsets[v]));
   for (const auto& [id, t] : graph_.initializers) {  // the weights: uploaded once
     const size_t off = layout_.weight_offsets.at(id);
     if (t.nbytes())
