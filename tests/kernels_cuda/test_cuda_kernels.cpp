@@ -231,6 +231,22 @@ TEST(CudaIndex, ResizeNearest) {
                            0, "Resize nearest half_pixel (scales)");
 }
 
+TEST(CudaIndex, RoiAlign) {
+  const uint32_t seed = fresh_seed();
+  const Tensor rois = Tensor::from_vector<float>({4, 4}, {0.f, 0.f, 20.f, 16.f, 3.5f, 2.f, 9.f, 30.f,  //
+                                                          -4.f, -2.f, 6.f, 5.f, 10.f, 10.f, 10.5f, 10.2f});
+  for (const char* mode : {"avg", "max"})
+    for (const char* ctm : {"half_pixel", "output_half_pixel"}) {
+      ir::Attrs a = {
+          {"mode", std::string(mode)},   {"coordinate_transformation_mode", std::string(ctm)},
+          {"output_height", int64_t(5)}, {"output_width", int64_t(4)},
+          {"spatial_scale", 0.5f},       {"sampling_ratio", int64_t(std::string(ctm) == "half_pixel" ? 0 : 2)}};
+      expect_matches_reference(make_node("RoiAlign", a),
+                               {{random_tensor({2, 3, 10, 12}, seed)}, {rois}, {ints({4}, {0, 1, 1, 0}), true}},
+                               kFp32Limit, std::string("RoiAlign ") + mode + " " + ctm);
+    }
+}
+
 std::vector<Input> linear_inputs(uint32_t seed, bool residual_full) {
   return {{random_tensor({2, 37, 96}, seed)},
           {random_tensor({96, 80}, seed + 1, -0.2f, 0.2f), true},

@@ -51,6 +51,9 @@ Status launch_gather_elements(const GatherElements&, const void*, const int64_t*
   return kAbsent;
 }
 Status launch_axis_gather(const AxisGather&, const void*, const int64_t*, void*, int, Stream) { return kAbsent; }
+Status launch_roi_align(const RoiAlignShape&, const float*, const float*, const int64_t*, float*, Stream) {
+  return kAbsent;
+}
 Status launch_im2col(const Im2Col&, const float*, float*, Stream) { return kAbsent; }
 Status launch_rope(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, Stream) {
   return kAbsent;

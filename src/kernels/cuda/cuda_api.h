@@ -136,6 +136,15 @@ struct AxisGather {
 };
 Status launch_axis_gather(const AxisGather& g, const void* in, const int64_t* tables, void* out, int elem_bytes,
                           Stream s);
+// RoiAlign (opset 16) in double, as the reference: x [n, c, h, w], rois [r, 4] (x0, y0, x1, y1), batch
+// indices [r] (validated on the host), y [r, c, ph, pw].
+struct RoiAlignShape {
+  int64_t n = 0, c = 0, h = 0, w = 0, rois = 0, ph = 1, pw = 1, ratio = 0;
+  double spatial_scale = 1;
+  bool half_pixel = true, is_max = false;
+};
+Status launch_roi_align(const RoiAlignShape& a, const float* x, const float* rois, const int64_t* batch, float* y,
+                        Stream s);
 // Convolution patches: col[g][p][(c * kh + i) * kw + j] = x[n, g * c_per_group + c, oh * sh - ph + i * dh,
 // ow * sw - pw + j * dw] (0 outside the image), p = (n * oh + y) * ow + x; x addressed through its strides
 // (NCHW or NHWC alike).

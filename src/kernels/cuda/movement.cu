@@ -68,6 +68,71 @@ __global__ void axis_gather_kernel(AxisGather g, const T* in, const int64_t* tab
   }
 }
 
+__device__ double roi_sample(const float* plane, int64_t h, int64_t w, double yy, double xx, double* v) {
+  // The four bilinear taps of one sample point (zero weights outside [-1, h] x [-1, w]).
+  double w1 = 0, w2 = 0, w3 = 0, w4 = 0;
+  int64_t ylo = 0, yhi = 0, xlo = 0, xhi = 0;
+  if (!(yy < -1.0 || yy > double(h) || xx < -1.0 || xx > double(w))) {
+    double y = fmax(yy, 0.0), xv = fmax(xx, 0.0);
+    ylo = int64_t(y);
+    if (ylo >= h - 1) {
+      ylo = yhi = h - 1;
+      y = double(ylo);
+    } else {
+      yhi = ylo + 1;
+    }
+    xlo = int64_t(xv);
+    if (xlo >= w - 1) {
+      xlo = xhi = w - 1;
+      xv = double(xlo);
+    } else {
+      xhi = xlo + 1;
+    }
+    const double ly = y - double(ylo), lx = xv - double(xlo), hy = 1 - ly, hx = 1 - lx;
+    w1 = hy * hx, w2 = hy * lx, w3 = ly * hx, w4 = ly * lx;
+  }
+  v[0] = w1 * plane[ylo * w + xlo];
+  v[1] = w2 * plane[ylo * w + xhi];
+  v[2] = w3 * plane[yhi * w + xlo];
+  v[3] = w4 * plane[yhi * w + xhi];
+  return v[0] + v[1] + v[2] + v[3];
+}
+
+__global__ void roi_align_kernel(RoiAlignShape a, const float* x, const float* rois, const int64_t* batch, float* y,
+                                 int64_t total) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t pw = t % a.pw, ph = (t / a.pw) % a.ph, c = (t / (a.pw * a.ph)) % a.c, r = t / (a.pw * a.ph * a.c);
+    const double off = a.half_pixel ? 0.5 : 0.0;
+    const float* roi = rois + r * 4;
+    const double x0 = double(roi[0]) * a.spatial_scale - off, y0 = double(roi[1]) * a.spatial_scale - off;
+    const double x1 = double(roi[2]) * a.spatial_scale - off, y1 = double(roi[3]) * a.spatial_scale - off;
+    double rw = x1 - x0, rh = y1 - y0;
+    if (!a.half_pixel) rw = fmax(rw, 1.0), rh = fmax(rh, 1.0);
+    const double bh = rh / double(a.ph), bw = rw / double(a.pw);
+    const int64_t gh = a.ratio > 0 ? a.ratio : int64_t(ceil(rh / double(a.ph)));
+    const int64_t gw = a.ratio > 0 ? a.ratio : int64_t(ceil(rw / double(a.pw)));
+    const double count = double(gh * gw > 1 ? gh * gw : 1);
+    const float* plane = x + (batch[r] * a.c + c) * a.h * a.w;
+    double acc = 0, v[4];
+    bool first = true;
+    for (int64_t iy = 0; iy < gh; ++iy) {
+      const double yy = y0 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+      for (int64_t ix = 0; ix < gw; ++ix) {
+        const double xx = x0 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+        const double sum = roi_sample(plane, a.h, a.w, yy, xx, v);
+        if (a.is_max) {
+          const double m = fmax(fmax(fmax(v[0], v[1]), v[2]), v[3]);
+          acc = first ? m : fmax(acc, m);
+          first = false;
+        } else {
+          acc += sum;
+        }
+      }
+    }
+    y[t] = float(a.is_max ? acc : acc / count);
+  }
+}
+
 __global__ void im2col_kernel(Im2Col c, const float* x, float* col, int64_t total) {
   const int64_t k = c.c_per_group * c.kh * c.kw, p_count = c.n * c.oh * c.ow;
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
@@ -155,6 +220,14 @@ Status launch_axis_gather(const AxisGather& g, const void* in, const int64_t* ta
       }))
     return st;
   return launched("axis gather kernel");
+}
+
+Status launch_roi_align(const RoiAlignShape& a, const float* x, const float* rois, const int64_t* batch, float* y,
+                        Stream s) {
+  const int64_t total = a.rois * a.c * a.ph * a.pw;
+  if (total == 0) return nullptr;
+  roi_align_kernel<<<grid_for(total), block_for(), 0, as_stream(s)>>>(a, x, rois, batch, y, total);
+  return launched("roi align kernel");
 }
 
 Status launch_im2col(const Im2Col& c, const float* x, float* col, Stream s) {

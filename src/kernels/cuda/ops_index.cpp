@@ -1,5 +1,6 @@
-// Index-driven and positional ops on the CUDA provider: segmux Rope, ArgMax, GatherElements and
-// nearest-neighbour Resize (per-axis source indices computed at load, in the reference's arithmetic).
+// Index-driven and positional ops on the CUDA provider: segmux Rope, ArgMax, GatherElements,
+// nearest-neighbour Resize (per-axis source indices computed at load, in the reference's arithmetic) and
+// RoiAlign (in double, as the reference; its batch indices must be constants, checked at load).
 #include <algorithm>
 #include <cmath>
 
@@ -162,9 +163,53 @@ class ResizeKernel : public Kernel {
   std::shared_ptr<DeviceBuffer> tables_;
 };
 
+std::string roi_align_check(const KernelInit& init) {
+  const ir::TensorType *x = init.inputs[0], *rois = init.inputs[1], *batch = init.inputs[2];
+  if (x->dtype != DType::f32 || rois->dtype != DType::f32 || batch->dtype != DType::i64)
+    return dtype_reason(init, "(f32, f32, i64)");
+  if (x->shape.size() != 4 || rois->shape.size() != 2 || rois->shape[1] != 4)
+    return "RoiAlign takes x [N, C, H, W], rois [R, 4]";
+  const std::string mode = init.node.attr_string("mode", "avg");
+  const std::string ctm = init.node.attr_string("coordinate_transformation_mode", "half_pixel");
+  if ((mode != "avg" && mode != "max") || (ctm != "half_pixel" && ctm != "output_half_pixel"))
+    return "unknown RoiAlign mode or coordinate_transformation_mode";
+  const Tensor* b = in_const(init, 2);
+  if (!b) return "the CUDA RoiAlign needs constant batch indices (checked at load)";
+  for (int64_t i : const_ints(*b))
+    if (i < 0 || i >= x->shape[0])
+      return "batch index " + std::to_string(i) + " is out of range for batch size " + std::to_string(x->shape[0]);
+  if (rois->shape[0] > 0 && x->shape[1] > 0 && (x->shape[2] == 0 || x->shape[3] == 0))
+    return "cannot sample an empty feature map";
+  return "";
+}
+
+std::unique_ptr<Kernel> roi_align(const KernelInit& init, Fp32Gemm) {
+  const Shape& x = init.inputs[0]->shape;
+  const ir::Node& n = init.node;
+  RoiAlignShape a;
+  a.n = x[0], a.c = x[1], a.h = x[2], a.w = x[3];
+  a.rois = init.inputs[1]->shape[0];
+  a.ph = n.attr_int("output_height", 1);
+  a.pw = n.attr_int("output_width", 1);
+  a.ratio = n.attr_int("sampling_ratio", 0);
+  a.spatial_scale = n.attr_float("spatial_scale", 1.f);
+  a.half_pixel = n.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  a.is_max = n.attr_string("mode", "avg") == "max";
+  return launch_kernel(
+      [a](KernelContext& ctx, Stream s) {
+        check_cuda(launch_roi_align(a, static_cast<const float*>(ctx.inputs[0]->raw()),
+                                    static_cast<const float*>(ctx.inputs[1]->raw()),
+                                    static_cast<const int64_t*>(ctx.inputs[2]->raw()),
+                                    static_cast<float*>(ctx.outputs[0]->raw()), s),
+                   "launch");
+      },
+      "roi align");
+}
+
 }  // namespace
 
 void add_index_ops(OpTable& t) {
+  t["RoiAlign"] = {roi_align_check, roi_align};
   t["Resize"] = {resize_check, [](const KernelInit& init, Fp32Gemm) -> std::unique_ptr<Kernel> {
                    return std::make_unique<ResizeKernel>(init);
                  }};
