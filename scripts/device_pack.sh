@@ -18,7 +18,7 @@ build=${1:-build/release}
 out=.device
 stage=$out/stage
 fixture=tests/fixtures/sam31-tiny-image
-candidates="text_encoder backbone detector propagation_decoder memory_encoder"
+candidates="text_encoder backbone detector interactive_decoder point_decoder propagation_decoder memory_encoder"
 
 cmake --build "$build" --target segmux segmux-device test_kernels_cuda_device >/dev/null
 rm -rf "$out"

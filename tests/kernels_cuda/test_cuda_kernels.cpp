@@ -37,6 +37,17 @@ TEST(CudaElementwise, BinaryBroadcast) {
                            "Pow");
 }
 
+TEST(CudaElementwise, IntegerBinary) {
+  for (const char* op : {"Add", "Sub", "Mul", "Max", "Min"}) {
+    expect_matches_reference(make_node(op), {{ints({2, 3}, {1, -2, 3, 40, 5, -6})}, {ints({3}, {7, 0, -9})}}, 0,
+                             std::string(op) + " i64");
+    expect_matches_reference(
+        make_node(op),
+        {{Tensor::from_vector<int32_t>({3, 1}, {1, -2, 3})}, {Tensor::from_vector<int32_t>({2}, {5, -7})}}, 0,
+        std::string(op) + " i32");
+  }
+}
+
 TEST(CudaElementwise, Unary) {
   const uint32_t seed = fresh_seed();
   for (const char* op : {"Relu", "Sigmoid", "Abs", "Neg", "Sin", "Cos", "Exp", "Erf", "Sign", "Floor", "Ceil", "Tanh"})

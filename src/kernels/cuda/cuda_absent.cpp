@@ -38,6 +38,9 @@ Status launch_pointwise(const PointwiseProgram&, const Broadcast&, int, const fl
 Status launch_compare(Compare, ScalarKind, const Broadcast&, const void*, const void*, uint8_t*, int64_t, Stream) {
   return kAbsent;
 }
+Status launch_int_binary(Step, ScalarKind, const Broadcast&, const void*, const void*, void*, int64_t, Stream) {
+  return kAbsent;
+}
 Status launch_where(const Broadcast&, const uint8_t*, const void*, const void*, void*, int, int64_t, Stream) {
   return kAbsent;
 }

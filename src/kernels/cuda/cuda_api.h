@@ -91,6 +91,9 @@ Status launch_pointwise(const PointwiseProgram& program, const Broadcast& b, int
 
 enum class Compare : int32_t { equal, greater, less, greater_equal, less_equal };
 enum class ScalarKind : int32_t { f32, i64, i32, boolean, bf16, u8, i8, f64 };
+// Integer Add/Sub/Mul/Max/Min (Step::add ... Step::min, no div/pow) over the broadcast; kind i64 or i32.
+Status launch_int_binary(Step op, ScalarKind kind, const Broadcast& b, const void* a, const void* bv, void* out,
+                         int64_t n, Stream s);
 // out (bool bytes) = a cmp b, both of `kind` (f32, i64, i32 or boolean).
 Status launch_compare(Compare cmp, ScalarKind kind, const Broadcast& b, const void* a, const void* bv, uint8_t* out,
                       int64_t n, Stream s);

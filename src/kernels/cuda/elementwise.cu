@@ -146,6 +146,32 @@ __global__ void compare_kernel(Compare c, Broadcast b, const T* x, const T* y, u
 }
 
 template <typename T>
+__global__ void int_binary_kernel(Step op, Broadcast b, const T* x, const T* y, T* out, int64_t n) {
+  int64_t off[2];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    broadcast_offsets(b, 2, i, off);
+    const T u = x[off[0]], v = y[off[1]];
+    switch (op) {
+      case Step::add:
+        out[i] = u + v;
+        break;
+      case Step::sub:
+        out[i] = u - v;
+        break;
+      case Step::mul:
+        out[i] = u * v;
+        break;
+      case Step::max:
+        out[i] = u > v ? u : v;
+        break;
+      default:
+        out[i] = u < v ? u : v;
+        break;
+    }
+  }
+}
+
+template <typename T>
 __global__ void where_kernel(Broadcast b, const uint8_t* cond, const T* x, const T* y, T* out, int64_t n) {
   int64_t off[3];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -276,6 +302,18 @@ Status launch_compare(Compare cmp, ScalarKind kind, const Broadcast& b, const vo
                                                           static_cast<const uint8_t*>(bv), out, n);
   }
   return launched("comparison kernel");
+}
+
+Status launch_int_binary(Step op, ScalarKind kind, const Broadcast& b, const void* a, const void* bv, void* out,
+                         int64_t n, Stream s) {
+  if (n == 0) return nullptr;
+  if (kind == ScalarKind::i64)
+    int_binary_kernel<<<grid_for(n), block_for(), 0, as_stream(s)>>>(
+        op, b, static_cast<const long long*>(a), static_cast<const long long*>(bv), static_cast<long long*>(out), n);
+  else
+    int_binary_kernel<<<grid_for(n), block_for(), 0, as_stream(s)>>>(
+        op, b, static_cast<const int*>(a), static_cast<const int*>(bv), static_cast<int*>(out), n);
+  return launched("integer binary kernel");
 }
 
 Status launch_where(const Broadcast& b, const uint8_t* cond, const void* x, const void* y, void* out, int elem_bytes,

@@ -71,6 +71,22 @@ std::unique_ptr<Kernel> program_kernel(PointwiseProgram prog, std::vector<size_t
 
 std::string f32_only(const KernelInit& init) { return inputs_are(init, DType::f32) ? "" : dtype_reason(init, "f32"); }
 
+// Shape arithmetic left in a graph (the point decoder's index sums): both inputs i64, or both i32.
+bool integer_binary(const KernelInit& init) { return inputs_are(init, DType::i64) || inputs_are(init, DType::i32); }
+
+std::unique_ptr<Kernel> integer_binary_kernel(Step st) {
+  return launch_kernel(
+      [st](KernelContext& ctx, Stream s) {
+        const Tensor &a = *ctx.inputs[0], &b = *ctx.inputs[1];
+        Tensor& y = *ctx.outputs[0];
+        const ScalarKind kind = a.dtype() == DType::i64 ? ScalarKind::i64 : ScalarKind::i32;
+        check_cuda(launch_int_binary(st, kind, make_broadcast(y.shape(), {a.shape(), b.shape()}), a.raw(), b.raw(),
+                                     y.raw(), y.numel(), s),
+                   "launch");
+      },
+      "integer binary");
+}
+
 void add_unary_and_binary(OpTable& t) {
   for (const auto& [op, step] : unary_steps()) {
     const Step st = step;
@@ -83,12 +99,14 @@ void add_unary_and_binary(OpTable& t) {
   }
   for (const auto& [op, step] : binary_steps()) {
     const Step st = step;
-    t[op] = {[](const KernelInit& init) {
+    t[op] = {[st](const KernelInit& init) {
                if (init.inputs.size() != 2 || !init.inputs[0] || !init.inputs[1])
                  return std::string("the CUDA kernel takes exactly two inputs");
+               if (integer_binary(init) && st != Step::div && st != Step::pow) return std::string();
                return f32_only(init);
              },
-             [st](const KernelInit&, Fp32Gemm) {
+             [st](const KernelInit& init, Fp32Gemm) {
+               if (integer_binary(init)) return integer_binary_kernel(st);
                PointwiseProgram p;
                p.count = 1;
                p.step[0] = st;
