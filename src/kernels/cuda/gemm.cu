@@ -5,6 +5,7 @@
 // epilogue is the tanh approximation, SAM's is exact erf (our pointwise kernel runs after).
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,6 +105,19 @@ Status describe(const GemmShape& g, const float* bias, LtCall& call) {
   return make_layout(&call.c, CUDA_R_32F, g.n, g.m, g.batch, g.stride_d);
 }
 
+// The largest power of two (<= 256) dividing the address and, for batched calls, every batch's offset:
+// cuBLASLt's heuristics assume 256-byte aligned buffers unless told otherwise, and the arena places
+// tensors on 64-byte boundaries only.
+uint32_t alignment(const void* p, int64_t batch, int64_t stride_elems, int64_t elem_bytes) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256u;
+  if (batch > 1 && stride_elems != 0) bits |= uint64_t(stride_elems * elem_bytes);
+  return uint32_t(bits & (~bits + 1));
+}
+
+Status prefer_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, uint32_t bytes) {
+  return lt_status(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)), "alignment preference");
+}
+
 }  // namespace
 
 Status launch_gemm(const GemmShape& g, const void* a, const void* w, const float* bias, const float* c, float* d,
@@ -120,6 +134,15 @@ Status launch_gemm(const GemmShape& g, const void* a, const void* w, const float
                                                                  &ws_bytes, sizeof(ws_bytes)),
                             "workspace preference"))
     return st;
+  const int64_t in_bytes = g.mode == GemmMode::bf16 ? 2 : 4;
+  const void* c_or_d = c ? static_cast<const void*>(c) : d;
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(w, g.batch, g.stride_w, in_bytes)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(a, g.batch, g.stride_a, in_bytes)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(c_or_d, g.batch, g.stride_d, 4)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(d, g.batch, g.stride_d, 4)}};
+  for (const auto& [attr, bytes] : aligns)
+    if (Status st = prefer_alignment(call.pref, attr, bytes)) return st;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (Status st = lt_status(cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.c, call.c, call.pref,
