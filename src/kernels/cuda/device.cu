@@ -1,6 +1,6 @@
 // Device, memory and stream calls of the CUDA backend; the Status messages of every .cu file.
 #include <cublasLt.h>
-#include <cudnn.h>
+#include <cudnn_version.h>
 
 #include <cstring>
 #include <string>
@@ -49,8 +49,9 @@ Status device_versions(char* text, size_t text_bytes) {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  std::snprintf(text, text_bytes, "CUDA runtime %d, driver %d, cuBLASLt %zu, cuDNN %zu", runtime, driver,
-                cublasLtGetVersion(), cudnnGetVersion());
+  // cuDNN: the version compiled against (it is not linked yet, docs/cuda.md).
+  std::snprintf(text, text_bytes, "CUDA runtime %d, driver %d, cuBLASLt %zu, cuDNN headers %d.%d.%d", runtime, driver,
+                cublasLtGetVersion(), CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL);
   return nullptr;
 }
 
