@@ -53,6 +53,9 @@ if(SEGMUX_CUDA_ENABLED)
   set_target_properties(segmux_kernels_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
                         CUDA_ARCHITECTURES "${SEGMUX_CUDA_ARCHITECTURES}" POSITION_INDEPENDENT_CODE ON)
   target_include_directories(segmux_kernels_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src ${SEGMUX_CUDNN_INCLUDE_DIR})
+  # The directory's options (SEGMUX_SANITIZE's -fsanitize=...) are host-compiler flags nvcc rejects; device
+  # code cannot be sanitised anyway (compute-sanitizer does that on the GPU machine).
+  set_property(TARGET segmux_kernels_cuda PROPERTY COMPILE_OPTIONS "")
   # Warnings of our device code are errors like the host's (-Werror all-warnings); the host compiler's
   # warnings on the .cu host code too.
   target_compile_options(segmux_kernels_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra
