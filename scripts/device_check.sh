@@ -69,14 +69,17 @@ r = sys.argv[1]
 c = json.load(open(os.path.join(r, "ceilings.json"))) if os.path.exists(os.path.join(r, "ceilings.json")) else {}
 print("ceilings: bf16 %s, tf32 %s, fp32 %s TFLOP/s; copy %s TB/s" % tuple(
     ("%.1f" % c[k]) if k in c else "-" for k in ("bf16_gemm_tflops", "tf32_gemm_tflops", "fp32_gemm_tflops", "copy_tbps")))
-print("%-22s %-5s %10s %12s %10s" % ("candidate", "mode", "median ms", "worst cos", "worst rel"))
+print("%-22s %-5s %10s %12s %10s  %s" % ("candidate", "mode", "median ms", "worst cos", "worst rel", "fp32 target cos >= 0.99999"))
 for f in sorted(glob.glob(os.path.join(r, "*.*.json"))):
     cand, mode = os.path.basename(f)[:-5].rsplit(".", 1)
     j = json.load(open(f))
     outs = j.get("outputs", {}).values()
     cos = min((o["cos"] for o in outs), default=float("nan"))
     rel = max((o["rel"] for o in j.get("outputs", {}).values()), default=float("nan"))
-    print("%-22s %-5s %10.3f %12.7f %10.3g" % (cand, mode, j.get("median_ms", float("nan")), cos, rel))
+    verdict = ("PASS" if cos >= 0.99999 else "MISS") if mode == "fp32" else "(measured)"
+    if not all(o.get("finite", False) for o in j.get("outputs", {}).values()):
+        verdict = "NOT FINITE"
+    print("%-22s %-5s %10.3f %12.7f %10.3g  %s" % (cand, mode, j.get("median_ms", float("nan")), cos, rel, verdict))
 PY
 echo "device_check: $((SECONDS - t0)) s, $([ $failed = 0 ] && echo 'every step ran' || echo 'SOME STEP FAILED (log above)')"
 exit $failed
