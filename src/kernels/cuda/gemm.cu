@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "kernels/cuda/cuda_common.cuh"
 
@@ -118,6 +119,54 @@ Status prefer_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenc
   return lt_status(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)), "alignment preference");
 }
 
+// What the heuristic's answer depends on: shapes, precision, epilogue, C, and each buffer's alignment.
+struct AlgoKey {
+  GemmShape g;
+  bool bias = false, c = false;
+  uint32_t align[4] = {};  // A (= W), B (= the activations), C, D
+  auto tie() const {
+    return std::make_tuple(g.m, g.n, g.k, g.batch, g.stride_a, g.stride_w, g.stride_d, int(g.mode), bias, c, align[0],
+                           align[1], align[2], align[3]);
+  }
+  bool operator<(const AlgoKey& o) const { return tie() < o.tie(); }
+};
+
+// The heuristic's first algorithm, asked once per key (the query costs tens of microseconds, more than
+// many of the candidates' GEMMs) and then remembered for the process.
+Status choose_algo(cublasLtHandle_t handle, const AlgoKey& key, LtCall& call, cublasLtMatmulAlgo_t* algo) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<AlgoKey, cublasLtMatmulAlgo_t>();  // never destroyed, like the handle
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache->find(key); it != cache->end()) {
+      *algo = it->second;
+      return nullptr;
+    }
+  }
+  if (Status st = lt_status(cublasLtMatmulPreferenceCreate(&call.pref), "cublasLtMatmulPreferenceCreate")) return st;
+  const size_t ws_bytes = kWorkspaceBytes;
+  if (Status st = lt_status(cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                 &ws_bytes, sizeof(ws_bytes)),
+                            "workspace preference"))
+    return st;
+  const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    if (Status st = prefer_alignment(call.pref, attrs[i], key.align[i])) return st;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (Status st = lt_status(cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.c, call.c, call.pref,
+                                                           1, &result, &found),
+                            "cublasLtMatmulAlgoGetHeuristic"))
+    return st;
+  if (found == 0) return detail::fail_status("cuBLASLt", "no algorithm for this GEMM");
+  std::lock_guard<std::mutex> lock(mutex);
+  (*cache)[key] = result.algo;
+  *algo = result.algo;
+  return nullptr;
+}
+
 }  // namespace
 
 Status launch_gemm(const GemmShape& g, const void* a, const void* w, const float* bias, const float* c, float* d,
@@ -128,31 +177,18 @@ Status launch_gemm(const GemmShape& g, const void* a, const void* w, const float
   if (Status st = lt_handle_and_workspace(s, &handle, &workspace)) return st;
   LtCall call;
   if (Status st = describe(g, bias, call)) return st;
-  if (Status st = lt_status(cublasLtMatmulPreferenceCreate(&call.pref), "cublasLtMatmulPreferenceCreate")) return st;
-  const size_t ws_bytes = kWorkspaceBytes;
-  if (Status st = lt_status(cublasLtMatmulPreferenceSetAttribute(call.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                                 &ws_bytes, sizeof(ws_bytes)),
-                            "workspace preference"))
-    return st;
   const int64_t in_bytes = g.mode == GemmMode::bf16 ? 2 : 4;
   const void* c_or_d = c ? static_cast<const void*>(c) : d;
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(w, g.batch, g.stride_w, in_bytes)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(a, g.batch, g.stride_a, in_bytes)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(c_or_d, g.batch, g.stride_d, 4)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(d, g.batch, g.stride_d, 4)}};
-  for (const auto& [attr, bytes] : aligns)
-    if (Status st = prefer_alignment(call.pref, attr, bytes)) return st;
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (Status st = lt_status(cublasLtMatmulAlgoGetHeuristic(handle, call.desc, call.a, call.b, call.c, call.c, call.pref,
-                                                           1, &result, &found),
-                            "cublasLtMatmulAlgoGetHeuristic"))
-    return st;
-  if (found == 0) return detail::fail_status("cuBLASLt", "no algorithm for this GEMM");
+  const AlgoKey key{g,
+                    bias != nullptr,
+                    c != nullptr,
+                    {alignment(w, g.batch, g.stride_w, in_bytes), alignment(a, g.batch, g.stride_a, in_bytes),
+                     alignment(c_or_d, g.batch, g.stride_d, 4), alignment(d, g.batch, g.stride_d, 4)}};
+  cublasLtMatmulAlgo_t algo;
+  if (Status st = choose_algo(handle, key, call, &algo)) return st;
   const float alpha = 1.f, beta = c ? 1.f : 0.f;
-  return lt_status(cublasLtMatmul(handle, call.desc, &alpha, w, call.a, a, call.b, &beta, c ? c : d, call.c, d, call.c,
-                                  &result.algo, workspace, kWorkspaceBytes, detail::as_stream(s)),
+  return lt_status(cublasLtMatmul(handle, call.desc, &alpha, w, call.a, a, call.b, &beta, c_or_d, call.c, d, call.c,
+                                  &algo, workspace, kWorkspaceBytes, detail::as_stream(s)),
                    "cublasLtMatmul");
 }
 
