@@ -75,10 +75,13 @@ if(SEGMUX_CUDA_ENABLED)
   # What travels to the GPU machine (scripts/device_pack.sh): the device tool over the runtime alone and
   # the GPU kernel tests over the kernels alone (no media, ONNX, ICU or HTTP; libstdc++ linked in, since
   # the device image's may be older or newer than this machine's).
-  add_executable(segmux-device ${CMAKE_CURRENT_SOURCE_DIR}/src/apps/device/segmux_device.cpp)
+  # It builds the full-size candidates itself (models + compiler, the random checkpoint writer compiled
+  # in rather than the whole verify layer); --as-needed drops the shared libraries nothing calls.
+  add_executable(segmux-device ${CMAKE_CURRENT_SOURCE_DIR}/src/apps/device/segmux_device.cpp
+                               ${CMAKE_CURRENT_SOURCE_DIR}/src/verify/sam31/random_checkpoint.cpp)
   target_compile_options(segmux-device PRIVATE ${SEGMUX_WARNINGS})
-  target_link_libraries(segmux-device PRIVATE segmux_runtime)
-  target_link_options(segmux-device PRIVATE -static-libstdc++ -static-libgcc)
+  target_link_libraries(segmux-device PRIVATE segmux_models segmux_compiler)
+  target_link_options(segmux-device PRIVATE -static-libstdc++ -static-libgcc -Wl,--as-needed)
   if(SEGMUX_TESTS)
     file(GLOB segmux_kernels_cuda_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/tests/kernels_cuda/*.cpp)
     add_executable(test_kernels_cuda_device ${segmux_kernels_cuda_tests})

@@ -5,6 +5,11 @@
 //   segmux-device run MODEL.smx [--inputs IN.safetensors] [--seed N] [--compare-cpu] [--tf32]
 //                 [--warmup N] [--iters N] [--json FILE]     GPU timing; with --compare-cpu the same
 //                 inputs through the CPU executor and each output's cosine and relative error
+//   segmux-device fullsize [--candidate NAME[:VARIANT]]... [--precision fp32|bf16] [--tf32] [--seed N]
+//                 [--work-dir DIR] [--warmup N] [--iters N] [--compare-cpu] [--json FILE]
+//                 a random full-size checkpoint written there (~3.5 GB, then removed), every candidate
+//                 built and compiled from it, timed on the GPU (and checked against the CPU)
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,11 +22,17 @@
 #include <thread>
 #include <vector>
 
+#include "compiler/compile.h"
 #include "io/files.h"
 #include "io/safetensors.h"
 #include "kernels/cuda/cuda_memory.h"
+#include "models/sam31/candidates.h"
+#include "models/sam31/config.h"
+#include "models/sam31/state_dict.h"
+#include "models/sam31/weights.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/offline_model.h"
+#include "verify/sam31/random_checkpoint.h"
 
 namespace segmux::device_tool {
 namespace {
@@ -31,6 +42,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> options;  // --name value, or "1" for flags
+  std::vector<std::string> candidates;         // --candidate, repeatable
   bool flag(const std::string& n) const { return options.count(n) != 0; }
   std::string get(const std::string& n, const std::string& def) const {
     auto it = options.find(n);
@@ -56,6 +68,9 @@ Args parse(int argc, char** argv, const std::vector<std::string>& flags) {
     s = s.substr(2);
     if (std::find(flags.begin(), flags.end(), s) != flags.end()) {
       a.options[s] = "1";
+    } else if (s == "candidate") {
+      SEGMUX_CHECK(i + 1 < argc, "--candidate needs a value");
+      a.candidates.push_back(argv[++i]);
     } else {
       SEGMUX_CHECK(i + 1 < argc, "--", s, " needs a value");
       a.options[s] = argv[++i];
@@ -174,21 +189,11 @@ std::map<std::string, Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
   return out;
 }
 
-int run_model(const Args& a) {
-  SEGMUX_CHECK(a.positional.size() == 1, "run: give one MODEL.smx");
-  const auto t0 = Clock::now();
-  OfflineModel m = load_offline_model_file(a.positional[0]);
-  CudaExecutorOptions o;
-  o.fp32_gemm = a.flag("tf32") ? cuda::Fp32Gemm::tf32 : cuda::Fp32Gemm::exact;
-  CudaExecutor ex(m.graph, m.plan, o);
-  const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::map<std::string, Tensor> inputs;
-  if (const std::string path = a.get("inputs", ""); !path.empty()) {
-    TensorFile in = read_safetensors(path);
-    inputs.insert(in.tensors.begin(), in.tensors.end());
-  } else {
-    inputs = random_inputs(ex.graph(), uint64_t(a.get_int("seed", 1)));
-  }
+// Times `iters` runs after `warmup` and, with --compare-cpu, checks the GPU's outputs against the CPU
+// executor's on the same inputs; fills `j` and prints one line per output. False when an output is not
+// finite where the CPU's is.
+bool time_and_compare(const Args& a, CudaExecutor& ex, ir::Graph graph, MemoryPlan plan,
+                      const std::map<std::string, Tensor>& inputs, const std::string& label, nlohmann::json& j) {
   std::map<std::string, Tensor> outs;
   for (int i = 0; i < a.get_int("warmup", 2); ++i) outs = ex.run(inputs);
   std::vector<double> ms;
@@ -197,25 +202,98 @@ int run_model(const Args& a) {
     outs = ex.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
   }
+  if (outs.empty()) outs = ex.run(inputs);
   std::sort(ms.begin(), ms.end());
-  nlohmann::json j = {{"model", a.positional[0]}, {"tf32", a.flag("tf32")}, {"load_seconds", load_s}};
-  if (!ms.empty()) j["median_ms"] = ms[ms.size() / 2];
-  std::printf("%s (%s GEMMs): load %.2f s, median %.3f ms\n", a.positional[0].c_str(), a.flag("tf32") ? "tf32" : "fp32",
-              load_s, ms.empty() ? 0.0 : ms[ms.size() / 2]);
+  const double median = ms.empty() ? 0.0 : ms[ms.size() / 2];
+  j["median_ms"] = median;
+  std::printf("%s: median %.3f ms over %zu runs (inputs and outputs copied each run)\n", label.c_str(), median,
+              ms.size());
+  if (!a.flag("compare-cpu")) return true;
+  ExecutorOptions cpu;
+  cpu.num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  Executor reference(std::move(graph), std::move(plan), cpu);
   bool ok = true;
-  if (a.flag("compare-cpu")) {
-    ExecutorOptions cpu;
-    cpu.num_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    Executor reference(std::move(m.graph), std::move(m.plan), cpu);
-    const std::map<std::string, Tensor> want = reference.run(inputs);
-    for (const auto& [name, t] : want) {
-      const Agreement g = compare(outs.at(name).cast(DType::f64), t.cast(DType::f64));
-      j["outputs"][name] = {{"cos", g.cos}, {"rel", g.rel}, {"finite", g.finite}};
-      std::printf("  %-40s cos %.7f  rel %.3g%s\n", name.c_str(), g.cos, g.rel, g.finite ? "" : "  NOT FINITE");
-      ok = ok && g.finite;
+  for (const auto& [name, t] : reference.run(inputs)) {
+    const Agreement g = compare(outs.at(name).cast(DType::f64), t.cast(DType::f64));
+    j["outputs"][name] = {{"cos", g.cos}, {"rel", g.rel}, {"finite", g.finite}};
+    std::printf("  %-40s cos %.7f  rel %.3g%s\n", name.c_str(), g.cos, g.rel, g.finite ? "" : "  NOT FINITE");
+    ok = ok && g.finite;
+  }
+  return ok;
+}
+
+CudaExecutorOptions gpu_options(const Args& a) {
+  CudaExecutorOptions o;
+  o.fp32_gemm = a.flag("tf32") ? cuda::Fp32Gemm::tf32 : cuda::Fp32Gemm::exact;
+  return o;
+}
+
+int run_model(const Args& a) {
+  SEGMUX_CHECK(a.positional.size() == 1, "run: give one MODEL.smx");
+  const auto t0 = Clock::now();
+  OfflineModel m = load_offline_model_file(a.positional[0]);
+  CudaExecutor ex(m.graph, m.plan, gpu_options(a));
+  const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::map<std::string, Tensor> inputs;
+  if (const std::string path = a.get("inputs", ""); !path.empty()) {
+    TensorFile in = read_safetensors(path);
+    inputs.insert(in.tensors.begin(), in.tensors.end());
+  } else {
+    inputs = random_inputs(ex.graph(), uint64_t(a.get_int("seed", 1)));
+  }
+  nlohmann::json j = {{"model", a.positional[0]}, {"tf32", a.flag("tf32")}, {"load_seconds", load_s}};
+  const bool ok = time_and_compare(a, ex, std::move(m.graph), std::move(m.plan), inputs,
+                                   a.positional[0] + (a.flag("tf32") ? " (tf32 GEMMs)" : ""), j);
+  write_json(a, j);
+  return ok ? 0 : 1;
+}
+
+// Every compiled file of a model folder (or the --candidate ones) at full size on random weights.
+int fullsize(const Args& a) {
+  cuda::require_device();  // before minutes of work
+  const sam31::ModelConfig cfg = sam31::default_config();
+  const uint64_t seed = uint64_t(a.get_int("seed", 1));
+  const std::string ckpt = a.get("work-dir", "/tmp") + "/segmux_random_fullsize_" + std::to_string(::getpid()) + ".pt";
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove_ckpt{ckpt};
+  auto t0 = Clock::now();
+  sam31::write_random_checkpoint(ckpt, cfg, seed);
+  sam31::Weights w = sam31::Weights::load(ckpt);
+  sam31::check_weights(w, cfg);
+  std::printf("random full-size checkpoint: %.1f s\n", std::chrono::duration<double>(Clock::now() - t0).count());
+  std::vector<std::pair<const sam31::Candidate*, std::string>> targets;
+  for (const auto& f : sam31::compiled_files()) targets.push_back({&sam31::candidate(f.candidate), f.variant});
+  if (!a.candidates.empty()) {
+    targets.clear();
+    for (const std::string& spec : a.candidates) {
+      const size_t colon = spec.find(':');
+      const sam31::Candidate* c = sam31::find_candidate(spec.substr(0, colon));
+      SEGMUX_CHECK(c, "--candidate '", spec, "': unknown (known: ", sam31::candidate_names(), ")");
+      targets.push_back({c, colon == std::string::npos ? "" : spec.substr(colon + 1)});
     }
   }
-  write_json(a, j);
+  nlohmann::json all = nlohmann::json::array();
+  bool ok = true;
+  for (const auto& [cand, variant] : targets) {
+    const std::string label = cand->name + (variant.empty() ? "" : ":" + variant);
+    nlohmann::json j = {{"candidate", label}, {"precision", a.get("precision", "fp32")}, {"tf32", a.flag("tf32")}};
+    try {
+      compiler::CompileOptions opt;
+      opt.precision = a.get("precision", "fp32");
+      compiler::CompileResult c = compiler::compile_graph(cand->build(cfg, w, variant), opt);
+      CudaExecutor ex(c.graph, c.plan, gpu_options(a));
+      const auto inputs = random_inputs(ex.graph(), seed);
+      ok = time_and_compare(a, ex, std::move(c.graph), std::move(c.plan), inputs, label, j) && ok;
+    } catch (const std::exception& e) {
+      j["error"] = e.what();
+      std::printf("%s: FAILED: %s\n", label.c_str(), e.what());
+      ok = false;
+    }
+    all.push_back(j);
+  }
+  write_json(a, all);
   return ok ? 0 : 1;
 }
 
@@ -223,7 +301,9 @@ int usage() {
   std::fprintf(stderr,
                "usage: segmux-device versions | ceilings [--size N] [--json F] |\n"
                "       run MODEL.smx [--inputs IN.safetensors] [--seed N] [--compare-cpu] [--tf32] [--warmup N] "
-               "[--iters N] [--json F]\n");
+               "[--iters N] [--json F] |\n"
+               "       fullsize [--candidate NAME[:VARIANT]]... [--precision fp32|bf16] [--tf32] [--seed N] "
+               "[--work-dir D] [--warmup N] [--iters N] [--compare-cpu] [--json F]\n");
   return 2;
 }
 
@@ -238,6 +318,7 @@ int main(int argc, char** argv) {
     if (cmd == "versions") return versions();
     if (cmd == "ceilings") return ceilings(parse(argc, argv, {}));
     if (cmd == "run") return run_model(parse(argc, argv, {"tf32", "compare-cpu"}));
+    if (cmd == "fullsize") return fullsize(parse(argc, argv, {"tf32", "compare-cpu"}));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "segmux-device %s: %s\n", cmd.c_str(), e.what());
     return 1;
