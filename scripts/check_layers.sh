@@ -57,7 +57,7 @@ while IFS= read -r file; do
     echo "check_layers: $rel includes \"$inc\": layer '$from' may not use '$to'"
     violations=$((violations + 1))
   done < <(grep -hoE '^#include "[^"]+"' "$file" | sed -E 's/#include "(.*)"/\1/')
-done < <(find "$src" -type f \( -name '*.cpp' -o -name '*.h' \) | sort)
+done < <(find "$src" -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 
 if [ "$violations" -gt 0 ]; then
   echo "check_layers: $violations include(s) break the layering"

@@ -1,4 +1,5 @@
-// segmux bench MODEL [--warmup N --iters N --threads N] [--peer ort] [--profile TRACE.json --top N]
+// segmux bench MODEL [--warmup N --iters N --threads N] [--device cpu|cuda [--tf32]] [--peer ort]
+//              [--profile TRACE.json --top N]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -8,6 +9,8 @@
 #include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
+#include "runtime/cuda/cuda_executor.h"
+#include "runtime/offline_model.h"
 #include "runtime/profiler.h"
 #include "verify/ort_peer.h"
 
@@ -79,6 +82,52 @@ nlohmann::json profile_json(const ExecutorProfiler& p, const std::string& path, 
           {"nodes", rows(p.by_node(top))}};
 }
 
+// --device cuda: the compiled model (a .smx file, or an ONNX model compiled in memory) on the CUDA executor.
+std::unique_ptr<CudaExecutor> open_cuda_model(const std::string& path, const OpenOptions& oo, bool tf32) {
+  CudaExecutorOptions co;
+  co.fp32_gemm = tf32 ? cuda::Fp32Gemm::tf32 : cuda::Fp32Gemm::exact;
+  if (is_smx_file(path)) {
+    OfflineModel m = load_offline_model_file(path);
+    return std::make_unique<CudaExecutor>(std::move(m.graph), std::move(m.plan), co);
+  }
+  SEGMUX_USAGE_CHECK(oo.engine != Engine::session, "--device cuda runs compiled models only (not --engine session)");
+  compiler::CompileOptions opt;
+  opt.precision = oo.precision;
+  auto c = compiler::compile_graph(import_model_graph(path, oo.input_shapes), opt);
+  return std::make_unique<CudaExecutor>(std::move(c.graph), std::move(c.plan), co);
+}
+
+int bench_cuda(const std::string& model, const OpenOptions& oo, bool tf32, int warmup, int iters, uint64_t seed,
+               bool as_json) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto ex = open_cuda_model(model, oo, tf32);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto inputs = seeded_inputs(ex->graph(), seed);
+  const Latency ours = measure(warmup, iters, [&] { ex->run(inputs); });  // each run ends synchronised
+  const std::string engine = std::string("compiled on cuda (") + (tf32 ? "tf32" : "exact fp32") + " GEMMs)";
+  nlohmann::json j;
+  j["model"] = model;
+  j["engine"] = engine;
+  j["device"] = "cuda";
+  j["warmup"] = warmup;
+  j["iters"] = iters;
+  j["load_seconds"] = load_s;
+  j["segmux"] = latency_json(ours);
+  j["arena_bytes"] = ex->layout().arena_bytes;
+  j["weight_bytes"] = ex->layout().weight_bytes;
+  if (as_json) {
+    std::printf("%s\n", json_text(j, 1).c_str());
+    return 0;
+  }
+  std::printf("%s (%s), load %.3f s, %d warmup + %d timed runs (inputs and outputs copied each run)\n", model.c_str(),
+              engine.c_str(), load_s, warmup, iters);
+  std::printf("  segmux   min %9.3f ms  median %9.3f ms  p99 %9.3f ms  %8.2f runs/s\n", ours.min_ms, ours.median_ms,
+              ours.p99_ms, ours.throughput);
+  std::printf("  device arena %s, weights %s\n", human_bytes(double(ex->layout().arena_bytes)).c_str(),
+              human_bytes(double(ex->layout().weight_bytes)).c_str());
+  return 0;
+}
+
 int bench_main(int argc, char** argv) {
   CLI::App app{
       "Benchmark a model: latency min/median/p99, throughput (runs/s at batch 1), peak RSS. With "
@@ -109,12 +158,22 @@ int bench_main(int argc, char** argv) {
                  "add the slowest op types and nodes to the report");
   app.add_option("--top", top, "rows of the profile tables (default 15)")->check(CLI::PositiveNumber);
   app.add_flag("--json", as_json, "print the report as JSON");
+  std::string device = "cpu";
+  bool tf32 = false;
+  app.add_option("--device", device, "where the model runs: cpu (default) or cuda (docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_flag("--tf32", tf32, "with --device cuda: fp32 GEMMs on TF32 tensor cores instead of exact fp32");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   OpenOptions oo;
   oo.engine = parse_engine(engine);
   oo.threads = threads;
   oo.precision = precision;
   oo.input_shapes = parse_input_shapes(shapes);
+  SEGMUX_USAGE_CHECK(!tf32 || device == "cuda", "--tf32 goes with --device cuda");
+  if (device == "cuda") {
+    SEGMUX_USAGE_CHECK(profile_path.empty() && peer.empty(), "--profile and --peer run on the CPU only");
+    return bench_cuda(model, oo, tf32, warmup, iters, seed, as_json);
+  }
   auto t0 = std::chrono::steady_clock::now();
   auto runner = open_model(model, oo);
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,5 +1,6 @@
 // segmux parity FIXTURE_DIR: every deployment candidate against a golden fixture folder (reference
-// kernels, optimized kernels, ONNX Runtime on the exported model); non-zero exit on any miss.
+// kernels, optimized kernels, ONNX Runtime on the exported model; or, with --device cuda, the compiled
+// candidates on the GPU); non-zero exit on any miss.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -52,7 +53,15 @@ int parity_main(int argc, char** argv) {
   app.add_flag("--requests", requests,
                "with --video: replay the trace's request list (video/trace.json \"requests\": text, points, "
                "remove_object, propagations, reset_session) and compare every response; exit 1 if any differs");
+  std::string device = "cpu";
+  bool tf32 = false;
+  app.add_option("--device", device,
+                 "cpu (default: every backend above) or cuda: the compiled candidates on the GPU only (docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_flag("--tf32", tf32, "with --device cuda: fp32 GEMMs on TF32 tensor cores");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  SEGMUX_USAGE_CHECK(device == "cpu" || !video, "--device cuda does not run --video yet (docs/cuda.md)");
+  SEGMUX_USAGE_CHECK(!tf32 || device == "cuda", "--tf32 goes with --device cuda");
   SEGMUX_USAGE_CHECK(video || app.count("--precision") == 0,
                      "--precision goes with --video (the candidate checks compare fp32 builds)");
   SEGMUX_USAGE_CHECK(model_dir.empty() || app.count("--precision") == 0,
@@ -83,6 +92,11 @@ int parity_main(int argc, char** argv) {
   opt.onnxruntime = !no_ort;
   opt.compiled = !no_comp;
   opt.tokenizer = !no_tok;
+  if (device == "cuda") {  // the GPU against the fixture's official tensors; the CPU backends stay off
+    opt.reference = opt.optimized = opt.onnxruntime = opt.compiled = opt.tokenizer = false;
+    opt.cuda = true;
+    opt.cuda_tf32 = tf32;
+  }
   sam31::ParityReport r = sam31::run_parity(opt, &std::cout);
   return r.passed() ? 0 : 1;
 }

@@ -17,6 +17,7 @@
 #include "models/sam31/tokenizer.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
+#include "runtime/cuda/cuda_executor.h"
 #include "runtime/session.h"
 #include "verify/ort_peer.h"
 
@@ -241,6 +242,13 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
             eo.num_threads = opt.num_threads;
             Executor ex(std::move(cr.graph), std::move(cr.plan), eo);
             check_case(rep, wname, cand, pc, "compiled", ex.run(pc.inputs));
+          }
+          if (opt.cuda) {
+            compiler::CompileResult cr = compiler::compile_graph(g);
+            CudaExecutorOptions co;
+            co.fp32_gemm = opt.cuda_tf32 ? cuda::Fp32Gemm::tf32 : cuda::Fp32Gemm::exact;
+            CudaExecutor ex(std::move(cr.graph), std::move(cr.plan), co);
+            check_case(rep, wname, cand, pc, opt.cuda_tf32 ? "cuda-tf32" : "cuda", ex.run(pc.inputs));
           }
           if (ort_ok) {
             OrtPeerOptions oo;

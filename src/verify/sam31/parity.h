@@ -48,6 +48,8 @@ struct ParityOptions {
   bool optimized = true;
   bool compiled = true;     // compiler passes + memory plan + Executor (the deployed path), fp32
   bool onnxruntime = true;  // skipped (with a note) when ONNX Runtime is not available
+  bool cuda = false;        // the compiled path on the CUDA executor (segmux parity --device cuda)
+  bool cuda_tf32 = false;   // its fp32 GEMMs on TF32 tensor cores
   bool tokenizer = true;
   int num_threads = usable_cores();
 };
