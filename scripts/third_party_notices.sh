@@ -60,13 +60,13 @@ pkg_of() {
   for p in "$1" "${1#/usr}" "/usr$1"; do
     dpkg -S "$p" 2>/dev/null | head -n1 | cut -d: -f1 && return 0
   done
-  echo "(not from a Debian package)"
+  echo "not a Debian package ($(dirname "$1"))"
 }
 for b in "${binaries[@]}"; do
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
 done | sort -u | while read -r path; do
-  echo "$(pkg_of "$(readlink -f "$path")") $(basename "$path")"
-done | sort -u | awk '{ libs[$1] = libs[$1] (libs[$1] ? ", " : "") "`" $2 "`" } END { for (p in libs) print "| " p " | " libs[p] " |" }' |
+  printf '%s\t%s\n' "$(pkg_of "$(readlink -f "$path")")" "$(basename "$path")"
+done | sort -u | awk -F'\t' '{ libs[$1] = libs[$1] (libs[$1] ? ", " : "") "`" $2 "`" } END { for (p in libs) print "| " p " | " libs[p] " |" }' |
   sort >"$closure"
 {
   echo "| Debian package | libraries |"
