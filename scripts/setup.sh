@@ -39,7 +39,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# ONNX Runtime 1.30 (CPU library) and C API headers, test-only, into third_party/ort.
+# ONNX Runtime 1.30 (CPU library) and C API headers, test-only, into third_party/ort. The headers come
+# from the Unity plugin package, a large download: no leaner npm package has them and Debian 12 has no
+# ONNX Runtime (docs/deploy.md, "ONNX Runtime is optional").
 ORT_DIR=third_party/ort
 if [ ! -f "$ORT_DIR/.complete" ]; then
   mkdir -p "$ORT_DIR"
