@@ -39,7 +39,8 @@ ledger_table() {
   awk -F'\t' 'NR > 1 {
     rate = $4 > 0 ? int($2 / $4) : 0
     left = 1000000 - $2
-    todo = left <= 0 ? "reached" : (rate > 0 ? sprintf("%.1f h more", left / rate / 3600) : "?")
+    hours = rate > 0 ? left / rate / 3600 : -1
+    todo = left <= 0 ? "reached" : (hours < 0 ? "?" : (hours < 1 ? sprintf("%.0f min more", hours * 60 + 0.5) : sprintf("%.1f h more", hours)))
     printf "| %s | %.0f | %d | %.0f min | %.0f | %d | %d | %d files, %d KiB | %d | %s | %s |\n",
       $1, $2, $3, $4 / 60, rate, $5, $6, $7, $8, $9, $10, todo
   }' "$LEDGER"
