@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_tracking/fixture_model.h"
 #include "common/rle_json.h"
 #include "pipeline/media/video_io.h"
 
@@ -25,20 +26,7 @@ const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 const std::string kFrames = kFixture + "/video/frames";
 const std::string kImageSet = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-image";
 
-segmux_model* open_model(const std::string& dir) {
-  segmux_model_options mo;
-  segmux_model_options_init(&mo);
-  const std::string weights = dir + "/weights.safetensors", config = dir + "/config.json",
-                    vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz",
-                    cache = std::string(SEGMUX_BINARY_DIR) + "/capi-test-cache";
-  mo.checkpoint = weights.c_str();
-  mo.config = config.c_str();
-  mo.vocab = vocab.c_str();
-  mo.cache_dir = cache.c_str();
-  segmux_model* m = nullptr;
-  EXPECT_EQ(segmux_model_open(&mo, &m), SEGMUX_OK) << segmux_last_error();
-  return m;
-}
+segmux_model* open_model(const std::string& dir) { return segmux::test::open_fixture_model(dir); }
 
 struct Seen {
   std::vector<int> frames;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_tracking/fixture_model.h"
 #include "pipeline/media/live_source.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/model_store/model_store.h"
@@ -35,20 +36,7 @@ Out copy_frame(const segmux_frame* f) {
   return o;
 }
 
-segmux_model* open_fixture_model() {
-  segmux_model_options mo;
-  segmux_model_options_init(&mo);
-  const std::string weights = kFixture + "/weights.safetensors", config = kFixture + "/config.json",
-                    vocab = kFixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz",
-                    cache = std::string(SEGMUX_BINARY_DIR) + "/capi-test-cache";
-  mo.checkpoint = weights.c_str();
-  mo.config = config.c_str();
-  mo.vocab = vocab.c_str();
-  mo.cache_dir = cache.c_str();
-  segmux_model* m = nullptr;
-  EXPECT_EQ(segmux_model_open(&mo, &m), SEGMUX_OK) << segmux_last_error();
-  return m;
-}
+segmux_model* open_fixture_model() { return segmux::test::open_fixture_model(kFixture); }
 
 segmux_session* prompted_session(segmux_model* m) {
   segmux_session* s = nullptr;
