@@ -21,6 +21,13 @@ bash scripts/third_party_notices.sh build/release --check
 ctest --test-dir build/release --output-on-failure -j 1
 # The installed package: C/C++ examples built out of tree (find_package and pkg-config), Python module.
 bash scripts/check_install.sh build/release
+# The README's main job as a new user runs it (setup done, the Release build shared: seconds), and what
+# it promises in out/demo/.
+bash scripts/demo.sh >/dev/null
+for f in out/demo/tracks.json out/demo/overlay.mp4 out/demo/masks/00000.png; do
+  [ -s "$f" ] || { echo "demo.sh: $f is missing or empty" >&2; exit 1; }
+done
+echo "demo: ok"
 
 # The acceptance commands of issues 3 and 4 on the golden fixtures: every candidate (both weight files,
 # our runtime and ONNX Runtime, the tokenizer), then the whole predictor against the official trace.
