@@ -304,7 +304,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     ccfg.new_det_thresh = ccfg.image_only_det_thresh;
     ccfg.max_num_objects = std::numeric_limits<int>::max();
   }
-  ConceptSet predictor(*model.backend, *reader, ccfg);
+  const std::unique_ptr<ModelSession> session = model.model->new_session();  // this video's tensors
+  ConceptSet predictor(*session, *reader, ccfg);
 
   // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
   const bool forward = direction != "backward", backward = direction != "forward";

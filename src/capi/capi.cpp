@@ -273,7 +273,7 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
       cc.max_obj_ptrs_in_encoder = mc.max_obj_ptrs_in_encoder;
     }
     pl::validate_control_config(cc, o->control_config ? o->control_config : "the model's control settings");
-    m->predictor = std::make_unique<pl::VideoPredictor>(*m->opened.backend, cc);
+    m->predictor = std::make_unique<pl::VideoPredictor>(*m->opened.model, cc);
     *model = m.release();
     return SEGMUX_OK;
   });

@@ -17,7 +17,6 @@
 #include "pipeline/predictor/concepts.h"
 #include "service/official_request.h"
 #include "service/page_images.h"
-#include "service/session_backend.h"
 
 namespace segmux::service {
 
@@ -64,7 +63,7 @@ void only_fields(const json& r, std::set<std::string> keys, const std::string& t
 struct Session {
   std::string id, resource_path, path;
   std::unique_ptr<VideoReader> reader;  // the model's frames
-  std::unique_ptr<SessionBackend> backend;
+  std::unique_ptr<ModelSession> model;  // this session's tensors on the shared model
   std::unique_ptr<ConceptSet> concepts;
   std::atomic<bool> have_prompt{false};  // written under the model mutex
   bool closed = false;                   // under the model mutex
@@ -96,11 +95,6 @@ struct InUse {
     --s.active;
   }
   Session& s;
-};
-
-class RequestService::Shared : public SharedModel {
- public:
-  using SharedModel::SharedModel;
 };
 
 json frame_response(const FrameOutput& out) {
@@ -136,13 +130,8 @@ json with_tracked_ids(json response, const ConceptSet& concepts) {
 }
 }  // namespace
 
-RequestService::RequestService(ModelBackend& backend, ControlConfig config, ServiceLimits limits,
-                               ResourceStore& resources)
-    : shared_(std::make_unique<Shared>(backend)),
-      config_(config),
-      limits_(limits),
-      resources_(resources),
-      started_(Clock::now()) {}
+RequestService::RequestService(Model& model, ControlConfig config, ServiceLimits limits, ResourceStore& resources)
+    : model_(model), config_(config), limits_(limits), resources_(resources), started_(Clock::now()) {}
 
 RequestService::~RequestService() { close_all(); }
 
@@ -218,8 +207,8 @@ json RequestService::start_session(const json& r) {
                                 std::to_string(limits_.max_pixels) + ")");
   s->resource_path = resource;
   s->path = path;
-  s->backend = std::make_unique<SessionBackend>(*shared_);
-  s->concepts = std::make_unique<ConceptSet>(*s->backend, *s->reader, config_);
+  s->model = model_.new_session();
+  s->concepts = std::make_unique<ConceptSet>(*s->model, *s->reader, config_);
   // As `segmux track --requests` and the official predictor: a point prompt answers with the frame's
   // kept outputs, and the propagation after it is the partial one over them.
   s->concepts->keep_outputs(true);
@@ -246,15 +235,15 @@ json RequestService::start_session(const json& r) {
 
 void RequestService::teardown(Session& s) {
   std::unique_ptr<ConceptSet> concepts;
-  std::unique_ptr<SessionBackend> backend;
+  std::unique_ptr<ModelSession> model;
   {
     std::lock_guard<std::mutex> lock(table_mu_);  // cancel() reads the pointer under it
     s.closed = true;
     concepts.swap(s.concepts);
-    backend.swap(s.backend);
+    model.swap(s.model);
   }
-  concepts.reset();  // before the backend it runs on
-  backend.reset();   // drops the session's states and features from the shared model
+  concepts.reset();  // before the model session it runs on
+  model.reset();
 }
 
 void RequestService::cancel(Session& s) {

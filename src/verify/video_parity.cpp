@@ -148,9 +148,9 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   // Control-plane settings: the fixture's config over the official defaults.
   ControlConfig ccfg = load_control_config(dir + "/config.json");
   std::ostringstream calls;
-  std::unique_ptr<ModelBackend> traced;
-  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
-  VideoPredictor predictor(traced ? *traced : *model.backend, ccfg);
+  std::unique_ptr<Model> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
+  VideoPredictor predictor(traced ? *traced : *model.model, ccfg);
   std::string session = predictor.start_session(std::move(frames));
   VideoParityReport rep;
   const int start = trace["add_prompt"].value("frame_index", 0);
@@ -209,9 +209,9 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   const ModelSource src = fixture_model_source(opt);
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
   std::ostringstream calls;
-  std::unique_ptr<ModelBackend> traced;
-  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
-  VideoPredictor predictor(traced ? *traced : *model.backend, load_control_config(dir + "/config.json"));
+  std::unique_ptr<Model> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
+  VideoPredictor predictor(traced ? *traced : *model.model, load_control_config(dir + "/config.json"));
   const std::string session = predictor.start_session(open_video(dir + "/video/frames"));
   predictor.keep_outputs(session, true);  // remove_object answers with the frame's kept outputs
   RequestReplayReport rep;

@@ -89,7 +89,7 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
   cc.max_num_objects = direct.config.max_num_objects;
   cc.num_maskmem = direct.config.num_maskmem;
   cc.max_obj_ptrs_in_encoder = direct.config.max_obj_ptrs_in_encoder;
-  pl::VideoPredictor predictor(*direct.backend, cc);
+  pl::VideoPredictor predictor(*direct.model, cc);
   std::string id = predictor.start_session(pl::open_video(kFrames));
   predictor.add_prompt(id, 0, pl::Prompt::from_text("shape"));
   std::vector<Out> expected;

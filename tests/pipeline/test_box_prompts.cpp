@@ -1,5 +1,5 @@
 // add_prompt's box exemplars (session API): conversion as the official add_prompt does it, and the
-// errors that name the box at fault; a backend without geometry refuses them instead of ignoring them.
+// errors that name the box at fault; a model without geometry refuses them instead of ignoring them.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -48,11 +48,11 @@ TEST(BoxPrompts, BadBoxesNameTheBox) {
   expect_error(with_boxes({{-0.1f, 0.1f, 0.2f, 0.2f}}, {0}), "not inside the frame");
 }
 
-TEST(BoxPrompts, SessionRefusesWhatTheBackendCannotDo) {
+TEST(BoxPrompts, SessionRefusesWhatTheModelCannotDo) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);  // recorded text run: no geometry
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
+  ReplayModel model = ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
+  VideoPredictor predictor(model, load_control_config(fixture + "/config.json"));
   const std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
   Prompt p = with_boxes({{0.1f, 0.1f, 0.2f, 0.2f}}, {1});
   try {

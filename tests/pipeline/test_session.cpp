@@ -12,8 +12,8 @@ using namespace segmux::pipeline;
 TEST(Session, ReplayedRunThroughTheRequestApi) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
+  ReplayModel model = ReplayModel::from_fixture(fixture);
+  VideoPredictor predictor(model, load_control_config(fixture + "/config.json"));
   std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
   EXPECT_THROW(predictor.add_prompt(id, 0, Prompt{}), Error);
   Prompt boxes = Prompt::from_text("shape");

@@ -34,8 +34,8 @@ std::string error_of(const std::function<void()>& fn) {
 TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
+  ReplayModel model = ReplayModel::from_fixture(fixture);
+  VideoPredictor predictor(model, load_control_config(fixture + "/config.json"));
   const std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
 
   // A text the tokenizer cannot read stayed as a concept before: every later propagation failed.

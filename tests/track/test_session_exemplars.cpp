@@ -34,7 +34,7 @@ void run_cases(const std::string& engine) {
   src.cache_dir = (root / "cache").string();
   src.engine = engine;
   OpenedModel model = open_model(src, [](const std::string&) {});
-  VideoPredictor predictor(*model.backend, load_control_config(kTiny + "/config.json"));
+  VideoPredictor predictor(*model.model, load_control_config(kTiny + "/config.json"));
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     const auto& q = c["request"];

@@ -8,7 +8,7 @@
 
 namespace segmux::pipeline {
 
-VideoPredictor::VideoPredictor(ModelBackend& backend, ControlConfig config) : backend_(backend), config_(config) {}
+VideoPredictor::VideoPredictor(Model& model, ControlConfig config) : model_(model), config_(config) {}
 VideoPredictor::~VideoPredictor() = default;
 
 VideoPredictor::Session& VideoPredictor::get(const std::string& id) {
@@ -28,7 +28,8 @@ std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
   std::string id = "session_" + std::to_string(next_id_++);
   Session s;
   s.frames = std::move(frames);
-  s.concepts = std::make_unique<ConceptSet>(backend_, *s.frames, config_);
+  s.model = model_.new_session();
+  s.concepts = std::make_unique<ConceptSet>(*s.model, *s.frames, config_);
   sessions_.emplace(id, std::move(s));
   return id;
 }

@@ -1,8 +1,8 @@
 // segmux video predictor: the user-facing session API (mirrors the official SAM 3.1 request API:
 // start_session, add_prompt, propagate_in_video, remove_object, reset_session, close_session).
 //
-//   auto backend = ...;                              // a ModelBackend (compiled models, or replay)
-//   segmux::pipeline::VideoPredictor predictor(*backend, segmux::pipeline::default_control_config());
+//   auto model = ...;                                // a Model (compiled candidates, or replay)
+//   segmux::pipeline::VideoPredictor predictor(*model, segmux::pipeline::default_control_config());
 //   std::string id = predictor.start_session(std::move(frame_source));
 //   auto first = predictor.add_prompt(id, 0, segmux::pipeline::Prompt::from_text("person"));
 //   predictor.propagate_in_video(id, {}, [](const segmux::pipeline::FrameOutput& out) {
@@ -14,7 +14,7 @@
 // Frames come from a FrameSource (pipeline/frame_source.h: frame count, original size, frame i as RGB).
 // Memory bound: backbone features of one frame at a time (the frame being processed) plus the text
 // features; delayed outputs are held as RLE masks for at most hotstart_delay + postprocess_batch_size
-// frames; tracker memories are kept per state by the backend (one entry per processed frame, as in the
+// frames; tracker memories are kept per state by the model session (one entry per processed frame, as in the
 // official predictor).
 #pragma once
 #include <array>
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
@@ -75,11 +75,10 @@ FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const 
 
 class VideoPredictor {
  public:
-  VideoPredictor(ModelBackend& backend, ControlConfig config);
+  VideoPredictor(Model& model, ControlConfig config);  // `model` outlives the predictor
   ~VideoPredictor();
 
-  // Opens a session on a frame source; returns its id ("session_0", ...). One session runs at a time
-  // per backend; starting another closes nothing but shares the backend, so run them one after another.
+  // Opens a session on a frame source (with its own model session); returns its id ("session_0", ...).
   std::string start_session(std::unique_ptr<FrameSource> frames);
   // A text prompt adds a concept (every concept of the session is tracked at once; a prompt repeating a
   // concept's text restarts that concept) and runs the prompted frame; returns that concept's outputs
@@ -113,11 +112,12 @@ class VideoPredictor {
  private:
   struct Session {
     std::unique_ptr<FrameSource> frames;
+    std::unique_ptr<ModelSession> model;  // before concepts: destroyed after them
     std::unique_ptr<ConceptSet> concepts;
   };
   Session& get(const std::string& id);
   const Session& get(const std::string& id) const;
-  ModelBackend& backend_;
+  Model& model_;
   ControlConfig config_;
   int next_id_ = 0;
   std::map<std::string, Session> sessions_;
