@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,11 @@ struct Seen {
   std::vector<std::vector<int64_t>> masks;
   bool operator==(const Seen&) const = default;
 };
+void PrintTo(const Seen& s, std::ostream* os) {
+  *os << "frame " << s.frame_index << " ids [";
+  for (size_t i = 0; i < s.obj_ids.size(); ++i) *os << (i ? "," : "") << s.obj_ids[i];
+  *os << "]";
+}
 Seen seen(const FrameOutput& o) {
   Seen s{o.frame_index, o.obj_ids, o.probs, o.boxes_xywh, {}};
   for (const auto& m : o.masks) s.masks.push_back(rle_encode(m).counts);
