@@ -10,6 +10,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -196,6 +197,29 @@ TEST_F(ModelSessions, TwoVideosInTurnsOnTheSameFramesAnswerAsAloneWithoutExtraBa
   EXPECT_EQ(b.outputs(), b_alone);
   EXPECT_EQ(runs("backbone") - b1, a_backbone + b_backbone) << "no backbone run again for the other session";
   EXPECT_EQ(runs("text_encoder") - t1, 2) << "each session encodes its own text once";
+}
+
+TEST_F(ModelSessions, TwoVideosOnTwoThreadsAnswerAsAlone) {
+  // The model is safe from any thread: sessions on two threads at once queue on its run lock.
+  const std::vector<Seen> a_alone = alone(model(), frames(), "shape");
+  const std::vector<Seen> b_alone = alone(model(), std::make_unique<ReversedFrames>(frames()), "square");
+  std::vector<Seen> a_out, b_out;
+  std::string a_error, b_error;
+  auto run = [](std::vector<Seen>& out, std::string& error, std::unique_ptr<FrameSource> src, std::string text) {
+    try {
+      out = alone(model(), std::move(src), text);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  };
+  std::thread a(run, std::ref(a_out), std::ref(a_error), frames(), "shape");
+  std::thread b(run, std::ref(b_out), std::ref(b_error), std::make_unique<ReversedFrames>(frames()), "square");
+  a.join();
+  b.join();
+  EXPECT_EQ(a_error, "");
+  EXPECT_EQ(b_error, "");
+  EXPECT_EQ(a_out, a_alone);
+  EXPECT_EQ(b_out, b_alone);
 }
 
 TEST_F(ModelSessions, ConceptsOfOneSessionRunTheBackboneOncePerFrame) {

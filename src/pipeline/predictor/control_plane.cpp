@@ -87,7 +87,7 @@ FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::strin
                                                const std::vector<sam31::BoxExemplar>& boxes) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "add_prompt: frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
-  reset();  // a text prompt resets the session (official add_prompt -> reset_state)
+  reset();  // a text prompt starts this concept over (official add_prompt -> reset_state)
   prompt_ = text;
   prompted_frames_.insert(frame_index);
   // The boxes (official per_frame_geometric_prompt) act on this add_prompt only: the official
