@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 
 namespace segmux::apps {
 

@@ -17,10 +17,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "deploy/package/package.h"
 #include "io/child_process.h"
 #include "models/sam31/candidates.h"
 #include "onnx/onnx_io.h"
-#include "pipeline/package/package.h"
 #include "runtime/executor.h"
 #include "runtime/offline_model.h"
 #include "runtime/session.h"

@@ -1,4 +1,4 @@
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 
 #include <malloc.h>
 #include <signal.h>
@@ -14,6 +14,9 @@
 
 #include "compiler/compile.h"
 #include "core/error.h"
+#include "deploy/model_store/cache.h"
+#include "deploy/model_store/engine_backend.h"
+#include "deploy/package/package.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "io/paths.h"
@@ -22,9 +25,6 @@
 #include "models/sam31/state_dict.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/compiled_backend.h"
-#include "pipeline/model_store/cache.h"
-#include "pipeline/model_store/engine_backend.h"
-#include "pipeline/package/package.h"
 #include "runtime/offline_model.h"
 
 namespace segmux::pipeline {

@@ -7,11 +7,11 @@
 #include <set>
 
 #include "core/error.h"
+#include "deploy/package/package.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "io/printable.h"
 #include "io/sha256.h"
-#include "pipeline/package/package.h"
 
 namespace segmux::package {
 

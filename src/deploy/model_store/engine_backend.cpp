@@ -1,10 +1,11 @@
-#include "pipeline/model_store/engine_backend.h"
+#include "deploy/model_store/engine_backend.h"
 
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "core/error.h"
+#include "deploy/model_store/cache.h"
 #include "io/files.h"
 #include "io/paths.h"
 #include "models/sam31/candidates.h"
@@ -13,7 +14,6 @@
 #include "onnx/onnx_io.h"
 #include "pipeline/backends/compiled_backend.h"
 #include "pipeline/backends/ort_backend.h"
-#include "pipeline/model_store/cache.h"
 
 namespace segmux::pipeline {
 

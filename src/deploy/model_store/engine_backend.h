@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "deploy/model_store/model_store.h"
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/backend.h"
-#include "pipeline/model_store/model_store.h"
 
 namespace segmux::pipeline {
 
@@ -23,7 +23,6 @@ void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& we
 // The backend of src.engine on the model folder `dir` (the ONNX files exported first when the model
 // comes from a checkpoint).
 std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
-                                                  const std::string& dir, sam31::Tokenizer tok,
-                                                  const LogFn& log);
+                                                  const std::string& dir, sam31::Tokenizer tok, const LogFn& log);
 
 }  // namespace segmux::pipeline

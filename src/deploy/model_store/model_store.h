@@ -15,14 +15,14 @@ namespace segmux::pipeline {
 using LogFn = std::function<void(const std::string&)>;
 
 struct ModelSource {
-  std::string weights;    // .pt or .safetensors with official key names
-  std::string config;     // optional model config (flat JSON or a fixtures config.json)
-  std::string vocab;      // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
-  std::string model_dir;  // a model folder (compiled candidates + model.json)
-  std::string cache_dir;  // where compiled candidates are cached; default: default_cache_dir()
-  std::string engine = "smx";  // "smx": our runtime on DIR/*.smx; "ort": ONNX Runtime on DIR/onnx/*.onnx
+  std::string weights;               // .pt or .safetensors with official key names
+  std::string config;                // optional model config (flat JSON or a fixtures config.json)
+  std::string vocab;                 // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
+  std::string model_dir;             // a model folder (compiled candidates + model.json)
+  std::string cache_dir;             // where compiled candidates are cached; default: default_cache_dir()
+  std::string engine = "smx";        // "smx": our runtime on DIR/*.smx; "ort": ONNX Runtime on DIR/onnx/*.onnx
   int num_threads = usable_cores();  // the cores this process may use
-  std::string precision = "fp32";  // fp32 | bf16: how checkpoint weights are compiled (compiler precision)
+  std::string precision = "fp32";    // fp32 | bf16: how checkpoint weights are compiled (compiler precision)
 };
 
 struct OpenedModel {

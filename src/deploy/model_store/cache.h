@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 
 namespace segmux::pipeline {
 

@@ -1,4 +1,4 @@
-#include "pipeline/package/package.h"
+#include "deploy/package/package.h"
 
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 #include "compiler/slim.h"
 #include "core/error.h"
 #include "core/mapped_pages.h"
+#include "deploy/package/package_docs.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "io/paths.h"
@@ -18,13 +19,11 @@
 #include "models/sam31/state_dict.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "pipeline/package/package_docs.h"
 #include "runtime/offline_model.h"
 
 namespace segmux::package {
 
 const char* const kVersion = "segmux-" SEGMUX_VERSION;
-
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

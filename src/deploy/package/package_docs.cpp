@@ -1,4 +1,4 @@
-#include "pipeline/package/package_docs.h"
+#include "deploy/package/package_docs.h"
 
 #include <filesystem>
 #include <sstream>

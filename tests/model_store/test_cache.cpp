@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "deploy/model_store/cache.h"
 #include "io/sha256.h"
-#include "pipeline/model_store/cache.h"
 
 namespace segmux::pipeline {
 namespace {

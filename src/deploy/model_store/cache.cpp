@@ -1,4 +1,4 @@
-#include "pipeline/model_store/cache.h"
+#include "deploy/model_store/cache.h"
 
 #include <fcntl.h>
 #include <signal.h>

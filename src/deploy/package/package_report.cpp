@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "deploy/package/package_docs.h"
 #include "io/json_limits.h"
-#include "pipeline/package/package_docs.h"
 
 namespace segmux::package {
 
