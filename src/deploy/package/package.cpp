@@ -159,6 +159,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
   write_model_json(dir, cfg, vocab_rel, root_prov);
 
   nlohmann::json contracts = nlohmann::json::object();
+  std::map<std::string, std::string> contract_markdown;  // candidate -> its written contract
   if (!opt.smx_files) vars.clear();
   if (opt.route_files || opt.onnx_files) make_directories(dir + "/onnx");
   for (const sam31::CompiledFile& f : sam31::compiled_files()) {
@@ -181,6 +182,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
       stage("slim ONNX", f.file, t0);
       rec.slim.push_back({{"file", f.file}, {"nodes_before", before}, {"nodes_after", slim.nodes.size()}});
       contracts[c.name]["files"].push_back(file_contract(f, g));
+      if (f.variant.empty()) contract_markdown[c.name] = c.contract(cfg, g);
     }
     for (const Variant& v : vars) {
       log("compiling " + f.file + " (" + v.precision + ", " + v.isa + ")");
@@ -196,7 +198,7 @@ BuildRecord build_package(const sam31::ModelConfig& cfg, const PackageOptions& o
     }
     release_checkpoint_pages(w);
   }
-  if (opt.route_files) write_route_docs(cfg, contracts, dir);
+  if (opt.route_files) write_route_docs(cfg, contracts, contract_markdown, dir);
   rec.seconds = since(t_all);
   return rec;
 }

@@ -46,7 +46,8 @@ nlohmann::json file_contract(const sam31::CompiledFile& f, const ir::Graph& g) {
           {"outputs", signature(g, g.outputs)}};
 }
 
-void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts, const std::string& dir) {
+void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts,
+                      const std::map<std::string, std::string>& markdown, const std::string& dir) {
   make_directories(dir + "/contracts");
   nlohmann::json inv = {
       {"format", "segmux-inventory-1"}, {"config", cfg.name}, {"candidates", nlohmann::json::array()}};
@@ -60,7 +61,9 @@ void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts, c
     j["runs"] = c.runs;
     j["contract_markdown"] = "contracts/" + c.name + ".md";
     write_text(dir + "/contracts/" + c.name + ".json", j.dump(2));
-    write_text(dir + "/contracts/" + c.name + ".md", c.contract_markdown(cfg));
+    auto md_of = markdown.find(c.name);
+    SEGMUX_CHECK(md_of != markdown.end(), "no written contract for candidate ", c.name);
+    write_text(dir + "/contracts/" + c.name + ".md", md_of->second);
     std::string ins, outs, files;
     for (const auto& n : c.inputs) ins += (ins.empty() ? "`" : ", `") + n + "`";
     for (const auto& n : c.outputs) outs += (outs.empty() ? "`" : ", `") + n + "`";

@@ -2,6 +2,7 @@
 // the inventory (predictor entry points and candidate boundaries), and the command lines other
 // offline-model compilers take for the package's ONNX files.
 #pragma once
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,9 +17,11 @@ namespace segmux::package {
 // with dtype and static shape (from the built graph at this config).
 nlohmann::json file_contract(const sam31::CompiledFile& f, const ir::Graph& g);
 
-// contracts/<candidate>.json (+ .md) from `contracts` (candidate name -> {"files": [file_contract...]}),
-// and inventory.md / inventory.json.
-void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts, const std::string& dir);
+// contracts/<candidate>.json (+ .md) from `contracts` (candidate name -> {"files": [file_contract...]})
+// and `markdown` (candidate name -> Candidate::contract of its default build), and inventory.md /
+// inventory.json.
+void write_route_docs(const sam31::ModelConfig& cfg, nlohmann::json contracts,
+                      const std::map<std::string, std::string>& markdown, const std::string& dir);
 
 // For one file_contract: Ascend ATC and TensorRT trtexec command lines on onnx/<file>.onnx (static
 // shapes from the contract). `precision` fp32 or bf16.
