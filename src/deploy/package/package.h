@@ -90,7 +90,4 @@ nlohmann::json read_manifest(const std::string& dir);
 // Moves a finished staging folder to `dest` (which must not exist, or is replaced when `replace`).
 void move_into_place(const std::string& staged, const std::string& dest, bool replace);
 
-// A compiled file's name -> its candidate name and contract signature, for reports.
-std::string shape_list_for(const std::string& onnx_path, const std::string& style);
-
 }  // namespace segmux::package
