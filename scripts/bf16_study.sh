@@ -20,7 +20,6 @@ STUDY=tests/fixtures/sam31-tiny-bf16
 # case name, official request list (both traces ran it), frames
 CASES=(
   "orig $STUDY/requests/text0.json ../shared/fixtures/sam31-tiny/video/frames"
-  "mirror $STUDY/requests/text0.json tests/fixtures/sam31-tiny-mirror/video/frames"
   "reverse $STUDY/requests/text0.json tests/fixtures/sam31-tiny-reverse/video/frames"
   "orig-start8 $STUDY/requests/text8.json ../shared/fixtures/sam31-tiny/video/frames"
 )

@@ -348,12 +348,11 @@ namespace {
 
 // segmux::Attention has no weights: the bf16 tile rounds its q, k, v where the CPU has AVX512_BF16
 // (elsewhere the kernel stays f32, attention.cpp), with or without a mask / bias input. The official
-// predictor runs every attention under bf16 autocast (its SDPA gets bf16 q, k, v, masked or not), and
-// the bf16 study (docs/bf16.md) shows our bf16 closer to that run with the masked ones in bf16 too (the
-// tracker's memory attention, the text encoder's causal attention, the detector's box-biased
-// cross-attention): the same ids as the official bf16 trace on the fixture's detection frame, which
-// the f32 masked attention did not give. The memory attention is also most of the propagation
-// decoder's FLOPs.
+// predictor runs every attention under bf16 autocast (its SDPA gets bf16 q, k, v, masked or not). Our
+// bf16 with the masked ones in bf16 too (the tracker's memory attention, the text encoder's causal
+// attention, the detector's box-biased cross-attention) is as close to that run as with them in f32,
+// and on the fixture video's detection frame it has that run's ids (docs/bf16.md); the memory
+// attention is also most of the propagation decoder's FLOPs (1.43x less CPU time in bf16).
 bool is_f32_attention(const ir::Graph& g, const ir::Node& node) {
   if (node.domain != "segmux" || node.op_type != "Attention" || node.inputs.size() < 3) return false;
   for (size_t k = 0; k < 3; ++k)
