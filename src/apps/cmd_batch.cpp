@@ -24,10 +24,10 @@
 #include "apps/precision_option.h"
 #include "apps/track_video.h"
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/batch/batch_folder.h"
 #include "pipeline/batch/manifest.h"
 #include "pipeline/batch/shard.h"
-#include "pipeline/model_store/model_store.h"
 #include "verify/demo_model.h"
 
 namespace segmux::apps {

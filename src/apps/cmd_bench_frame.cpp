@@ -24,10 +24,10 @@
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
 #include "apps/precision_option.h"
+#include "deploy/model_store/engine_backend.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/masks/mask_ops.h"
-#include "pipeline/model_store/engine_backend.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/multiplex.h"
 
 namespace segmux::apps {

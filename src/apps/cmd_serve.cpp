@@ -18,7 +18,7 @@
 #include "apps/precision_option.h"
 #include "apps/serve_gate.h"
 #include "core/error.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 #include "service/web_assets.h"

@@ -9,7 +9,7 @@
 
 #include "apps/track_options.h"
 #include "core/error.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 
 namespace segmux::apps {
 

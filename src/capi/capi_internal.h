@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "deploy/model_store/model_store.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/live_source.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 

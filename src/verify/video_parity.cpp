@@ -9,11 +9,11 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/call_trace_backend.h"

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "capi_tracking/fixture_model.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/media/live_source.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/session_api.h"
 
 namespace {

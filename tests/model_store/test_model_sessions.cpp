@@ -19,7 +19,7 @@
 #include "pipeline/backends/smx_runner.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "deploy/model_store/cache.h"
+#include "deploy/model_store/model_store.h"
 #include "kernels/isa.h"
 #include "models/sam31/candidates.h"
 #include "pipeline/backends/ort_backend.h"
-#include "pipeline/model_store/cache.h"
-#include "pipeline/model_store/model_store.h"
 
 namespace segmux::pipeline {
 namespace {

@@ -14,7 +14,7 @@
 #include <regex>
 #include <set>
 
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/page_images.h"

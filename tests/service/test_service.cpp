@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "deploy/model_store/model_store.h"
 #include "io/json_limits.h"
 #include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 

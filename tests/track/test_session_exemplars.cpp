@@ -9,10 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "deploy/model_store/model_store.h"
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/session_api.h"
 
 namespace fs = std::filesystem;

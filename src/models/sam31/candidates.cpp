@@ -122,6 +122,32 @@ ir::Graph Candidate::build(const ModelConfig& cfg, const Weights& w, const std::
   return build_variant(cfg, w, variant);
 }
 
+namespace {
+
+std::vector<std::string> port_names(const ir::Graph& g, const std::vector<int>& ports) {
+  std::vector<std::string> out;
+  for (int id : ports) out.push_back(g.value(id).name);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::string Candidate::contract(const ModelConfig& cfg, const ir::Graph& default_build) const {
+  const std::vector<std::string> ins = port_names(default_build, default_build.inputs);
+  const std::vector<std::string> outs = port_names(default_build, default_build.outputs);
+  SEGMUX_CHECK(ins == inputs, "candidate ", name, ": the graph's inputs (", joined(ins),
+               ") are not the candidate table's (", joined(inputs), ")");
+  SEGMUX_CHECK(outs == outputs, "candidate ", name, ": the graph's outputs (", joined(outs),
+               ") are not the candidate table's (", joined(outputs), ")");
+  return contract::markdown(name, describe(cfg), default_build);
+}
+
 const std::vector<Candidate>& candidates() {
   static const std::vector<Candidate> table = make_table();
   return table;

@@ -160,11 +160,9 @@ class VideoControlPlane {
   bool has_prompt() const { return prompt_.has_value(); }
   const ControlConfig& config() const { return cfg_; }
   const std::vector<FrameDecisions>& decisions() const { return decisions_; }
-  void clear_decisions() { decisions_.clear(); }
   // false: keep only the latest frame's decisions (long or live runs through the library, where each
   // frame's record, low-res masks included, would otherwise accumulate for the whole video).
   void keep_decisions(bool keep) { keep_decisions_ = keep; }
-  const HotstartMetadata& hotstart_metadata() const { return meta_; }
   std::vector<TrackerStateView> tracker_state_views() const;
   std::vector<int64_t> object_ids() const { return obj_ids_; }
   // Each object's current score (-10000 once hot start removed it).

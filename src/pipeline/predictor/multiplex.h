@@ -34,9 +34,6 @@ class MultiplexBuckets {
   // the remaining indices 0..m-1 keeping their order. Returns old index -> new index (-1 if removed).
   std::vector<int> remove_objects(const std::vector<int>& indices);
 
-  // (bucket, slot) of each object index.
-  std::vector<std::pair<int, int>> object_slots() const;
-
  private:
   int capacity_ = 0;
   int multiplex_count_ = 0;
