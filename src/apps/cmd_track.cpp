@@ -19,6 +19,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/format_options.h"
 #include "apps/precision_option.h"
 #include "apps/request_plan.h"
 #include "apps/staged_output.h"
@@ -209,6 +210,7 @@ int run_track(int argc, char** argv) {
       ->check(CLI::IsMember({"compressed", "uncompressed"}));
   app.add_option("--fps", folder_fps, "frame rate of a frame folder (gives tracks.json timestamps)")
       ->check(CLI::PositiveNumber);
+  add_format_options(app, s);
   add_threads_option(app, src.num_threads, "CPU threads");
   add_precision_option(app, src.precision,
                        "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
@@ -254,7 +256,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
 
-  // Everything that can be checked before any output exists: input, start frame, model.
+  // Everything that can be checked before any output exists: formats, input, start frame, model.
+  const std::vector<ExportFormat> formats = parse_export_formats(s.formats);
   auto reader = open_video(input, folder_fps);
   log("input: " + reader->describe());
   const int n = reader->num_frames();
@@ -278,6 +281,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
   opt.prompts = prompts;
   opt.source = input;
   opt.fps = reader->fps();
+  opt.formats = formats;
+  opt.export_context = {.video_id = s.video_id, .fps = opt.fps, .media_name = fs::path(input).filename().string()};
   std::string overlay_final;
   if (overlay == "auto") {
     std::string name = fs::path(input).extension() == ".gif" ? "overlay.gif" : "overlay.mp4";
@@ -369,7 +374,9 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     for (int f : spool->frames()) write(spool->get(f, reader->width(), reader->height()));
   }
   writer.finish();
-  staged.commit({"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"});
+  std::vector<std::string> outputs = {"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"};
+  for (const std::string& name : export_file_names()) outputs.push_back(name);
+  staged.commit(outputs);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (json) {

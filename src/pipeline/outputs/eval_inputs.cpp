@@ -23,30 +23,6 @@ int64_t json_int(const nlohmann::json& j, const char* key, const std::string& wh
   return j[key].get<int64_t>();
 }
 
-// {"size": [h, w], "counts": "string" | [runs]} -> RleMask, checked against the video's size.
-RleMask rle_from_json(const nlohmann::json& j, int width, int height, const std::string& what) {
-  SEGMUX_CHECK(j.is_object() && j.contains("counts"), what, ": a mask must be COCO RLE {\"size\", \"counts\"}, got ",
-               j.is_array() ? "a polygon (convert it to RLE first)" : describe_json(j));
-  const nlohmann::json& size = j.value("size", nlohmann::json());
-  SEGMUX_CHECK(size.is_array() && size.size() == 2 && size[0].is_number_integer() && size[1].is_number_integer(), what,
-               ": 'size' must be [height, width]");
-  const int64_t h = size[0].get<int64_t>(), w = size[1].get<int64_t>();
-  SEGMUX_CHECK(h == height && w == width, what, ": a mask of ", w, "x", h, " in a ", width, "x", height, " video");
-  const nlohmann::json& counts = j["counts"];
-  if (counts.is_string()) return coco_rle_from_string(counts.get<std::string>(), height, width);
-  SEGMUX_CHECK(counts.is_array(), what, ": 'counts' must be a string or a list of runs");
-  RleMask r{height, width, {}};
-  int64_t total = 0;
-  for (const auto& c : counts) {
-    SEGMUX_CHECK(c.is_number_integer() && c.get<int64_t>() >= 0, what, ": a run must be a count >= 0");
-    r.counts.push_back(c.get<int64_t>());
-    total += r.counts.back();
-  }
-  SEGMUX_CHECK(total == int64_t(height) * width, what, ": the runs cover ", total, " of ", int64_t(height) * width,
-               " pixels");
-  return r;
-}
-
 int checked_size(const nlohmann::json& j, const char* key, const std::string& what) {
   const int64_t v = json_int(j, key, what);
   SEGMUX_CHECK(v > 0 && v <= (int64_t(1) << 20), what, ": '", key, "' ", v, " is not a frame size");
@@ -234,6 +210,31 @@ MaskVideo from_json_file(const std::string& path, const EvalInputOptions& opt) {
 }
 
 }  // namespace
+
+RleMask rle_from_json(const nlohmann::json& j, int width, int height, const std::string& what) {
+  SEGMUX_CHECK(j.is_object() && j.contains("counts"), what, ": a mask must be COCO RLE {\"size\", \"counts\"}, got ",
+               j.is_array() ? "a polygon (convert it to RLE first)" : describe_json(j));
+  const nlohmann::json& size = j.value("size", nlohmann::json());
+  SEGMUX_CHECK(size.is_array() && size.size() == 2 && size[0].is_number_integer() && size[1].is_number_integer(), what,
+               ": 'size' must be [height, width]");
+  const int64_t h = size[0].get<int64_t>(), w = size[1].get<int64_t>();
+  SEGMUX_CHECK(h == height && w == width, what, ": a mask of ", w, "x", h, " in a ", width, "x", height, " video");
+  const nlohmann::json& counts = j["counts"];
+  if (counts.is_string()) return coco_rle_from_string(counts.get<std::string>(), height, width);
+  SEGMUX_CHECK(counts.is_array(), what, ": 'counts' must be a string or a list of runs");
+  RleMask r{height, width, {}};
+  int64_t total = 0;
+  for (const auto& c : counts) {
+    SEGMUX_CHECK(c.is_number_integer() && c.get<int64_t>() >= 0, what, ": a run must be a count >= 0");
+    r.counts.push_back(c.get<int64_t>());
+    total += r.counts.back();
+  }
+  SEGMUX_CHECK(total == int64_t(height) * width, what, ": the runs cover ", total, " of ", int64_t(height) * width,
+               " pixels");
+  return r;
+}
+
+nlohmann::json read_eval_json(const std::string& path) { return read_untrusted_json_file(path, kEvalJsonLimits); }
 
 MaskVideo load_mask_video(const std::string& path, const EvalInputOptions& opt) {
   SEGMUX_CHECK(fs::exists(path), "'", path, "' does not exist");

@@ -8,6 +8,7 @@
 //     file (a list of {"video_id", "category_id", "score", "segmentations"}), for one video (--video-id
 //     when the file holds several); masks as COCO RLE (string or list counts); polygons are refused.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -20,5 +21,12 @@ struct EvalInputOptions {
 };
 
 MaskVideo load_mask_video(const std::string& path, const EvalInputOptions& opt = {});
+
+// A tracks.json (or other evaluation json) read with bounds fit for a whole video's RLE masks.
+nlohmann::json read_eval_json(const std::string& path);
+
+// {"size": [h, w], "counts": "pycocotools string" | [runs]} as a width x height mask; errors name `what`
+// (a polygon, another size, runs that do not cover the mask).
+RleMask rle_from_json(const nlohmann::json& j, int width, int height, const std::string& what);
 
 }  // namespace segmux::pipeline
