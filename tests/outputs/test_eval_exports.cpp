@@ -40,7 +40,7 @@ void add_object(FrameOutput& out, int64_t id, const std::string& prompt, float s
 }
 
 // Three frames: object 0 ("dog") on every frame, scores 0.9, 0.5, 0.8; object 1 ("cat") on frames 0
-// and 1 (score 0.7), then hidden (empty mask, the official -10000) on frame 2.
+// and 1 (score 0.7), then tracked but not visible (an empty mask, score -10000) on frame 2.
 nlohmann::json write_run(const std::string& dir, const std::vector<ExportFormat>& formats) {
   fs::remove_all(dir);
   OutputOptions opt;

@@ -212,7 +212,7 @@ nlohmann::json ytvis_results(const nlohmann::json& tracks, const ExportContext& 
     int n = 0, category = 1;
     for (const TrackFrame& f : t.frames)
       for (const TrackObject& o : f.objects) {
-        if (o.id != id || o.area == 0) continue;  // hidden (empty mask, e.g. removed at -10000): not tracked here
+        if (o.id != id || o.area == 0) continue;  // not visible: not output on this frame
         segs[size_t(f.index)] = compressed_rle(o.rle);
         boxes[size_t(f.index)] = pixel_box(o, t);
         areas[size_t(f.index)] = o.area;
@@ -348,7 +348,7 @@ nlohmann::json review_frames(const nlohmann::json& tracks, const ExportContext& 
     std::map<int64_t, bool> here;
     for (const TrackObject& o : f.objects) {
       here[o.id] = o.area > 0;
-      if (o.area == 0) continue;  // hidden objects (scores like -10000) are listed under "lost"
+      if (o.area == 0) continue;  // not visible: listed under "lost"
       by_score.emplace_back(o.score, f.index, o.id);
       if (auto p = previous.find(o.id); p != previous.end() && p->second.score > o.score)
         by_drop.emplace_back(p->second.score - o.score, f.index, o.id, p->second.frame, p->second.score);

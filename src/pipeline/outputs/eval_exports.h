@@ -15,8 +15,8 @@
 //                per object (keyframes in percent of the frame; interpolation ends where it disappears).
 // With cvat or labelstudio, DIR/review_frames.json lists the frames where the tracker was least sure:
 // the lowest scores of visible objects, the largest score drops from an object's previous visible frame,
-// and objects whose mask vanished. Objects with an empty mask on a frame (hidden, or removed by hot start
-// with the official score -10000) count as not output there, in every format.
+// and objects whose mask vanished. An object with an empty mask on a frame (tracked, not visible) counts
+// as not output there, in every format.
 // category_id = 1 + the index of the object's prompt among the run's prompts.
 #pragma once
 #include <nlohmann/json.hpp>
