@@ -12,6 +12,7 @@
 #include "pipeline/outputs/eval_exports.h"
 #include "pipeline/outputs/eval_inputs.h"
 #include "pipeline/outputs/outputs.h"
+#include "pipeline/outputs/tracks_json.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
@@ -200,4 +201,27 @@ TEST(EvalExports, RefusesUnknownFormatsAndFormatsWithoutJson) {
   opt.write_json = false;
   opt.formats = {ExportFormat::coco};
   EXPECT_THROW(TrackWriter(::testing::TempDir() + "/exports_nojson", kW, kH, opt), Error);
+}
+
+TEST(EvalExports, CocoResultsOfImages) {
+  EXPECT_EQ(coco_image_id("val2017/000000397133.jpg", 4), 397133);  // COCO's names are their ids
+  EXPECT_EQ(coco_image_id("photos/dog.png", 4), 4);
+  // A segment document: one object of 70 pixels on a 40 x 30 image.
+  const BinaryMask m = rect(2, 3, 11, 9);
+  const nlohmann::json doc = {{"width", kW},
+                              {"height", kH},
+                              {"objects",
+                               {{{"id", 0},
+                                 {"prompt", "cat"},
+                                 {"score", 0.75},
+                                 {"box_xywh", {2.0 / kW, 3.0 / kH, 10.0 / kW, 7.0 / kH}},
+                                 {"mask_rle", mask_rle_json(m, RleForm::compressed)}}}}};
+  const nlohmann::json r = coco_image_results({{doc, 397133}, {doc, 5}}, {"dog", "cat"});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0]["image_id"], 397133);
+  EXPECT_EQ(r[1]["image_id"], 5);
+  EXPECT_EQ(r[0]["category_id"], 2);
+  EXPECT_EQ(decode(r[0]["segmentation"]).pixels, m.pixels);
+  EXPECT_DOUBLE_EQ(r[0]["area"].get<double>(), 70.0 / (kW * kH));
+  EXPECT_EQ(r[0]["bbox"], nlohmann::json({2, 3, 10, 7}));
 }

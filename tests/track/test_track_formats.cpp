@@ -65,4 +65,23 @@ TEST_F(TrackFormats, UnknownFormatIsAUsageErrorBeforeAnyOutput) {
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
 }
 
+TEST_F(TrackFormats, SegmentWritesCocoResults) {
+  const std::string img_dir = tmp("coco_images");
+  fs::create_directories(img_dir);
+  fs::copy_file(segmux::test::tiny_fixture_dir() + "/video/frames/00003.png", img_dir + "/000000397133.png");
+  const std::string out = tmp("segment");
+  auto r = segmux("segment " + img_dir + "/000000397133.png --prompt shape " +
+                  segmux::test::tiny_model_args(tmp("cache")) + " --out " + out + " --quiet --format coco");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json res = nlohmann::json::parse(segmux::test::read_text(out + "/coco_results.json"));
+  const nlohmann::json doc = nlohmann::json::parse(segmux::test::read_text(out + "/000000397133.json"));
+  size_t visible = 0;
+  for (const auto& o : doc["objects"]) visible += o["area"].get<int64_t>() > 0;
+  ASSERT_EQ(res.size(), visible);
+  for (const auto& e : res) EXPECT_EQ(e["image_id"], 397133);
+  EXPECT_EQ(
+      segmux("segment " + img_dir + "/000000397133.png --prompt shape --demo --out " + out + " --format ytvis").code,
+      2);  // video results are for videos
+}
+
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -14,6 +15,8 @@
 #include "pipeline/outputs/tracks_json.h"
 
 namespace segmux::pipeline {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -248,6 +251,30 @@ nlohmann::json coco_results(const nlohmann::json& tracks) {
                          {"obj_id", o.id}});
     }
   return results;
+}
+
+nlohmann::json coco_image_results(const std::vector<std::pair<nlohmann::json, int64_t>>& images,
+                                  const std::vector<std::string>& prompts) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& [doc, image_id] : images) {
+    const nlohmann::json as_tracks = {
+        {"width", doc.value("width", 0)},
+        {"height", doc.value("height", 0)},
+        {"prompts", prompts},
+        {"frames", {{{"frame_index", 0}, {"objects", doc.value("objects", nlohmann::json())}}}}};
+    for (nlohmann::json e : coco_results(as_tracks)) {
+      e["image_id"] = image_id;
+      results.push_back(std::move(e));
+    }
+  }
+  return results;
+}
+
+int64_t coco_image_id(const std::string& path, size_t position) {
+  const std::string stem = fs::path(path).stem().string();
+  const bool number = !stem.empty() && stem.size() <= 18 &&
+                      std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return number ? std::stoll(stem) : int64_t(position);
 }
 
 std::string cvat_xml(const nlohmann::json& tracks, const ExportContext& ctx) {

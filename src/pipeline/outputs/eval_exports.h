@@ -46,6 +46,14 @@ std::string cvat_xml(const nlohmann::json& tracks, const ExportContext& ctx);
 nlohmann::json labelstudio_tasks(const nlohmann::json& tracks, const ExportContext& ctx);
 nlohmann::json review_frames(const nlohmann::json& tracks, const ExportContext& ctx);
 
+// `segmux segment --format coco`: the COCO results of single images, from each image's JSON document
+// (segmux-image-1: width, height, objects) and its image id; categories by `prompts` as above.
+nlohmann::json coco_image_results(const std::vector<std::pair<nlohmann::json, int64_t>>& images,
+                                  const std::vector<std::string>& prompts);
+// An image's COCO id: its file name's number when the name is one (COCO's 000000397133.jpg -> 397133),
+// else its position among the images (0-based).
+int64_t coco_image_id(const std::string& path, size_t position);
+
 // Writes the asked files into `dir` (each atomically) from `tracks` (a tracks.json document); returns
 // the names written.
 std::vector<std::string> write_exports(const std::string& dir, const nlohmann::json& tracks,
