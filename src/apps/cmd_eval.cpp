@@ -34,6 +34,9 @@ void print_scores(const VideoScores& s) {
   std::printf("J-Mean    %.4f   J-Recall %.4f   J-Decay %.4f\n", s.j.mean, s.j.recall, s.j.decay);
   std::printf("F-Mean    %.4f   F-Recall %.4f   F-Decay %.4f\n", s.f.mean, s.f.recall, s.f.decay);
   std::printf("frames    %d, objects %zu\n", s.frames, s.objects.size());
+  if (s.ap)
+    std::printf("mAP       %.4f   AP50 %.4f   AP75 %.4f   (%d categories, this video)\n", s.ap->ap, s.ap->ap50,
+                s.ap->ap75, s.ap->categories);
   for (const ObjectScore& o : s.objects) {
     const std::string pred = o.pred_id ? std::to_string(*o.pred_id) : std::string("none");
     std::printf("  object %lld <- %s: J&F %.4f  J %.4f  F %.4f\n", static_cast<long long>(o.gt_id), pred.c_str(),

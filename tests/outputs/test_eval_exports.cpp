@@ -117,6 +117,9 @@ TEST(EvalExports, YtvisResultsAsTheOfficialWriter) {
   // And segmux eval reads it back: the same masks as tracks.json.
   const VideoScores s = evaluate_video(load_mask_video(dir + "/ytvis_results.json"), load_mask_video(dir), {});
   EXPECT_DOUBLE_EQ(s.jf, 1.0);
+  ASSERT_TRUE(s.ap.has_value());  // scores and categories on both sides: mask AP applies
+  EXPECT_DOUBLE_EQ(s.ap->ap, 1.0);
+  EXPECT_EQ(s.ap->categories, 2);
 }
 
 TEST(EvalExports, CocoResultsPerVisibleObjectAndFrame) {

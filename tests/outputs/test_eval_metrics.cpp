@@ -273,3 +273,44 @@ TEST(EvalMetrics, YtvisAnnotationsAndResultsRoundTrip) {
   // Frame 0: J = 3 / 6; frame 1: both empty, J = 1.
   EXPECT_DOUBLE_EQ(s.j.mean, (0.5 + 1.0) / 2);
 }
+
+TEST(EvalMetrics, MaskletIouSumsOverFrames) {
+  const RleMask a = rle_encode(rect(10, 10, 0, 0, 1, 1));  // 4 pixels
+  // Frame 0: the same 4 pixels; frame 1: only b has a mask -> I = 4, U = 4 + 4.
+  EXPECT_DOUBLE_EQ(masklet_iou({{0, a}}, {{0, a}, {1, a}}), 0.5);
+  EXPECT_DOUBLE_EQ(masklet_iou({}, {}), 0.0);
+}
+
+TEST(EvalMetrics, MaskApByHand) {
+  // Category 1: ground-truth masklets g1 (frames 0 and 1) and g2 (frame 0, a 5 x 5 square).
+  // Predictions by score: d1 = g1 (IoU 1), d2 = g1 again (a duplicate: false positive), d3 = 17 of
+  // g2's 25 pixels (IoU 0.68). A category-2 prediction has no ground truth and is left out.
+  const BinaryMask a = rect(40, 30, 2, 2, 11, 9);
+  BinaryMask part(30, 40);
+  for (int i = 0; i < 17; ++i) part.at(20 + i / 5, 20 + i % 5) = 1;
+  MaskVideo gt, pred;
+  gt.width = pred.width = 40;
+  gt.height = pred.height = 30;
+  gt.frames = pred.frames = {0, 1};
+  gt.objects[1] = {{0, rle_encode(a)}, {1, rle_encode(a)}};
+  gt.objects[2] = {{0, rle_encode(rect(40, 30, 20, 20, 24, 24))}};
+  gt.categories = {{1, 1}, {2, 1}};
+  pred.objects[10] = gt.objects[1];
+  pred.objects[11] = gt.objects[1];
+  pred.objects[12] = {{0, rle_encode(part)}};
+  pred.objects[13] = {{1, rle_encode(a)}};
+  pred.categories = {{10, 1}, {11, 1}, {12, 1}, {13, 2}};
+  pred.scores = {{10, 0.9}, {11, 0.8}, {12, 0.7}, {13, 0.95}};
+  const auto ap = video_mask_ap(pred, gt);
+  ASSERT_TRUE(ap.has_value());
+  EXPECT_EQ(ap->categories, 1);
+  // IoU thresholds 0.50..0.65 (d3 matches): TP FP TP -> recall .5 .5 1, interpolated precision 1 up to
+  // recall .5 (51 of the 101 points), 2/3 above (50 points). 0.70..0.95: TP FP FP -> 1 up to .5, 0 above.
+  const double with_d3 = (51 + 50 * 2.0 / 3) / 101, without = 51.0 / 101;
+  EXPECT_NEAR(ap->ap50, with_d3, 1e-12);
+  EXPECT_NEAR(ap->ap75, without, 1e-12);
+  EXPECT_NEAR(ap->ap, (4 * with_d3 + 6 * without) / 10, 1e-12);
+  // No scores: AP does not apply.
+  pred.scores.clear();
+  EXPECT_FALSE(video_mask_ap(pred, gt).has_value());
+}

@@ -279,6 +279,99 @@ VideoScores evaluate_video(const MaskVideo& pred, const MaskVideo& gt, const Eva
     out.f.mean += o.f.mean / n, out.f.recall += o.f.recall / n, out.f.decay += o.f.decay / n;
   }
   out.jf = (out.j.mean + out.f.mean) / 2;
+  out.ap = video_mask_ap(pred, gt);
+  return out;
+}
+
+double masklet_iou(const std::map<int, RleMask>& a, const std::map<int, RleMask>& b) {
+  int64_t inter = 0, uni = 0;
+  std::map<int, std::pair<const RleMask*, const RleMask*>> frames;
+  for (const auto& [f, m] : a) frames[f].first = &m;
+  for (const auto& [f, m] : b) frames[f].second = &m;
+  for (const auto& [f, pair] : frames) {
+    const auto [x, y] = pair;
+    if (x && y) {
+      const BinaryMask p = rle_decode(*x), q = rle_decode(*y);
+      SEGMUX_CHECK(p.pixels.size() == q.pixels.size(), "frame ", f, ": masks of different sizes");
+      for (size_t i = 0; i < p.pixels.size(); ++i) {
+        inter += (p.pixels[i] && q.pixels[i]) ? 1 : 0;
+        uni += (p.pixels[i] || q.pixels[i]) ? 1 : 0;
+      }
+    } else {
+      uni += rle_area(x ? *x : *y);
+    }
+  }
+  return uni > 0 ? double(inter) / double(uni) : 0.0;
+}
+
+namespace {
+
+// COCOeval's precision for one category at one IoU threshold, at 101 recall points (-1: no ground truth).
+std::vector<double> precision_at_recalls(const std::vector<std::vector<double>>& iou, size_t num_gt, double thr) {
+  std::vector<bool> gt_used(num_gt, false);
+  std::vector<int> tp;  // per prediction, in score order
+  for (const auto& row : iou) {
+    double best = std::min(thr, 1 - 1e-10);
+    int m = -1;
+    for (size_t g = 0; g < num_gt; ++g) {
+      if (gt_used[g] || row[g] < best) continue;
+      best = row[g];
+      m = int(g);
+    }
+    if (m >= 0) gt_used[size_t(m)] = true;
+    tp.push_back(m >= 0 ? 1 : 0);
+  }
+  std::vector<double> rc, pr;
+  double tps = 0, fps = 0;
+  for (int t : tp) {
+    tps += t, fps += 1 - t;
+    rc.push_back(tps / double(num_gt));
+    pr.push_back(tps / (tps + fps));
+  }
+  for (size_t i = pr.size(); i-- > 1;) pr[i - 1] = std::max(pr[i - 1], pr[i]);
+  std::vector<double> q(101, 0.0);
+  for (int r = 0; r <= 100; ++r) {
+    const double at = r / 100.0;
+    const size_t i = size_t(std::lower_bound(rc.begin(), rc.end(), at) - rc.begin());
+    if (i < pr.size()) q[size_t(r)] = pr[i];
+  }
+  return q;
+}
+
+}  // namespace
+
+std::optional<MaskAp> video_mask_ap(const MaskVideo& pred, const MaskVideo& gt) {
+  if (gt.categories.empty() || pred.categories.empty() || pred.scores.empty()) return std::nullopt;
+  std::map<int, std::vector<int64_t>> gt_by_cat, pred_by_cat;
+  for (const auto& [id, c] : gt.categories) gt_by_cat[c].push_back(id);
+  for (const auto& [id, c] : pred.categories) pred_by_cat[c].push_back(id);
+  MaskAp out;
+  double sum = 0, sum50 = 0, sum75 = 0;
+  for (const auto& [cat, gts] : gt_by_cat) {
+    std::vector<int64_t> dts = pred_by_cat[cat];
+    std::stable_sort(dts.begin(), dts.end(), [&](int64_t a, int64_t b) {
+      return pred.scores.count(a) && pred.scores.count(b) ? pred.scores.at(a) > pred.scores.at(b) : false;
+    });
+    if (dts.size() > 100) dts.resize(100);  // COCO's maxDets
+    std::vector<std::vector<double>> iou;
+    for (int64_t d : dts) {
+      iou.emplace_back();
+      for (int64_t g : gts) iou.back().push_back(masklet_iou(pred.objects.at(d), gt.objects.at(g)));
+    }
+    double cat_sum = 0;
+    for (int t = 0; t < 10; ++t) {
+      const auto q = precision_at_recalls(iou, gts.size(), 0.5 + 0.05 * t);
+      const double ap_t = std::accumulate(q.begin(), q.end(), 0.0) / double(q.size());
+      cat_sum += ap_t;
+      if (t == 0) sum50 += ap_t;
+      if (t == 5) sum75 += ap_t;
+    }
+    sum += cat_sum / 10;
+    ++out.categories;
+  }
+  out.ap = sum / out.categories;
+  out.ap50 = sum50 / out.categories;
+  out.ap75 = sum75 / out.categories;
   return out;
 }
 
@@ -301,6 +394,12 @@ nlohmann::json scores_json(const VideoScores& s) {
   }
   j["objects"] = std::move(objs);
   j["unmatched_pred_ids"] = s.unmatched_pred;
+  if (s.ap) {
+    j["mAP"] = s.ap->ap;
+    j["AP50"] = s.ap->ap50;
+    j["AP75"] = s.ap->ap75;
+    j["ap_categories"] = s.ap->categories;
+  }
   return j;
 }
 

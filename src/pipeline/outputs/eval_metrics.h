@@ -70,12 +70,26 @@ struct ObjectScore {
   SeriesStats j, f;
 };
 
+// Mask AP where it applies: predictions with scores and categories (a YTVIS results file, a segmux run)
+// against ground truth with categories (YTVIS annotations), COCO's way (pycocotools COCOeval as the
+// YTVIS API uses it): per category, predictions by descending score matched greedily to the unmatched
+// ground-truth masklet of highest IoU at each threshold 0.50:0.05:0.95, precision interpolated at 101
+// recall points; masklet IoU = intersection summed over frames / union summed over frames. One video
+// (the dataset-wide AP pools every video's matches: run the official evaluator for that).
+struct MaskAp {
+  double ap = 0, ap50 = 0, ap75 = 0;
+  int categories = 0;  // categories with ground truth
+};
+std::optional<MaskAp> video_mask_ap(const MaskVideo& pred, const MaskVideo& gt);
+double masklet_iou(const std::map<int, RleMask>& a, const std::map<int, RleMask>& b);
+
 struct VideoScores {
   std::vector<ObjectScore> objects;     // one per ground-truth object, by id
   std::vector<int64_t> unmatched_pred;  // predicted objects paired with nothing
   int frames = 0;                       // frames evaluated
   SeriesStats j, f;                     // means over objects
   double jf = 0;
+  std::optional<MaskAp> ap;  // when both sides have categories and pred has scores
 };
 
 // Evaluates `pred` against `gt` on gt's frames (a frame pred lacks is an empty prediction). Sizes must
