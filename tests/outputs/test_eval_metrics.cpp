@@ -314,3 +314,34 @@ TEST(EvalMetrics, MaskApByHand) {
   pred.scores.clear();
   EXPECT_FALSE(video_mask_ap(pred, gt).has_value());
 }
+
+TEST(EvalMetrics, HostileLabelPngsAreRefused) {
+  const std::string dir = ::testing::TempDir() + "/eval_hostile";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<uint16_t> ids(16 * 8, 3);
+  write_png_gray(dir + "/ok.png", 16, 8, ids, false);
+  const LabelImage ok = read_label_png(dir + "/ok.png");
+  EXPECT_EQ(ok.values, ids);
+  std::string bytes;
+  {
+    std::ifstream in(dir + "/ok.png", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // Truncated in the middle of its data: an error naming the file, no crash.
+  std::ofstream(dir + "/cut.png", std::ios::binary) << bytes.substr(0, bytes.size() - 20);
+  EXPECT_THROW(read_label_png(dir + "/cut.png"), Error);
+  // A header declaring 100000 x 100000 pixels: refused before anything is allocated.
+  std::string huge = bytes;
+  const unsigned char dims[8] = {0, 1, 0x86, 0xa0, 0, 1, 0x86, 0xa0};
+  huge.replace(16, 8, reinterpret_cast<const char*>(dims), 8);
+  std::ofstream(dir + "/huge.png", std::ios::binary) << huge;
+  try {
+    read_label_png(dir + "/huge.png");
+    FAIL() << "a 10 Gpixel label image was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.png"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir + "/text.png") << "not a png";
+  EXPECT_THROW(read_label_png(dir + "/text.png"), Error);
+}
