@@ -93,27 +93,25 @@ void add_live_options(CLI::App& app, LiveTrackOptions& o) {
       ->check(CLI::PositiveNumber);
 }
 
-TrackedVideo track_live(const TrackSettings& s, LiveTrackOptions lo, const ModelGetter& get_model) {
-  auto log = [&](const std::string& line) {
-    if (!s.quiet) std::fprintf(stderr, "%s\n", line.c_str());
-  };
-  check_live_settings(s);
-  const std::vector<ExportFormat> formats = parse_export_formats(s.formats);
-  lo.stream.input = s.input;
-  lo.stream.policy = parse_live_policy(lo.policy);
-  LiveStream stream(lo.stream);
-  log("input: " + stream.describe());
-  OpenedModel& model = get_model(log);
+namespace {
 
-  g_live_stop = false;
-  auto old_int = std::signal(SIGINT, on_live_signal);
-  auto old_term = std::signal(SIGTERM, on_live_signal);
-  struct RestoreSignals {
-    void (*i)(int), (*t)(int);
-    ~RestoreSignals() { std::signal(SIGINT, i), std::signal(SIGTERM, t); }
-  } restore{old_int, old_term};
+// Ctrl-C / SIGTERM end a live run (its outputs are kept) while this object lives.
+class StopOnSignal {
+ public:
+  StopOnSignal() : int_(std::signal(SIGINT, on_live_signal)), term_(std::signal(SIGTERM, on_live_signal)) {
+    g_live_stop = false;
+  }
+  ~StopOnSignal() {
+    std::signal(SIGINT, int_);
+    std::signal(SIGTERM, term_);
+  }
 
-  StagedOutput staged(s.out_dir);
+ private:
+  void (*int_)(int);
+  void (*term_)(int);
+};
+
+OutputOptions live_output_options(const TrackSettings& s, const LiveStream& stream, const std::string& stage) {
   OutputOptions opt;
   opt.write_masks = !s.no_masks && s.masks != "none";
   opt.color_masks = s.masks == "color";
@@ -122,15 +120,60 @@ TrackedVideo track_live(const TrackSettings& s, LiveTrackOptions lo, const Model
   opt.prompts = s.prompts;
   opt.source = s.input;
   opt.fps = stream.fps();
-  opt.formats = formats;
+  opt.formats = parse_export_formats(s.formats);
   opt.export_context = {.video_id = s.video_id, .fps = opt.fps, .media_name = s.input};
   if (s.overlay == "auto")
-    opt.overlay_path = staged.stage() + "/overlay.mp4";
+    opt.overlay_path = stage + "/overlay.mp4";
   else if (s.overlay != "none")
     opt.overlay_path = s.overlay;
-  TrackWriter writer(staged.stage(), stream.width(), stream.height(), opt);
-  LatencyLog latency(staged.stage() + "/live_frames.jsonl");
+  return opt;
+}
 
+// Frame t's outputs: the text prompts on the first frame, one propagation step on every later one.
+FrameOutput track_frame(ConceptSet& predictor, const std::vector<std::string>& prompts, int t) {
+  FrameOutput out;
+  if (t == 0) {
+    std::vector<FrameOutput> parts;
+    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(0, p, std::nullopt, {}));
+    out = ConceptSet::merge(std::move(parts));
+  } else {
+    predictor.propagate(t, 0, false, [&](FrameOutput o) {
+      out = std::move(o);
+      return true;
+    });
+  }
+  out.frame_index = t;
+  return out;
+}
+
+void show_progress(const TrackSettings& s, int t, int done, size_t objects, double latency_s, int64_t dropped) {
+  if (s.quiet) return;
+  if (isatty(2))
+    std::fprintf(stderr, "\rframe %d: %zu objects, latency %.3f s, dropped %lld   ", t, objects, latency_s,
+                 static_cast<long long>(dropped));
+  else if (done % 10 == 0)
+    std::fprintf(stderr, "frame %d: %zu objects, latency %.3f s, dropped %lld\n", t, objects, latency_s,
+                 static_cast<long long>(dropped));
+}
+
+}  // namespace
+
+TrackedVideo track_live(const TrackSettings& s, LiveTrackOptions lo, const ModelGetter& get_model) {
+  auto log = [&](const std::string& line) {
+    if (!s.quiet) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  check_live_settings(s);
+  parse_export_formats(s.formats);  // a usage error before the stream opens
+  lo.stream.input = s.input;
+  lo.stream.policy = parse_live_policy(lo.policy);
+  LiveStream stream(lo.stream);
+  log("input: " + stream.describe());
+  OpenedModel& model = get_model(log);
+  StopOnSignal stop_on_signal;
+
+  StagedOutput staged(s.out_dir);
+  TrackWriter writer(staged.stage(), stream.width(), stream.height(), live_output_options(s, stream, staged.stage()));
+  LatencyLog latency(staged.stage() + "/live_frames.jsonl");
   LiveFrameSource frames(stream.width(), stream.height(), lo.keep_frames);
   ConceptSet predictor(*model.backend, frames, live_control_config(model));
   predictor.keep_decisions(false);  // a live run's decisions would grow without end
@@ -142,28 +185,13 @@ TrackedVideo track_live(const TrackSettings& s, LiveTrackOptions lo, const Model
     if (!f) break;
     const auto picked = std::chrono::steady_clock::now();
     const int t = frames.push(f->image.pixels.data(), f->image.width, f->image.height, 0);
-    FrameOutput out;
-    if (t == 0) {
-      std::vector<FrameOutput> parts;
-      for (const auto& p : s.prompts) parts.push_back(predictor.add_text_prompt(0, p, std::nullopt, {}));
-      out = ConceptSet::merge(std::move(parts));
-    } else {
-      predictor.propagate(t, 0, false, [&](FrameOutput o) {
-        out = std::move(o);
-        return true;
-      });
-    }
-    out.frame_index = t;
+    const FrameOutput out = track_frame(predictor, s.prompts, t);
     for (size_t k = 0; k < out.obj_ids.size(); ++k)
       if (out.masks[k].area() > 0) ++frames_per_object[out.obj_ids[k]];
     writer.add(f->image, out, f->time_s);
-    const auto now = std::chrono::steady_clock::now();
-    const double latency_s = std::chrono::duration<double>(now - f->arrived).count();
+    const double latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - f->arrived).count();
     latency.add(t, *f, std::chrono::duration<double>(picked - f->arrived).count(), latency_s);
-    ++done;
-    if (!s.quiet && (isatty(2) || done % 10 == 0))
-      std::fprintf(stderr, "%sframe %d: %zu objects, latency %.3f s, dropped %lld%s", isatty(2) ? "\r" : "", t,
-                   out.obj_ids.size(), latency_s, static_cast<long long>(stream.dropped()), isatty(2) ? "   " : "\n");
+    show_progress(s, t, ++done, out.obj_ids.size(), latency_s, stream.dropped());
     if (g_live_stop) break;
   }
   if (!s.quiet && isatty(2)) std::fprintf(stderr, "\n");
