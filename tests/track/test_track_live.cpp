@@ -86,6 +86,27 @@ TEST_F(TrackLive, MaxFramesEndsTheRunAndKeepsItsOutputs) {
   EXPECT_EQ(read_json(out + "/tracks.json")["frames"].size(), 3u);
 }
 
+TEST_F(TrackLive, CtrlCEndsTheRunAndKeepsItsOutputs) {
+  // The frames go into a FIFO whose writer stays open: the stream never ends by itself. Once the first
+  // mask is staged, SIGINT (through `timeout`, which bounds the run and passes the signal on) ends it.
+  const std::string out = tmp("live_int"), fifo = tmp("fifo");
+  const std::string seg = std::string(SEGMUX_BINARY_DIR) + "/segmux track - --prompt shape " +
+                          segmux::test::tiny_model_args(tmp("cache")) + " --out " + out +
+                          " --quiet --overlay none --live-policy block " + raw_option();
+  const std::string script = "rm -f " + fifo + "; mkfifo " + fifo + "; timeout 60 " + seg + " < " + fifo + " 2>" +
+                             tmp("int_err.txt") + " & pid=$!; exec 3>" + fifo + "; cat " + tmp("frames.rgb") +
+                             " >&3; for i in $(seq 300); do ls " + out +
+                             "/.partial-*/masks/00000.png >/dev/null 2>&1 && break; sleep 0.1; done; kill -INT $pid; "
+                             "wait $pid; rc=$?; exec 3>&-; echo rc=$rc";
+  const auto r = segmux::test::run_shell(script);
+  EXPECT_NE(r.out.find("rc=0"), std::string::npos) << r.out << segmux::test::read_text(tmp("int_err.txt"));
+  const nlohmann::json stats = read_json(out + "/live_stats.json");
+  ASSERT_TRUE(stats.is_object()) << segmux::test::read_text(tmp("int_err.txt"));
+  EXPECT_EQ(stats["stopped_by"], "signal");
+  EXPECT_GE(stats["frames_tracked"].get<int>(), 1);
+  EXPECT_EQ(read_json(out + "/tracks.json")["frames"].size(), stats["frames_tracked"].get<size_t>());
+}
+
 TEST_F(TrackLive, LiveRefusesWhatNeedsAVideoFile) {
   const std::string out = tmp("bad");
   for (const std::string extra : {"--start 2", "--point 10,10 --obj-id 1", "--direction backward"}) {

@@ -231,3 +231,27 @@ TEST(LiveStream, ErrorsNameTheInput) {
   }
   EXPECT_NE(message({.input = "-", .raw = "rgb24:32x24", .raw_fps = -1}).find("frame rate"), std::string::npos);
 }
+
+TEST(LiveStream, StopEndsTheWaitOnAPipeThatStaysOpen) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const int saved = dup(0);
+  dup2(fds[0], 0);
+  close(fds[0]);
+  const std::string frames = raw_frames(2);
+  ASSERT_EQ(write(fds[1], frames.data(), frames.size()), ssize_t(frames.size()));  // fits the pipe buffer
+  {
+    LiveStream s({.input = "-", .raw = "rgb24:32x24", .policy = LivePolicy::block});
+    EXPECT_TRUE(s.next().has_value());
+    EXPECT_TRUE(s.next().has_value());
+    // The writer keeps the pipe open and sends nothing more: the reader waits; stop() and the
+    // destructor must still end it at once.
+    const auto t0 = std::chrono::steady_clock::now();
+    s.stop();
+    EXPECT_FALSE(s.next().has_value());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  }
+  close(fds[1]);
+  dup2(saved, 0);
+  close(saved);
+}

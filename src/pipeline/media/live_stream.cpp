@@ -3,6 +3,9 @@
 extern "C" {
 #include <libavdevice/avdevice.h>
 }
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <mutex>
 
 #include "core/error.h"
@@ -71,6 +74,9 @@ bool is_live_input(const std::string& input) {
 // The decoder and what the interrupt callback reads.
 struct LiveStream::Reader {
   std::unique_ptr<AvSource> src;
+  // Standard input is read non-blocking (libav then polls it, checking the interrupt callback every
+  // millisecond), so stop() ends a wait on a pipe that stays open; its flags are restored at the end.
+  int stdin_flags = -1;
   std::atomic<int64_t> deadline_ns{0};  // 0: no deadline (pipes may pause as long as they like)
   std::atomic<bool> timed_out{false};
   const std::atomic<bool>* stop = nullptr;
@@ -124,9 +130,12 @@ LiveStream::LiveStream(const LiveStreamOptions& opt) : opt_(opt), reader_(std::m
     reader_->deadline_ns = now_ns() + int64_t(opt.timeout_s * 1e9);
   }
   in.interrupt = {interrupt_cb, reader_.get()};
+  if (opt.input == "-" && !isatty(0) && (reader_->stdin_flags = fcntl(0, F_GETFL)) >= 0)
+    fcntl(0, F_SETFL, reader_->stdin_flags | O_NONBLOCK);
   try {
     reader_->src = std::make_unique<AvSource>(url, in);
   } catch (const Error& e) {
+    if (reader_->stdin_flags >= 0) fcntl(0, F_SETFL, reader_->stdin_flags);
     SEGMUX_CHECK(!reader_->timed_out, "live input '", opt.input, "': nothing within ", opt.timeout_s, " s");
     throw;
   }
@@ -142,6 +151,7 @@ LiveStream::LiveStream(const LiveStreamOptions& opt) : opt_(opt), reader_(std::m
 LiveStream::~LiveStream() {
   stop();
   if (thread_.joinable()) thread_.join();
+  if (reader_->stdin_flags >= 0) fcntl(0, F_SETFL, reader_->stdin_flags);
 }
 
 void LiveStream::stop() {
