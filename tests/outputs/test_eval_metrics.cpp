@@ -345,3 +345,24 @@ TEST(EvalMetrics, HostileLabelPngsAreRefused) {
   std::ofstream(dir + "/text.png") << "not a png";
   EXPECT_THROW(read_label_png(dir + "/text.png"), Error);
 }
+
+TEST(EvalMetrics, MalformedJsonInputsGiveSegmuxErrors) {
+  const std::string dir = ::testing::TempDir() + "/eval_malformed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const char* docs[] = {
+      R"({"format": 3, "videos": 1})",
+      R"({"format": "segmux-tracks-2", "width": 4, "height": 3, "frames": [{"frame_index": 0, "objects": [{"id": 1,
+          "prompt": 7, "mask_rle": {"size": [3, 4], "counts": [0, 12, 5]}}]}]})",
+      R"({"format": "segmux-tracks-2", "width": 4, "height": 3, "frames": [{"frame_index": "0"}]})",
+      R"([{"video_id": 1, "segmentations": [{"size": ["3", 4], "counts": ""}]}])",
+      R"({"videos": [{"id": 1, "width": 4, "height": 3, "length": 1}], "annotations": [{"id": 1, "video_id": 1,
+          "segmentations": [{"size": [3, 4], "counts": "&&&"}]}]})",
+      R"([1, 2, 3])"};
+  int i = 0;
+  for (const char* doc : docs) {
+    const std::string path = dir + "/" + std::to_string(i++) + ".json";
+    std::ofstream(path) << doc;
+    EXPECT_THROW(load_mask_video(path), Error) << doc;
+  }
+}

@@ -53,7 +53,7 @@ MaskVideo from_tracks_json(const nlohmann::json& t, const std::string& what) {
         score_sum[id].first += o["score"].get<double>();
         ++score_sum[id].second;
       }
-      const std::string prompt = o.value("prompt", std::string());
+      const std::string prompt = o.contains("prompt") && o["prompt"].is_string() ? o["prompt"].get<std::string>() : "";
       const auto at = std::find(prompts.begin(), prompts.end(), prompt);
       v.categories[id] = at == prompts.end() ? 1 : int(at - prompts.begin()) + 1;
     }
@@ -182,7 +182,7 @@ MaskVideo from_ytvis_results(const nlohmann::json& d, const EvalInputOptions& op
     SEGMUX_CHECK(segs.is_array(), rwhat, ": 'segmentations' must be a list");
     for (const auto& s : segs)  // the size comes from the first mask
       if (!s.is_null() && v.width == 0 && s.is_object() && s.contains("size") && s["size"].is_array() &&
-          s["size"].size() == 2) {
+          s["size"].size() == 2 && s["size"][0].is_number_integer() && s["size"][1].is_number_integer()) {
         v.height = int(std::clamp<int64_t>(s["size"][0].get<int64_t>(), 0, 1 << 20));
         v.width = int(std::clamp<int64_t>(s["size"][1].get<int64_t>(), 0, 1 << 20));
       }
@@ -201,7 +201,8 @@ MaskVideo from_ytvis_results(const nlohmann::json& d, const EvalInputOptions& op
 MaskVideo from_json_file(const std::string& path, const EvalInputOptions& opt) {
   const nlohmann::json d = read_untrusted_json_file(path, kEvalJsonLimits);
   const std::string what = "'" + path + "'";
-  if (d.is_object() && d.value("format", std::string()).rfind("segmux-tracks", 0) == 0)
+  if (d.is_object() && d.contains("format") && d["format"].is_string() &&
+      d["format"].get<std::string>().rfind("segmux-tracks", 0) == 0)
     return from_tracks_json(d, what);
   if (d.is_object() && d.contains("videos") && d.contains("annotations")) return from_ytvis_annotations(d, opt, what);
   if (d.is_array() && !d.empty() && d[0].is_object() && d[0].contains("segmentations"))
