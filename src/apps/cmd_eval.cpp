@@ -27,7 +27,8 @@ protocol) or by equal ids (--match ids). A frame the prediction lacks counts as 
 Examples:
   segmux eval out/dog DAVIS/Annotations/480p/dog --skip-first-last
   segmux eval out/bf16 out/fp32 --match ids          (how far is a bf16 run from the fp32 run?)
-  segmux eval out/dog/ytvis_results.json valid.json --video-id 7 --json)";
+  segmux eval out/dog/ytvis_results.json valid.json --video-id 7 --json
+  segmux eval results.json valid.json --all-videos   (every video: J&F over all objects, pooled mAP))";
 
 void print_scores(const VideoScores& s) {
   std::printf("J&F-Mean  %.4f\n", s.jf);
@@ -44,6 +45,36 @@ void print_scores(const VideoScores& s) {
   }
   for (int64_t id : s.unmatched_pred)
     std::printf("  predicted object %lld: no ground-truth object\n", static_cast<long long>(id));
+}
+
+int eval_all_videos(const std::string& pred_path, const std::string& gt_path, const EvalOptions& opt, bool json) {
+  const DatasetScores d = evaluate_videos(load_ytvis_videos(pred_path), load_ytvis_videos(gt_path), opt);
+  if (json) {
+    nlohmann::json j = {{"J&F-Mean", d.jf},     {"J-Mean", d.j.mean},  {"J-Recall", d.j.recall},
+                        {"J-Decay", d.j.decay}, {"F-Mean", d.f.mean},  {"F-Recall", d.f.recall},
+                        {"F-Decay", d.f.decay}, {"objects", d.objects}};
+    if (d.ap) j["mAP"] = d.ap->ap, j["AP50"] = d.ap->ap50, j["AP75"] = d.ap->ap75;
+    nlohmann::json videos = nlohmann::json::array();
+    for (const auto& [id, v] : d.videos) {
+      nlohmann::json e = scores_json(v);
+      e["video_id"] = id;
+      videos.push_back(std::move(e));
+    }
+    j["videos"] = std::move(videos);
+    std::printf("%s\n", json_text(j, 2).c_str());
+    return 0;
+  }
+  for (const auto& [id, v] : d.videos)
+    std::printf("video %lld: J&F %.4f  J %.4f  F %.4f  (%zu objects)\n", static_cast<long long>(id), v.jf, v.j.mean,
+                v.f.mean, v.objects.size());
+  std::printf("J&F-Mean  %.4f\n", d.jf);
+  std::printf("J-Mean    %.4f   J-Recall %.4f   J-Decay %.4f\n", d.j.mean, d.j.recall, d.j.decay);
+  std::printf("F-Mean    %.4f   F-Recall %.4f   F-Decay %.4f\n", d.f.mean, d.f.recall, d.f.decay);
+  std::printf("videos    %zu, objects %d\n", d.videos.size(), d.objects);
+  if (d.ap)
+    std::printf("mAP       %.4f   AP50 %.4f   AP75 %.4f   (%d categories)\n", d.ap->ap, d.ap->ap50, d.ap->ap75,
+                d.ap->categories);
+  return 0;
 }
 
 int eval_main(int argc, char** argv) {
@@ -67,11 +98,18 @@ int eval_main(int argc, char** argv) {
                "leave out the first and last annotated frames (the DAVIS 2017 semi-supervised protocol)");
   app.add_option("--video-id", video_id, "the video of a YTVIS json holding several (both sides)");
   app.add_option("--pred-video-id", pred_video_id, "the video of PRED when it differs from --video-id");
+  bool all_videos = false;
+  app.add_flag("--all-videos", all_videos,
+               "PRED and GT are YTVIS jsons: every ground-truth video against the prediction's video of the same id; "
+               "J&F over every object, mask AP pooled over the videos")
+      ->excludes("--video-id")
+      ->excludes("--pred-video-id");
   app.add_flag("--json", json, "print the scores as JSON");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   opt.matching = parse_object_matching(match);
   if (video_id >= 0) pred_in.video_id = gt_in.video_id = video_id;
   if (pred_video_id >= 0) pred_in.video_id = pred_video_id;
+  if (all_videos) return eval_all_videos(pred_path, gt_path, opt, json);
   const MaskVideo gt = load_mask_video(gt_path, gt_in);
   const MaskVideo pred = load_mask_video(pred_path, pred_in);
   const VideoScores scores = evaluate_video(pred, gt, opt);

@@ -310,6 +310,19 @@ TEST(EvalMetrics, MaskApByHand) {
   EXPECT_NEAR(ap->ap50, with_d3, 1e-12);
   EXPECT_NEAR(ap->ap75, without, 1e-12);
   EXPECT_NEAR(ap->ap, (4 * with_d3 + 6 * without) / 10, 1e-12);
+  // A ground-truth category nothing predicted scores 0 and joins the mean.
+  gt.objects[3] = {{1, rle_encode(a)}};
+  gt.categories[3] = 5;
+  const auto ap2 = video_mask_ap(pred, gt);
+  EXPECT_EQ(ap2->categories, 2);
+  EXPECT_NEAR(ap2->ap, (4 * with_d3 + 6 * without) / 20, 1e-12);
+  // Two videos pooled: the same video twice gives the same AP (precision and recall are ratios).
+  gt.objects.erase(3);
+  gt.categories.erase(3);
+  ApPool pool;
+  add_ap_matches(pred, gt, pool);
+  add_ap_matches(pred, gt, pool);
+  EXPECT_NEAR(ap_from_pool(pool)->ap50, with_d3, 1e-12);
   // No scores: AP does not apply.
   pred.scores.clear();
   EXPECT_FALSE(video_mask_ap(pred, gt).has_value());
@@ -365,4 +378,29 @@ TEST(EvalMetrics, MalformedJsonInputsGiveSegmuxErrors) {
     std::ofstream(path) << doc;
     EXPECT_THROW(load_mask_video(path), Error) << doc;
   }
+}
+
+TEST(EvalMetrics, AllVideosOfAYtvisDataset) {
+  const std::string dir = ::testing::TempDir() + "/eval_all_videos";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Two 4 x 3 videos of one frame, one object each (column 0: runs [0, 3, 9]). The results find video
+  // 1's object exactly and say nothing of video 2.
+  std::ofstream(dir + "/gt.json") << R"({"videos": [{"id": 1, "width": 4, "height": 3, "length": 1},
+                                                   {"id": 2, "width": 4, "height": 3, "length": 1}],
+    "annotations": [{"id": 1, "video_id": 1, "category_id": 1, "segmentations": [{"size": [3, 4], "counts": [0, 3, 9]}]},
+                    {"id": 2, "video_id": 2, "category_id": 1, "segmentations": [{"size": [3, 4], "counts": [0, 3, 9]}]}]})";
+  std::ofstream(dir + "/res.json") << R"([{"video_id": 1, "category_id": 1, "score": 0.9,
+    "segmentations": [{"size": [3, 4], "counts": [0, 3, 9]}]}])";
+  const DatasetScores d =
+      evaluate_videos(load_ytvis_videos(dir + "/res.json"), load_ytvis_videos(dir + "/gt.json"), {});
+  ASSERT_EQ(d.videos.size(), 2u);
+  EXPECT_DOUBLE_EQ(d.videos[0].second.jf, 1.0);
+  EXPECT_DOUBLE_EQ(d.videos[1].second.jf, 0.0);
+  EXPECT_EQ(d.objects, 2);
+  EXPECT_DOUBLE_EQ(d.jf, 0.5);  // over every object of every video
+  // Pooled AP: one detection (a match at every threshold) for two ground-truth masklets: precision 1 up
+  // to recall 0.5 (51 of the 101 points), nothing above.
+  ASSERT_TRUE(d.ap.has_value());
+  EXPECT_NEAR(d.ap->ap, 51.0 / 101, 1e-12);
 }

@@ -198,6 +198,20 @@ MaskVideo from_ytvis_results(const nlohmann::json& d, const EvalInputOptions& op
   return v;
 }
 
+// The video ids of a YTVIS json (annotations: its videos; results: the ids its entries name), in order.
+std::vector<int64_t> ytvis_video_ids(const nlohmann::json& d, const std::string& what) {
+  std::vector<int64_t> ids;
+  if (d.is_object() && d.contains("videos") && d["videos"].is_array()) {
+    for (const auto& v : d["videos"]) ids.push_back(json_int(v, "id", what + ": a video"));
+  } else if (d.is_array()) {
+    for (const auto& r : d) ids.push_back(json_int(r, "video_id", what + ": a result"));
+  }
+  std::vector<int64_t> unique;
+  for (int64_t id : ids)
+    if (std::find(unique.begin(), unique.end(), id) == unique.end()) unique.push_back(id);
+  return unique;
+}
+
 MaskVideo from_json_file(const std::string& path, const EvalInputOptions& opt) {
   const nlohmann::json d = read_untrusted_json_file(path, kEvalJsonLimits);
   const std::string what = "'" + path + "'";
@@ -233,6 +247,20 @@ RleMask rle_from_json(const nlohmann::json& j, int width, int height, const std:
   SEGMUX_CHECK(total == int64_t(height) * width, what, ": the runs cover ", total, " of ", int64_t(height) * width,
                " pixels");
   return r;
+}
+
+std::vector<std::pair<int64_t, MaskVideo>> load_ytvis_videos(const std::string& path) {
+  const nlohmann::json d = read_untrusted_json_file(path, kEvalJsonLimits);
+  const std::string what = "'" + path + "'";
+  const bool annotations = d.is_object() && d.contains("videos") && d.contains("annotations");
+  SEGMUX_CHECK(annotations || (d.is_array() && !d.empty() && d[0].is_object() && d[0].contains("segmentations")), what,
+               " is not a YTVIS json (annotations or a results list)");
+  std::vector<std::pair<int64_t, MaskVideo>> out;
+  for (int64_t id : ytvis_video_ids(d, what)) {
+    const EvalInputOptions one{.video_id = id};
+    out.emplace_back(id, annotations ? from_ytvis_annotations(d, one, what) : from_ytvis_results(d, one, what));
+  }
+  return out;
 }
 
 nlohmann::json read_eval_json(const std::string& path) { return read_untrusted_json_file(path, kEvalJsonLimits); }

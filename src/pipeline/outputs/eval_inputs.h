@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipeline/outputs/eval_metrics.h"
 
@@ -21,6 +23,9 @@ struct EvalInputOptions {
 };
 
 MaskVideo load_mask_video(const std::string& path, const EvalInputOptions& opt = {});
+
+// Every video of a YTVIS json (annotations or results), by video id, in the file's order.
+std::vector<std::pair<int64_t, MaskVideo>> load_ytvis_videos(const std::string& path);
 
 // A tracks.json (or other evaluation json) read with bounds fit for a whole video's RLE masks.
 nlohmann::json read_eval_json(const std::string& path);

@@ -306,10 +306,12 @@ double masklet_iou(const std::map<int, RleMask>& a, const std::map<int, RleMask>
 
 namespace {
 
-// COCOeval's precision for one category at one IoU threshold, at 101 recall points (-1: no ground truth).
-std::vector<double> precision_at_recalls(const std::vector<std::vector<double>>& iou, size_t num_gt, double thr) {
-  std::vector<bool> gt_used(num_gt, false);
-  std::vector<int> tp;  // per prediction, in score order
+constexpr int kIouThresholds = 10;  // 0.50, 0.55, ..., 0.95
+
+// For each prediction (rows of `iou`, in score order): whether it matched a ground truth at threshold
+// `thr`, COCOeval's greedy way (the unmatched ground truth of highest IoU, at least thr).
+std::vector<bool> greedy_matches(const std::vector<std::vector<double>>& iou, size_t num_gt, double thr) {
+  std::vector<bool> gt_used(num_gt, false), tp;
   for (const auto& row : iou) {
     double best = std::min(thr, 1 - 1e-10);
     int m = -1;
@@ -319,59 +321,123 @@ std::vector<double> precision_at_recalls(const std::vector<std::vector<double>>&
       m = int(g);
     }
     if (m >= 0) gt_used[size_t(m)] = true;
-    tp.push_back(m >= 0 ? 1 : 0);
+    tp.push_back(m >= 0);
   }
+  return tp;
+}
+
+// COCOeval's accumulate for one category at one threshold: precision at 101 recall points.
+double interpolated_ap(std::vector<std::pair<double, bool>> dets, int64_t num_gt) {
+  std::stable_sort(dets.begin(), dets.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<double> rc, pr;
   double tps = 0, fps = 0;
-  for (int t : tp) {
-    tps += t, fps += 1 - t;
+  for (const auto& [score, tp] : dets) {
+    tps += tp, fps += !tp;
     rc.push_back(tps / double(num_gt));
     pr.push_back(tps / (tps + fps));
   }
   for (size_t i = pr.size(); i-- > 1;) pr[i - 1] = std::max(pr[i - 1], pr[i]);
-  std::vector<double> q(101, 0.0);
+  double sum = 0;
   for (int r = 0; r <= 100; ++r) {
-    const double at = r / 100.0;
-    const size_t i = size_t(std::lower_bound(rc.begin(), rc.end(), at) - rc.begin());
-    if (i < pr.size()) q[size_t(r)] = pr[i];
+    const size_t i = size_t(std::lower_bound(rc.begin(), rc.end(), r / 100.0) - rc.begin());
+    if (i < pr.size()) sum += pr[i];
   }
-  return q;
+  return sum / 101;
 }
 
 }  // namespace
 
-std::optional<MaskAp> video_mask_ap(const MaskVideo& pred, const MaskVideo& gt) {
-  if (gt.categories.empty() || pred.categories.empty() || pred.scores.empty()) return std::nullopt;
+void add_ap_matches(const MaskVideo& pred, const MaskVideo& gt, ApPool& pool) {
   std::map<int, std::vector<int64_t>> gt_by_cat, pred_by_cat;
   for (const auto& [id, c] : gt.categories) gt_by_cat[c].push_back(id);
-  for (const auto& [id, c] : pred.categories) pred_by_cat[c].push_back(id);
-  MaskAp out;
-  double sum = 0, sum50 = 0, sum75 = 0;
-  for (const auto& [cat, gts] : gt_by_cat) {
+  for (const auto& [id, c] : pred.categories)
+    if (pred.scores.count(id)) pred_by_cat[c].push_back(id);
+  for (const auto& [cat, ids] : gt_by_cat) pool[cat];  // every category either side has
+  for (const auto& [cat, ids] : pred_by_cat) pool[cat];
+  for (auto& [cat, cm] : pool) {
+    const std::vector<int64_t>& gts = gt_by_cat[cat];
     std::vector<int64_t> dts = pred_by_cat[cat];
-    std::stable_sort(dts.begin(), dts.end(), [&](int64_t a, int64_t b) {
-      return pred.scores.count(a) && pred.scores.count(b) ? pred.scores.at(a) > pred.scores.at(b) : false;
-    });
+    std::stable_sort(dts.begin(), dts.end(),
+                     [&](int64_t a, int64_t b) { return pred.scores.at(a) > pred.scores.at(b); });
     if (dts.size() > 100) dts.resize(100);  // COCO's maxDets
     std::vector<std::vector<double>> iou;
     for (int64_t d : dts) {
       iou.emplace_back();
       for (int64_t g : gts) iou.back().push_back(masklet_iou(pred.objects.at(d), gt.objects.at(g)));
     }
+    cm.num_gt += int64_t(gts.size());
+    std::vector<std::vector<bool>> tp;
+    for (int t = 0; t < kIouThresholds; ++t) tp.push_back(greedy_matches(iou, gts.size(), 0.5 + 0.05 * t));
+    for (size_t k = 0; k < dts.size(); ++k) {
+      std::vector<bool> flags;
+      for (int t = 0; t < kIouThresholds; ++t) flags.push_back(tp[size_t(t)][k]);
+      cm.dets.emplace_back(pred.scores.at(dts[k]), std::move(flags));
+    }
+  }
+}
+
+std::optional<MaskAp> ap_from_pool(const ApPool& pool) {
+  MaskAp out;
+  double sum = 0, sum50 = 0, sum75 = 0;
+  for (const auto& [cat, cm] : pool) {
+    if (cm.num_gt == 0) continue;  // COCOeval: -1, left out of the mean
     double cat_sum = 0;
-    for (int t = 0; t < 10; ++t) {
-      const auto q = precision_at_recalls(iou, gts.size(), 0.5 + 0.05 * t);
-      const double ap_t = std::accumulate(q.begin(), q.end(), 0.0) / double(q.size());
+    for (int t = 0; t < kIouThresholds; ++t) {
+      std::vector<std::pair<double, bool>> dets;
+      for (const auto& [score, flags] : cm.dets) dets.emplace_back(score, flags[size_t(t)]);
+      const double ap_t = interpolated_ap(std::move(dets), cm.num_gt);
       cat_sum += ap_t;
       if (t == 0) sum50 += ap_t;
       if (t == 5) sum75 += ap_t;
     }
-    sum += cat_sum / 10;
+    sum += cat_sum / kIouThresholds;
     ++out.categories;
   }
+  if (out.categories == 0) return std::nullopt;
   out.ap = sum / out.categories;
   out.ap50 = sum50 / out.categories;
   out.ap75 = sum75 / out.categories;
+  return out;
+}
+
+std::optional<MaskAp> video_mask_ap(const MaskVideo& pred, const MaskVideo& gt) {
+  if (gt.categories.empty() || pred.categories.empty() || pred.scores.empty()) return std::nullopt;
+  ApPool pool;
+  add_ap_matches(pred, gt, pool);
+  return ap_from_pool(pool);
+}
+
+DatasetScores evaluate_videos(const std::vector<std::pair<int64_t, MaskVideo>>& pred,
+                              const std::vector<std::pair<int64_t, MaskVideo>>& gt, const EvalOptions& opt) {
+  DatasetScores out;
+  ApPool pool;
+  // AP applies when the predictions score and the ground truth has categories; a video the
+  // predictions leave out still counts its ground truth.
+  bool pred_scored = false, gt_categorised = false;
+  for (const auto& [id, v] : pred) pred_scored = pred_scored || (!v.scores.empty() && !v.categories.empty());
+  for (const auto& [id, v] : gt) gt_categorised = gt_categorised || !v.categories.empty();
+  const bool ap_applies = pred_scored && gt_categorised;
+  for (const auto& [id, g] : gt) {
+    MaskVideo p;
+    p.width = g.width, p.height = g.height;
+    for (const auto& [pid, v] : pred)
+      if (pid == id) p = v;
+    if (g.objects.empty()) continue;  // nothing to judge on this video
+    VideoScores vs = evaluate_video(p, g, opt);
+    if (ap_applies) add_ap_matches(p, g, pool);
+    for (const ObjectScore& o : vs.objects) {
+      out.j.mean += o.j.mean, out.j.recall += o.j.recall, out.j.decay += o.j.decay;
+      out.f.mean += o.f.mean, out.f.recall += o.f.recall, out.f.decay += o.f.decay;
+      ++out.objects;
+    }
+    out.videos.emplace_back(id, std::move(vs));
+  }
+  SEGMUX_CHECK(out.objects > 0, "the ground truth has no objects in any video");
+  for (SeriesStats* s : {&out.j, &out.f}) {
+    s->mean /= out.objects, s->recall /= out.objects, s->decay /= out.objects;
+  }
+  out.jf = (out.j.mean + out.f.mean) / 2;
+  if (ap_applies) out.ap = ap_from_pool(pool);
   return out;
 }
 

@@ -81,6 +81,15 @@ struct MaskAp {
   int categories = 0;  // categories with ground truth
 };
 std::optional<MaskAp> video_mask_ap(const MaskVideo& pred, const MaskVideo& gt);
+// Several videos: every video's matches pooled per category before precision and recall (COCOeval's
+// accumulate), then ap_from_pool.
+struct CategoryMatches {
+  int64_t num_gt = 0;
+  std::vector<std::pair<double, std::vector<bool>>> dets;  // score, matched at each IoU threshold
+};
+using ApPool = std::map<int, CategoryMatches>;
+void add_ap_matches(const MaskVideo& pred, const MaskVideo& gt, ApPool& pool);
+std::optional<MaskAp> ap_from_pool(const ApPool& pool);
 double masklet_iou(const std::map<int, RleMask>& a, const std::map<int, RleMask>& b);
 
 struct VideoScores {
@@ -95,6 +104,19 @@ struct VideoScores {
 // Evaluates `pred` against `gt` on gt's frames (a frame pred lacks is an empty prediction). Sizes must
 // agree; errors say which.
 VideoScores evaluate_video(const MaskVideo& pred, const MaskVideo& gt, const EvalOptions& opt);
+
+// A dataset of videos (YTVIS jsons, --all-videos): each ground-truth video against the prediction's
+// video of the same id (none: an empty prediction); J, F and J&F averaged over every object of every
+// video (as DAVIS averages over all sequences' objects), mask AP pooled over the videos (COCOeval).
+struct DatasetScores {
+  std::vector<std::pair<int64_t, VideoScores>> videos;
+  SeriesStats j, f;
+  double jf = 0;
+  int objects = 0;
+  std::optional<MaskAp> ap;
+};
+DatasetScores evaluate_videos(const std::vector<std::pair<int64_t, MaskVideo>>& pred,
+                              const std::vector<std::pair<int64_t, MaskVideo>>& gt, const EvalOptions& opt);
 
 // The scores by their DAVIS names ("J&F-Mean", "J-Mean", "J-Recall", "J-Decay", "F-Mean", ...), with
 // per-object entries, as `segmux eval --json` prints them.
