@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "../common/two_bucket_set.h"
+#include "core/error.h"
 #include "io/safetensors.h"
+#include "models/sam31/bucket_batch.h"
 #include "models/sam31/tracker_io.h"
 #include "verify/sam31/parity.h"
 
@@ -61,4 +63,44 @@ TEST(TwoBucketSet, TrackerModulesMatchTheOfficialCallsBucketByBucket) {
       }
     }
   EXPECT_GE(two_bucket_calls, 3);  // the set exists for calls with two buckets
+}
+
+TEST(BucketVariants, NamesParseAndBadOnesAreRefused) {
+  std::string base;
+  int b = 0;
+  EXPECT_TRUE(parse_bucket_variant("buckets2", &base, &b));
+  EXPECT_EQ(base, "");
+  EXPECT_EQ(b, 2);
+  EXPECT_TRUE(parse_bucket_variant("image_size_masks.buckets16", &base, &b));
+  EXPECT_EQ(base, "image_size_masks");
+  EXPECT_EQ(b, 16);
+  EXPECT_EQ(bucket_variant("image_size_masks", 4), "image_size_masks.buckets4");
+  for (const char* bad : {"buckets", "buckets1", "buckets0", "buckets02", "bucketsx", "buckets99999", "fp32_mlp", ""})
+    EXPECT_FALSE(parse_bucket_variant(bad, &base, &b)) << bad;
+  EXPECT_THROW(bucket_variant("", 1), Error);
+  // Only the tracker candidates have bucket variants; elsewhere the name is an unknown variant.
+  EXPECT_TRUE(has_bucket_variants(CandidateId::propagation_decoder));
+  EXPECT_TRUE(has_bucket_variants(CandidateId::memory_encoder));
+  EXPECT_FALSE(has_bucket_variants(CandidateId::backbone));
+}
+
+TEST(BucketVariants, StackingChecksTheSharedInputs) {
+  auto t = [](float v, int64_t rows) {
+    Tensor x(DType::f32, {rows, 2});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = v;
+    return x;
+  };
+  std::vector<std::map<std::string, Tensor>> per = {{{"own", t(1, 3)}, {"shared", t(5, 1)}},
+                                                    {{"own", t(2, 3)}, {"shared", t(5, 1)}}};
+  auto s = stack_bucket_inputs(per, {"own"}, true);
+  ASSERT_EQ(s.at("own").shape(), (Shape{6, 2}));
+  EXPECT_EQ(s.at("own").data<float>()[0], 1.0f);
+  EXPECT_EQ(s.at("own").data<float>()[11], 2.0f);
+  EXPECT_EQ(s.at("shared").shape(), (Shape{1, 2}));
+  auto parts = split_bucket_outputs({{"y", t(7, 2)}}, 2);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].at("y").shape(), (Shape{1, 2}));
+  per[1]["shared"] = t(6, 1);  // a "shared" input that differs between buckets
+  EXPECT_THROW(stack_bucket_inputs(per, {"own"}, true), Error);
+  EXPECT_THROW(split_bucket_outputs({{"y", t(7, 3)}}, 2), Error);
 }
