@@ -23,6 +23,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
+  libavdevice-dev  # live input from capture devices (v4l2, lavfi): src/pipeline/media/live_stream.h
   python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
   qemu-user haproxy clang-format

@@ -21,6 +21,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/format_options.h"
 #include "apps/precision_option.h"
 #include "apps/track_video.h"
 #include "core/error.h"
@@ -94,6 +95,7 @@ TrackSettings settings_for(const BatchItem& item, const TrackSettings& defaults,
   if (item.max_frames) t.max_frames = *item.max_frames;
   if (item.direction) t.direction = *item.direction;
   if (item.fps) t.folder_fps = *item.fps;
+  t.video_id = item.line;
   t.json = false;
   t.stop = &g_stop;
   return t;
@@ -293,6 +295,7 @@ void add_options(CLI::App& app, BatchOptions& o) {
   app.add_option("--rle", t.rle, "compressed (default) or uncompressed")
       ->check(CLI::IsMember({"compressed", "uncompressed"}));
   app.add_option("--fps", t.folder_fps, "frame rate of frame folders")->check(CLI::PositiveNumber);
+  add_format_options(app, t, false);  // ytvis_results.json's video_id: the video's manifest line
   add_threads_option(app, o.src.num_threads, "CPU threads");
   add_precision_option(app, o.src.precision, "fp32 or bf16: how a --weights checkpoint is compiled");
   app.add_flag("--quiet,-q", t.quiet, "no progress output");

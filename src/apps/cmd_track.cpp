@@ -19,9 +19,11 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/format_options.h"
 #include "apps/precision_option.h"
 #include "apps/request_plan.h"
 #include "apps/staged_output.h"
+#include "apps/track_live.h"
 #include "apps/track_options.h"
 #include "apps/track_video.h"
 #include "core/error.h"
@@ -160,7 +162,8 @@ Details: docs/track.md)";
 int run_track(int argc, char** argv) {
   CLI::App app{
       "Segment and track every object matching a text prompt through a video.\n"
-      "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
+      "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF, a folder of frames, or live: - (standard input),\n"
+      "a stream URL (rtsp://, http://, HLS) or a capture device (v4l2:/dev/video0), tracked as frames arrive.",
       "segmux track"};
   app.footer(kFooter);
   TrackSettings s;
@@ -173,7 +176,10 @@ int run_track(int argc, char** argv) {
   bool &quiet = s.quiet, &json = s.json, &no_masks = s.no_masks;
   std::string &rle = s.rle, &masks = s.masks;
   double& folder_fps = s.folder_fps;
-  app.add_option("input", input, "video file, GIF or frame folder")->required();
+  app.add_option("input", input,
+                 "video file, GIF or frame folder; live: - (standard input), a stream URL (rtsp://, http://, ...) or "
+                 "a capture device (v4l2:/dev/video0)")
+      ->required();
   app.add_option("--prompt,-p", prompts, "text prompt, e.g. \"dog\" (repeatable: every concept is tracked at once)");
   add_track_prompt_options(app, popt);
   app.add_option("-o,--out,--output", out_dir, "output folder (created if absent)")->required();
@@ -209,6 +215,9 @@ int run_track(int argc, char** argv) {
       ->check(CLI::IsMember({"compressed", "uncompressed"}));
   app.add_option("--fps", folder_fps, "frame rate of a frame folder (gives tracks.json timestamps)")
       ->check(CLI::PositiveNumber);
+  add_format_options(app, s);
+  LiveTrackOptions live;
+  add_live_options(app, live);
   add_threads_option(app, src.num_threads, "CPU threads");
   add_precision_option(app, src.precision,
                        "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
@@ -226,13 +235,17 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   s.engine = src.engine;
   std::optional<OpenedModel> opened;
-  track_video(s, [&](const LogFn& log) -> OpenedModel& {
+  const ModelGetter get_model = [&](const LogFn& log) -> OpenedModel& {
     if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
     opened = open_model(src, log);
     if (demo) opened->description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
     log("model: " + opened->description + (src.engine == "ort" ? " on ONNX Runtime" : ""));
     return *opened;
-  });
+  };
+  if (is_live_input(input))
+    track_live(s, live, get_model);  // "-", a URL or a capture device (track_live.h)
+  else
+    track_video(s, get_model);
   return 0;
 }
 
@@ -254,7 +267,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
 
-  // Everything that can be checked before any output exists: input, start frame, model.
+  // Everything that can be checked before any output exists: formats, input, start frame, model.
+  const std::vector<ExportFormat> formats = parse_export_formats(s.formats);
   auto reader = open_video(input, folder_fps);
   log("input: " + reader->describe());
   const int n = reader->num_frames();
@@ -278,6 +292,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
   opt.prompts = prompts;
   opt.source = input;
   opt.fps = reader->fps();
+  opt.formats = formats;
+  opt.export_context = {.video_id = s.video_id, .fps = opt.fps, .media_name = fs::path(input).filename().string()};
   std::string overlay_final;
   if (overlay == "auto") {
     std::string name = fs::path(input).extension() == ".gif" ? "overlay.gif" : "overlay.mp4";
@@ -370,7 +386,9 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     for (int f : spool->frames()) write(spool->get(f, reader->width(), reader->height()));
   }
   writer.finish();
-  staged.commit({"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"});
+  std::vector<std::string> outputs = {"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"};
+  for (const std::string& name : export_file_names()) outputs.push_back(name);
+  staged.commit(outputs);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (json) {

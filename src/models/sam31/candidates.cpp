@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/sam31/backbone.h"
+#include "models/sam31/bucket_batch.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/interactive_decoder.h"
 #include "models/sam31/memory_encoder.h"
@@ -111,6 +112,11 @@ std::vector<Candidate> make_table() {
 
 ir::Graph Candidate::build(const ModelConfig& cfg, const Weights& w, const std::string& variant) const {
   if (variant.empty()) return build_default(cfg, w);
+  // Several buckets in one call (bucket_batch.h): "[<variant>.]buckets<B>" of a tracker candidate.
+  std::string base;
+  int buckets = 0;
+  if (has_bucket_variants(id) && parse_bucket_variant(variant, &base, &buckets))
+    return replicate_over_buckets(build(cfg, w, base), buckets, per_bucket_inputs(id));
   bool known = false;
   std::string list;
   for (const auto& v : variants) {

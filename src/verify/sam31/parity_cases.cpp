@@ -14,6 +14,7 @@
 #include "ir/builder.h"
 #include "models/sam31/backbone.h"
 #include "models/sam31/box_exemplars.h"
+#include "models/sam31/bucket_batch.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/memory_encoder.h"
 #include "models/sam31/point_decoder.h"
@@ -355,6 +356,28 @@ std::string bucket_label(const std::string& label, const MultiplexAssignment& a,
   return a.num_buckets() == 1 ? label : label + "_bucket" + std::to_string(bucket);
 }
 
+// The official call as recorded: every bucket of the state in one call of the candidate's bucket variant
+// (bucket_batch.h), compared with the official batched tensors (the per-bucket cases' expected rows,
+// stacked back along axis 0). Nothing when the call had one bucket.
+void add_batched_case(std::vector<ParityCase>& cases, size_t first, const std::string& label, CandidateId id) {
+  const size_t buckets = cases.size() - first;
+  if (buckets < 2) return;
+  ParityCase c;
+  c.label = label + "_batch" + std::to_string(buckets);
+  c.variant = bucket_variant(cases[first].variant, int(buckets));
+  std::vector<std::map<std::string, Tensor>> inputs, expected;
+  for (size_t k = first; k < cases.size(); ++k) {
+    inputs.push_back(cases[k].inputs);
+    expected.push_back(cases[k].expected);
+  }
+  c.inputs = stack_bucket_inputs(inputs, per_bucket_inputs(id), /*check_shared=*/true);
+  std::vector<std::string> all_outputs;
+  for (const auto& [name, t] : expected[0]) all_outputs.push_back(name);
+  c.expected = stack_bucket_inputs(expected, all_outputs);
+  c.tolerance = cases[first].tolerance;
+  cases.push_back(std::move(c));
+}
+
 }  // namespace
 
 // ---- memory_encoder ----------------------------------------------------------------------------
@@ -395,8 +418,10 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
   for (const std::string& label : fixture_modules(fixture_dir, "memory_encoder_")) {
     TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
     const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    const size_t first = cases.size();
     for (int b = 0; b < assignment.num_buckets(); ++b)
       cases.push_back(memory_encoder_case(f, label, cfg, assignment, b));
+    add_batched_case(cases, first, label, CandidateId::memory_encoder);
   }
   return cases;
 }
@@ -472,7 +497,9 @@ std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixt
   for (const std::string& label : fixture_modules(fixture_dir, "propagation_f")) {
     TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
     const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    const size_t first = cases.size();
     for (int b = 0; b < assignment.num_buckets(); ++b) cases.push_back(propagation_case(f, label, cfg, assignment, b));
+    add_batched_case(cases, first, label, CandidateId::propagation_decoder);
   }
   return cases;
 }
