@@ -157,14 +157,10 @@ class BatchRun {
 
  private:
   // The model, loaded at the first video that needs it (a rerun with nothing left loads nothing).
-  // Every later video starts from a reset backend: it caches frame features by frame index, and a
-  // previous video's frame 2 must never stand in for this one's (the masks would differ from `track`).
+  // Every video runs in a fresh session of it (its own frame features and tracker memories).
   ModelGetter model_getter() {
     return [this](const LogFn& log) -> OpenedModel& {
-      if (model_) {
-        model_->backend->reset();
-        return *model_;
-      }
+      if (model_) return *model_;
       const auto t0 = std::chrono::steady_clock::now();
       ModelSource src = o_.src;
       try {

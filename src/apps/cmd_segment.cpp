@@ -187,7 +187,7 @@ int run_segment(int argc, char** argv) {
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
   log("model: " + model.description);
-  ImageProcessor proc(*model.backend, threshold);
+  ImageProcessor proc(*model.model, threshold);
 
   StagedOutput staged(out_dir);
   std::vector<std::string> written;

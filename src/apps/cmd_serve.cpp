@@ -388,7 +388,7 @@ int serve(Options& opt, const pipeline::ModelSource& src) {
   const pipeline::ControlConfig ccfg = pipeline::control_config_for(model.config);
 
   service::ResourceStore store(opt.allow_dir, opt.max_body_bytes, 32, opt.replica_id);
-  RequestService svc(*model.backend, ccfg, opt.limits, store);
+  RequestService svc(*model.model, ccfg, opt.limits, store);
   svc.set_replica_id(opt.replica_id);
   Server server(opt, svc, store, gate);
   server.routes();

@@ -301,7 +301,7 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
   // a plain run's memory stays flat however long the video.
   SessionOptions sopt;
   sopt.keep_outputs = !requests.empty();
-  VideoSession session(*model.backend, *reader, ccfg, sopt);
+  VideoSession session(*model.model, *reader, ccfg, sopt);  // this video's own model session
 
   // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
   const bool forward = direction != "backward", backward = direction != "forward";

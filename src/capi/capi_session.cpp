@@ -68,7 +68,7 @@ segmux_status open_session(segmux_model* model, segmux_session** out, const char
 void start_video(segmux_session& s) {
   pl::SessionOptions o;
   o.live_frames_held = s.live ? s.keep_frames : 0;
-  s.video = std::make_unique<pl::VideoSession>(*s.model->opened.backend, *s.source, s.model->control, o);
+  s.video = std::make_unique<pl::VideoSession>(*s.model->opened.model, *s.source, s.model->control, o);
 }
 
 pl::PropagateRequest request_of(const segmux_propagate_options* o, const segmux_session& s) {

@@ -17,7 +17,6 @@
 #include "pipeline/predictor/session_api.h"
 #include "service/official_request.h"
 #include "service/page_images.h"
-#include "service/session_backend.h"
 
 namespace segmux::service {
 
@@ -64,8 +63,7 @@ void only_fields(const json& r, std::set<std::string> keys, const std::string& t
 struct Session {
   std::string id, resource_path, path;
   std::unique_ptr<VideoReader> reader;  // the model's frames
-  std::unique_ptr<SessionBackend> backend;  // the session's own view of the model
-  std::unique_ptr<VideoSession> video;
+  std::unique_ptr<VideoSession> video;  // on a model session of its own
   std::atomic<bool> have_prompt{false};  // written under the model mutex
   bool closed = false;                   // under the model mutex
   std::atomic<int64_t> last_used_ms{0};
@@ -96,11 +94,6 @@ struct InUse {
     --s.active;
   }
   Session& s;
-};
-
-class RequestService::Shared : public SharedModel {
- public:
-  using SharedModel::SharedModel;
 };
 
 json frame_response(const FrameOutput& out) {
@@ -136,13 +129,8 @@ json with_tracked_ids(json response, const VideoSession& video) {
 }
 }  // namespace
 
-RequestService::RequestService(ModelBackend& backend, ControlConfig config, ServiceLimits limits,
-                               ResourceStore& resources)
-    : shared_(std::make_unique<Shared>(backend)),
-      config_(config),
-      limits_(limits),
-      resources_(resources),
-      started_(Clock::now()) {}
+RequestService::RequestService(Model& model, ControlConfig config, ServiceLimits limits, ResourceStore& resources)
+    : model_(model), config_(config), limits_(limits), resources_(resources), started_(Clock::now()) {}
 
 RequestService::~RequestService() { close_all(); }
 
@@ -218,10 +206,9 @@ json RequestService::start_session(const json& r) {
                                 std::to_string(limits_.max_pixels) + ")");
   s->resource_path = resource;
   s->path = path;
-  s->backend = std::make_unique<SessionBackend>(*shared_);
   // Outputs kept (the session's default), as `segmux track --requests` and the official predictor: a
   // point prompt answers with the frame's kept outputs, and the propagation after it is the partial one.
-  s->video = std::make_unique<VideoSession>(*s->backend, *s->reader, config_);
+  s->video = std::make_unique<VideoSession>(model_, *s->reader, config_);
   s->last_used_ms = now_ms();
   std::lock_guard<std::mutex> lock(table_mu_);
   if (int(sessions_.size()) >= limits_.max_sessions)
@@ -245,15 +232,12 @@ json RequestService::start_session(const json& r) {
 
 void RequestService::teardown(Session& s) {
   std::unique_ptr<VideoSession> video;
-  std::unique_ptr<SessionBackend> backend;
   {
     std::lock_guard<std::mutex> lock(table_mu_);  // cancel() reads the pointer under it
     s.closed = true;
     video.swap(s.video);
-    backend.swap(s.backend);
   }
-  video.reset();  // before the backend it runs on
-  backend.reset();   // drops the session's states and features from the shared model
+  video.reset();  // drops the session's model session: its states and features
 }
 
 void RequestService::cancel(Session& s) {

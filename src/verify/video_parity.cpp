@@ -148,11 +148,11 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   // Control-plane settings: the fixture's config over the official defaults.
   ControlConfig ccfg = load_control_config(dir + "/config.json");
   std::ostringstream calls;
-  std::unique_ptr<ModelBackend> traced;
-  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
+  std::unique_ptr<Model> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
   SessionOptions sopt;
   sopt.keep_outputs = false;  // one propagation: nothing to fetch later
-  VideoSession session(traced ? *traced : *model.backend, *frames, ccfg, sopt);
+  VideoSession session(traced ? *traced : *model.model, *frames, ccfg, sopt);
   VideoParityReport rep;
   const int start = trace["add_prompt"].value("frame_index", 0);
   auto t0 = std::chrono::steady_clock::now();
@@ -209,11 +209,11 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   const ModelSource src = fixture_model_source(opt);
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
   std::ostringstream calls;
-  std::unique_ptr<ModelBackend> traced;
-  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
+  std::unique_ptr<Model> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
   auto frames = open_video(dir + "/video/frames");
   // Outputs kept (the default): remove_object answers with the frame's kept outputs.
-  VideoSession session(traced ? *traced : *model.backend, *frames, load_control_config(dir + "/config.json"));
+  VideoSession session(traced ? *traced : *model.model, *frames, load_control_config(dir + "/config.json"));
   RequestReplayReport rep;
   int index = 0;
   for (const auto& r : trace["requests"]) {

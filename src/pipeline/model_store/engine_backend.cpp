@@ -11,7 +11,7 @@
 #include "models/sam31/state_dict.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/candidate_model.h"
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/model_store/cache.h"
 
@@ -56,14 +56,14 @@ void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& we
   }
 }
 
-std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
-                                                  const std::string& dir, sam31::Tokenizer tok, const LogFn& log) {
+std::shared_ptr<Model> open_engine_model(const ModelSource& src, const sam31::ModelConfig& cfg, const std::string& dir,
+                                         sam31::Tokenizer tok, const LogFn& log) {
   require_engine(src.engine);
   if (src.engine == "smx")
-    return open_compiled_backend(cfg, dir, std::move(tok), src.num_threads,
-                                 verified_memo_dir(src.cache_dir.empty() ? default_cache_dir() : src.cache_dir));
+    return open_smx_model(cfg, dir, std::move(tok), src.num_threads,
+                          verified_memo_dir(src.cache_dir.empty() ? default_cache_dir() : src.cache_dir));
   if (!src.weights.empty()) ensure_onnx_candidates(cfg, src.weights, dir, log);
-  return open_ort_backend(cfg, dir, std::move(tok), src.num_threads);
+  return open_ort_model(cfg, dir, std::move(tok), src.num_threads);
 }
 
 }  // namespace segmux::pipeline

@@ -7,7 +7,7 @@
 
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/model_store/model_store.h"
 
 namespace segmux::pipeline {
@@ -20,10 +20,9 @@ void require_engine(const std::string& engine);
 void ensure_onnx_candidates(const sam31::ModelConfig& cfg, const std::string& weights_path, const std::string& dir,
                             const LogFn& log);
 
-// The backend of src.engine on the model folder `dir` (the ONNX files exported first when the model
+// The model of src.engine on the model folder `dir` (the ONNX files exported first when the model
 // comes from a checkpoint).
-std::unique_ptr<ModelBackend> open_engine_backend(const ModelSource& src, const sam31::ModelConfig& cfg,
-                                                  const std::string& dir, sam31::Tokenizer tok,
-                                                  const LogFn& log);
+std::shared_ptr<Model> open_engine_model(const ModelSource& src, const sam31::ModelConfig& cfg, const std::string& dir,
+                                         sam31::Tokenizer tok, const LogFn& log);
 
 }  // namespace segmux::pipeline

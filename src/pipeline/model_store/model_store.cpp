@@ -21,7 +21,7 @@
 #include "models/sam31/candidates.h"
 #include "models/sam31/state_dict.h"
 #include "models/sam31/tokenizer.h"
-#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/candidate_model.h"
 #include "pipeline/model_store/cache.h"
 #include "pipeline/model_store/engine_backend.h"
 #include "pipeline/package/package.h"
@@ -187,14 +187,14 @@ OpenedModel open_model(const ModelSource& src, const LogFn& log) {
       SEGMUX_CHECK(fs::exists(dir + "/" + f.file + ".smx"), "model folder '", dir, "' lacks ", f.file, ".smx");
   sam31::Tokenizer tok = sam31::Tokenizer::load(vocab, m.config.text_context_length);
   try {
-    m.backend = open_engine_backend(src, m.config, dir, tok, log);
+    m.model = open_engine_model(src, m.config, dir, tok, log);
   } catch (const Error& e) {
     if (src.weights.empty()) throw;  // a model folder the user gave: report, never delete
     // A cache entry of ours that no longer loads (a corrupted or truncated file): build it again.
     log(std::string("the cached model is damaged (") + e.what() + "): compiling it again");
     fs::remove_all(dir);
     dir = cached_model_dir(src, m.config, vocab, log);
-    m.backend = open_engine_backend(src, m.config, dir, tok, log);
+    m.model = open_engine_model(src, m.config, dir, tok, log);
   }
   m.model_dir = dir;
   return m;

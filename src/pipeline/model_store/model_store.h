@@ -8,7 +8,7 @@
 
 #include "core/cpu_cores.h"
 #include "models/sam31/config.h"
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 
 namespace segmux::pipeline {
 
@@ -26,14 +26,14 @@ struct ModelSource {
 };
 
 struct OpenedModel {
-  std::unique_ptr<ModelBackend> backend;
+  std::shared_ptr<Model> model;  // shared by every session (model->new_session())
   sam31::ModelConfig config;
   std::string model_dir;    // the folder of compiled candidates in use
   std::string description;  // for logs: where the model came from
 };
 
-// Compiles (or finds cached) candidates and opens a backend on them. `log` receives progress lines.
-// The backend serves any video (its frame count comes with each call).
+// Compiles (or finds cached) candidates and opens the model on them. `log` receives progress lines.
+// The model serves any number of videos, each in its own session (frame counts come with each call).
 OpenedModel open_model(const ModelSource& src, const LogFn& log);
 
 // Builds every compiled file of sam31::compiled_files() from weights + config, compiles each to

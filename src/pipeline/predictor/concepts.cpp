@@ -87,139 +87,18 @@ PropagationAction::Type plan_propagation(const std::vector<PropagationAction>& h
   return ids.empty() ? T::Fetch : T::Partial;
 }
 
-// Per concept, the one real backend: backbone features are reference-counted across concepts (run
-// once per frame, released when no concept holds them), tracker state ids are renumbered so that
-// concepts never collide, and the concept's text batch is selected again before each detection.
-class ConceptSet::SharedBackend {
- public:
-  explicit SharedBackend(ModelBackend& real) : real_(real) {}
-  ModelBackend& real() { return real_; }
-  void acquire(int concept_id, int frame, const RgbFrame& rgb) {
-    auto& holders = holders_[frame];
-    if (holders.empty()) real_.run_backbone(frame, rgb);
-    holders.insert(concept_id);
-  }
-  void release(int concept_id, int frame) {
-    auto it = holders_.find(frame);
-    if (it == holders_.end()) return;
-    it->second.erase(concept_id);
-    if (it->second.empty()) {
-      real_.release_frame(frame);
-      holders_.erase(it);
-    }
-  }
-  void release_all(int concept_id) {
-    std::vector<int> frames;
-    for (const auto& [f, h] : holders_)
-      if (h.count(concept_id)) frames.push_back(f);
-    for (int f : frames) release(concept_id, f);
-  }
-  void select_text(const std::vector<std::string>& batch) {
-    if (batch != current_text_) real_.encode_text(batch);
-    current_text_ = batch;
-  }
-  int state_id(int concept_id, int local) {
-    auto [it, added] = state_ids_.try_emplace({concept_id, local}, next_state_);
-    if (added) ++next_state_;
-    return it->second;
-  }
-  void forget_state(int concept_id, int local) { state_ids_.erase({concept_id, local}); }
-  std::vector<int> states_of(int concept_id) const {
-    std::vector<int> out;
-    for (const auto& [k, v] : state_ids_)
-      if (k.first == concept_id) out.push_back(k.second);
-    return out;
-  }
-
- private:
-  ModelBackend& real_;
-  std::map<int, std::set<int>> holders_;
-  std::vector<std::string> current_text_;
-  std::map<std::pair<int, int>, int> state_ids_;
-  int next_state_ = 0;
-};
-
-namespace {
-
-class ConceptBackend : public ModelBackend {
- public:
-  ConceptBackend(ConceptSet::SharedBackend& shared, int id) : shared_(shared), id_(id) {}
-  BackendGeometry geometry() const override { return shared_.real().geometry(); }
-  void encode_text(const std::vector<std::string>& batch) override {
-    text_ = batch;
-    shared_.select_text(batch);
-  }
-  void run_backbone(int frame, const RgbFrame& rgb) override { shared_.acquire(id_, frame, rgb); }
-  void release_frame(int frame) override { shared_.release(id_, frame); }
-  DetectorOutput detect(int frame) override {
-    shared_.select_text(text_);
-    return detect_with_exemplars(shared_.real(), frame, boxes_);
-  }
-  void set_box_exemplars(int frame, const std::vector<sam31::BoxExemplar>& boxes) override {
-    set_frame_exemplars(boxes_, frame, boxes);
-  }
-  TrackerOutput propagate(const TrackerStateView& state, int frame, bool reverse) override {
-    return shared_.real().propagate(global(state), frame, reverse);
-  }
-  void encode_memory(const TrackerStateView& state, int frame, const Tensor& masks, const Tensor& scores) override {
-    shared_.real().encode_memory(global(state), frame, masks, scores);
-  }
-  void add_masks(const TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids, const Tensor& masks,
-                 MaskInputKind kind, bool conditioning) override {
-    shared_.real().add_masks(global(state), frame, obj_ids, masks, kind, conditioning);
-  }
-  TrackerOutput add_points(const TrackerStateView& state, int frame, int64_t obj_id, const PointInputs& points,
-                           bool conditioning) override {
-    return shared_.real().add_points(global(state), frame, obj_id, points, conditioning);
-  }
-  void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
-    shared_.real().extract_object(global(source), global(singleton), obj_id);
-  }
-  void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
-    shared_.real().relayout_refined_object(global(before), global(after), obj_id);
-  }
-  void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) override {
-    shared_.real().remove_objects(global(state), removed);
-  }
-  void drop_state(int state_id) override {
-    shared_.real().drop_state(shared_.state_id(id_, state_id));
-    shared_.forget_state(id_, state_id);
-  }
-  // A concept's reset leaves the other concepts' text, frames and states alone.
-  void reset() override {
-    boxes_.clear();
-    for (int s : shared_.states_of(id_)) drop_state(s);
-    shared_.release_all(id_);
-  }
-
- private:
-  TrackerStateView global(const TrackerStateView& state) {
-    TrackerStateView v = state;
-    v.state_id = shared_.state_id(id_, state.state_id);
-    return v;
-  }
-  ConceptSet::SharedBackend& shared_;
-  const int id_;
-  std::vector<std::string> text_;
-  FrameExemplars boxes_;
-};
-
-}  // namespace
-
 struct ConceptSet::Concept {
   std::string text;
   int prompt_frame = 0;
   std::optional<float> output_prob_thresh;
-  std::unique_ptr<ConceptBackend> backend;
   std::unique_ptr<VideoControlPlane> control;
   std::deque<FrameOutput> ready;  // propagate(): this concept's outputs not yet merged
 };
 
-ConceptSet::ConceptSet(ModelBackend& backend, FrameSource& frames, ControlConfig config)
-    : backend_(backend),
+ConceptSet::ConceptSet(ModelSession& model, FrameSource& frames, ControlConfig config)
+    : model_(model),
       frames_(frames),
       cfg_(config),
-      shared_(std::make_unique<SharedBackend>(backend)),
       cached_frames_(std::make_unique<LastFrameCache>(frames)),
       max_id_(std::make_shared<int64_t>(-1)) {}
 
@@ -281,8 +160,7 @@ ConceptSet::Concept& ConceptSet::concept_for(const std::string& text) {
   if (it == concepts_.end()) {
     auto c = std::make_unique<Concept>();
     c->text = text;
-    c->backend = std::make_unique<ConceptBackend>(*shared_, int(concepts_.size()));
-    c->control = std::make_unique<VideoControlPlane>(*c->backend, *cached_frames_, cfg_);
+    c->control = std::make_unique<VideoControlPlane>(model_, *cached_frames_, cfg_);
     c->control->share_object_ids(max_id_);
     c->control->keep_decisions(keep_decisions_);
     concepts_.push_back(std::move(c));

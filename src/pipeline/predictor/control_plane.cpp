@@ -18,9 +18,9 @@ const char* phase_name(FramePhase phase) {
   return "unknown";
 }
 
-VideoControlPlane::VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config)
-    : backend_(backend), frames_(frames), cfg_(config), geo_(backend.geometry()) {
-  SEGMUX_CHECK(geo_.low_res_mask_size > 0 && geo_.input_mask_size > 0, "backend reports mask sizes ",
+VideoControlPlane::VideoControlPlane(ModelSession& model, FrameSource& frames, ControlConfig config)
+    : model_(model), frames_(frames), cfg_(config), geo_(model.geometry()) {
+  SEGMUX_CHECK(geo_.low_res_mask_size > 0 && geo_.input_mask_size > 0, "the model reports mask sizes ",
                geo_.low_res_mask_size, " / ", geo_.input_mask_size);
   validate_control_config(cfg_, "control config");
 }
@@ -28,16 +28,16 @@ VideoControlPlane::VideoControlPlane(ModelBackend& backend, FrameSource& frames,
 void VideoControlPlane::reset() {
   prompt_.reset();
   prompted_frames_.clear();
-  for (const auto& s : states_) backend_.drop_state(s.id);
+  for (const auto& s : states_) model_.drop_state(s.id);
   states_.clear();
   obj_ids_.clear();
   max_obj_id_ = -1;
   obj_id_to_score_.clear();
   meta_ = HotstartMetadata{};
+  for (int f : cached_frames_) model_.release_frame(f);
   cached_frames_.clear();
   points_.clear();
   user_objects_.clear();
-  backend_.reset();
 }
 
 TrackerStateView VideoControlPlane::view(const TrackerState& s) const {
@@ -61,24 +61,26 @@ void VideoControlPlane::ensure_frame_features(int frame_index) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
   // Bounded cache: only the frame being processed keeps backbone features (tracker memories keep
-  // their own copy of image features), so at most one frame's features live at a time.
+  // their own copy of image features), so at most one frame's features live at a time. The concepts
+  // of a video share its session and take turns on each frame: a frame another concept let go of
+  // since is run again.
   for (auto it = cached_frames_.begin(); it != cached_frames_.end();) {
     if (*it != frame_index) {
-      backend_.release_frame(*it);
+      model_.release_frame(*it);
       it = cached_frames_.erase(it);
     } else {
       ++it;
     }
   }
-  if (!cached_frames_.count(frame_index)) {
+  if (!model_.has_frame(frame_index)) {
     RgbFrame rgb = frames_.frame(frame_index);
     SEGMUX_CHECK(rgb.width == frames_.width() && rgb.height == frames_.height() &&
                      rgb.pixels.size() == size_t(rgb.width) * size_t(rgb.height) * 3,
                  "frame ", frame_index, " is ", rgb.width, "x", rgb.height, " with ", rgb.pixels.size(),
                  " bytes; the video is ", frames_.width(), "x", frames_.height());
-    backend_.run_backbone(frame_index, rgb);
-    cached_frames_.insert(frame_index);
+    model_.run_backbone(frame_index, rgb);
   }
+  cached_frames_.insert(frame_index);
 }
 
 FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::string& text,
@@ -88,13 +90,11 @@ FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::strin
   reset();  // a text prompt resets the session (official add_prompt -> reset_state)
   prompt_ = text;
   prompted_frames_.insert(frame_index);
-  backend_.encode_text({text, "visual", "geometric"});
-  backend_.set_box_exemplars(frame_index, boxes);  // official per_frame_geometric_prompt
-  PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt);
-  // The boxes act on this add_prompt only: the official propagation's batched grounding takes its
-  // geometric prompts from the input batch's find_inputs, which add_prompt's boxes never reach, so every
-  // propagated frame (this one again included) is detected with the text alone.
-  if (!boxes.empty()) backend_.set_box_exemplars(frame_index, {});
+  // The boxes (official per_frame_geometric_prompt) act on this add_prompt only: the official
+  // propagation's batched grounding takes its geometric prompts from the input batch's find_inputs,
+  // which add_prompt's boxes never reach, so every propagated frame (this one again included) is
+  // detected with the text alone.
+  PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt, boxes);
   return postprocess(pending, {});
 }
 
@@ -142,11 +142,11 @@ void VideoControlPlane::remove_from_states(const std::vector<int64_t>& ids) {
       continue;
     }
     if (idx.size() == s.obj_ids.size()) {  // nothing left: the state goes away
-      backend_.drop_state(s.id);
+      model_.drop_state(s.id);
       continue;
     }
     s.remove_objects(idx, removed);
-    backend_.remove_objects(view(s), removed);
+    model_.remove_objects(view(s), removed);
     kept.push_back(std::move(s));
   }
   states_ = std::move(kept);
@@ -196,7 +196,7 @@ void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64
     target->obj_ids.insert(target->obj_ids.end(), ids.begin(), ids.end());
   } else {
     TrackerState s;
-    s.id = next_state_id_++;
+    s.id = model_.new_state_id();
     s.obj_ids = ids;
     s.buckets = MultiplexBuckets(n, cfg_.bucket_capacity, cfg_.multiplex_count);
     states_.push_back(std::move(s));
@@ -204,7 +204,7 @@ void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64
   }
   Tensor inputs = mask_inputs(det_masks, geo_.input_mask_size);
   const bool conditioning = target->note_mask_inputs(frame_index, ids);
-  backend_.add_masks(view(*target), frame_index, ids, inputs, MaskInputKind::NewObjects, conditioning);
+  model_.add_masks(view(*target), frame_index, ids, inputs, MaskInputKind::NewObjects, conditioning);
   target->tracked_frames.insert(frame_index);
 }
 

@@ -3,7 +3,7 @@
 // propagates the tracker states, associates detections with tracks, applies hot start, reconditioning,
 // occlusion and area-shrinkage suppression, encodes memories, adds/removes objects in multiplex
 // buckets and builds outputs; across frames it delays outputs (hot start), applies masklet
-// confirmation and post-processes them. All model work goes through a ModelBackend.
+// confirmation and post-processes them. All model work goes through the video's ModelSession.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/frame_source.h"
@@ -101,7 +101,8 @@ struct FrameWork;  // one frame in the making (control_plane_frame.h)
 
 class VideoControlPlane {
  public:
-  VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config);
+  // `model`: the video's session (shared with the other concepts of the video: state ids come from it).
+  VideoControlPlane(ModelSession& model, FrameSource& frames, ControlConfig config);
 
   // Text prompt on a frame (official add_prompt): resets the session state, encodes the text batch
   // [text, "visual", "geometric"], runs one frame and returns its outputs (nothing hidden). Box
@@ -200,8 +201,10 @@ class VideoControlPlane {
   };
 
   // One frame, step by step (control_plane_steps.cpp). const steps only decide; run_* and apply_*
-  // steps call the backend.
-  PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase);
+  // steps call the model session.
+  // `boxes`: box exemplars grounded with the text on this frame's detection (add_prompt only).
+  PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase,
+                             const std::vector<sam31::BoxExemplar>& boxes = {});
   void run_detector(FrameWork& w);
   void run_tracker(FrameWork& w);
   void match_detections(FrameWork& w) const;
@@ -228,13 +231,12 @@ class VideoControlPlane {
   void clear_detector_inputs(TrackerState& state);            // control_plane_points.cpp
   TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);  // control_plane_points.cpp
 
-  ModelBackend& backend_;
+  ModelSession& model_;
   FrameSource& frames_;
   ControlConfig cfg_;
-  BackendGeometry geo_;
+  ModelGeometry geo_;
   std::optional<std::string> prompt_;
   std::set<int> prompted_frames_;
-  int next_state_id_ = 0;
   std::vector<TrackerState> states_;
   // Object metadata (global order = ascending id).
   std::vector<int64_t> obj_ids_;

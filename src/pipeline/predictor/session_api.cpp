@@ -40,11 +40,12 @@ FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const 
                                   prompt.output_prob_thresh, boxes);
 }
 
-VideoSession::VideoSession(ModelBackend& model_session, FrameSource& frames, ControlConfig config,
-                           SessionOptions options)
+VideoSession::VideoSession(Model& model, FrameSource& frames, ControlConfig config, SessionOptions options)
     : frames_(frames),
       options_(options),
-      concepts_(std::make_unique<ConceptSet>(model_session, frames, config)) {
+      model_session_(model.new_session()),
+      concepts_(std::make_unique<ConceptSet>(*model_session_, frames, config)) {
+  SEGMUX_CHECK(frames.num_frames() > 0, "the video has no frames");
   validate_control_config(config, "the session's control settings");
   concepts_->keep_outputs(options.keep_outputs);
   concepts_->keep_decisions(options.keep_decisions);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
@@ -80,7 +80,7 @@ struct SessionOptions {
 // video parity). It runs on a model session of its own (several sessions of one model never share
 // state), so sessions may interleave their requests and each gets what it would get alone.
 //
-//   VideoSession s(model_session, frames, control_config_for(model.config));
+//   VideoSession s(*opened.model, frames, control_config_for(opened.config));
 //   FrameOutput first = s.add_prompt(0, Prompt::from_text("person"));
 //   s.propagate({}, [](const FrameOutput& out) { ...; return true; });   // false stops
 //
@@ -90,8 +90,8 @@ struct SessionOptions {
 class VideoSession {
  public:
   using FrameSink = std::function<bool(const FrameOutput&)>;
-  // `model_session` and `frames` must outlive the session.
-  VideoSession(ModelBackend& model_session, FrameSource& frames, ControlConfig config, SessionOptions options = {});
+  // Opens a model session of its own on `model`; `model` and `frames` must outlive the session.
+  VideoSession(Model& model, FrameSource& frames, ControlConfig config, SessionOptions options = {});
   ~VideoSession();
 
   // Runs the prompted frame; returns its outputs (official add_prompt). A click answers with the frame's
@@ -131,6 +131,7 @@ class VideoSession {
 
   FrameSource& frames_;
   SessionOptions options_;
+  std::unique_ptr<ModelSession> model_session_;  // before concepts_: destroyed after them
   std::unique_ptr<ConceptSet> concepts_;
   std::vector<FrameOutput> held_;  // an open run's last outputs, ended by a prompt: for the next propagation
   bool stream_ended_ = false;

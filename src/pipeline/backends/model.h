@@ -1,17 +1,29 @@
-// The boundary between the SAM 3.1 video control plane (decisions, bookkeeping) and the tensor work
-// (compiled models or recorded outputs). One method per kind of model call the official predictor
-// makes. Tensors are plain segmux::Tensor in the official layouts; sizes come from the model config.
+// The boundary between the SAM 3.1 control plane (decisions, bookkeeping) and the tensor work
+// (candidates run by our runtime or ONNX Runtime, or recorded outputs), in two parts:
 //
-// Ownership: the backend keeps the tensors (text features, per-frame backbone features, the per-state,
-// per-bucket memory bank). The control plane owns every decision: which objects exist, which tracker
-// state / bucket slot holds them, which frames of a state are conditioning frames and which objects
-// received mask inputs there. Choosing the memory frames for a propagation among
-// TrackerStateView::memory_frames (num_maskmem, max_cond_frames_in_attn, object pointers) is the
-// backend's (tracker glue's) job.
+// - Model: what every video shares and nobody changes: the config (geometry), the tokenizer, one
+//   runner per compiled file. Opened once (candidate_model.h, ort_backend.h, model_store.h); makes
+//   sessions.
+// - ModelSession: one video's tensors: text encodings (cached per text batch), frame features, the
+//   tracker memory banks by state id. One method per kind of model call the official predictor
+//   makes; nothing hidden carries from one call to the next except those tensors (a detection names
+//   its text and box exemplars).
+//
+// Tensors are plain segmux::Tensor in the official layouts; sizes come from the model config. The
+// control plane owns every decision: which objects exist, which tracker state / bucket slot holds them,
+// which frames of a state are conditioning frames and which objects received mask inputs there.
+// Choosing the memory frames for a propagation among TrackerStateView::memory_frames (num_maskmem,
+// max_cond_frames_in_attn, object pointers) is the session's (tracker glue's) job.
+//
+// Threads: a Model is safe to use from any thread (new_session() and geometry() included); the
+// candidate runs of all its sessions are serialised by the model (one run at a time). A ModelSession
+// is used by one thread at a time; different sessions of one model may be used on different threads
+// at once. The Model must outlive its sessions (front doors hold it by shared_ptr).
 #pragma once
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +40,7 @@ struct RgbFrame {
   std::vector<uint8_t> pixels;
 };
 
-struct BackendGeometry {
+struct ModelGeometry {
   int image_size = 0;         // model input (1008 official)
   int low_res_mask_size = 0;  // detector / tracker mask logits (288 official)
   int input_mask_size = 0;    // tracker mask inputs and memory-encoder masks (1152 official)
@@ -55,7 +67,7 @@ struct MemoryFrame {
   std::vector<int64_t> input_obj_ids;  // objects that received a mask input on this frame
 };
 
-// Everything a backend needs to know about one tracker state for a call.
+// Everything a session needs to know about one tracker state for a call.
 struct TrackerStateView {
   int state_id = 0;                        // stable while the state exists
   std::vector<int64_t> obj_ids;            // object index i of the state -> object id
@@ -82,40 +94,49 @@ enum class MaskInputKind {
   Recondition,  // existing objects re-anchored to detector masks (add_new_masks(reconditioning=True))
 };
 
-class ModelBackend {
+class ModelSession;
+
+class Model {
  public:
-  virtual ~ModelBackend() = default;
+  virtual ~Model() = default;
+  virtual ModelGeometry geometry() const = 0;
+  // A new, empty session: no text encoded, no frame, no tracker state. Thread-safe.
+  virtual std::unique_ptr<ModelSession> new_session() = 0;
+};
 
-  virtual BackendGeometry geometry() const = 0;
+class ModelSession {
+ public:
+  virtual ~ModelSession() = default;
 
-  // Text encoder on the prompt batch (official find_text_batch: [prompt, "visual", "geometric"]);
-  // the backend caches the result for the following detect() calls.
-  virtual void encode_text(const std::vector<std::string>& text_batch) = 0;
+  virtual ModelGeometry geometry() const = 0;
 
-  // Vision backbone (+ detector and tracker necks) of one frame; cached under frame_index until
-  // release_frame(frame_index).
+  // A tracker state id not used before in this session (the control planes of several concepts share
+  // one session: each takes its state ids here).
+  int new_state_id() { return next_state_id_++; }
+
+  // Vision backbone (+ detector and tracker necks) of one frame, kept under frame_index until
+  // release_frame(frame_index); nothing is run when the session holds that frame already.
   virtual void run_backbone(int frame_index, const RgbFrame& frame) = 0;
-  virtual void release_frame(int frame_index) = 0;
   // Backbone on an input the caller pre-processed (f32 [1, 3, S, S]; the image processor normalises
-  // without the video loader's float16 rounding). Backends that cannot do this say so.
+  // without the video loader's float16 rounding), replacing features held under frame_index. Sessions
+  // that cannot do this say so.
   virtual void run_backbone_input(int /*frame_index*/, const Tensor& /*image*/, int /*width*/, int /*height*/) {
-    fail("this model backend cannot run the backbone on a pre-processed input");
+    fail("this model cannot run the backbone on a pre-processed input");
   }
+  virtual bool has_frame(int frame_index) const = 0;
+  virtual void release_frame(int frame_index) = 0;
 
-  // Detector (fusion encoder, DETR decoder, segmentation head) on a cached frame with the cached text
-  // (and the frame's box exemplars, if any).
-  virtual DetectorOutput detect(int frame_index) = 0;
-
-  // Box exemplars of one frame (official per_frame_geometric_prompt): detect(frame_index) grounds
-  // them with the text until reset(); an empty list clears them. Backends without geometry refuse.
-  virtual void set_box_exemplars(int /*frame_index*/, const std::vector<sam31::BoxExemplar>& boxes) {
-    SEGMUX_CHECK(boxes.empty(), "this model backend does not take box exemplars");
-  }
+  // Detector (fusion encoder, DETR decoder, segmentation head) on a held frame, grounding `text_batch`
+  // (official find_text_batch: [prompt, "visual", "geometric"]; its encoding is cached per batch) and
+  // the frame's box exemplars (official per_frame_geometric_prompt; empty: the text alone). Sessions
+  // without geometry refuse exemplars.
+  virtual DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
+                                const std::vector<sam31::BoxExemplar>& exemplars) = 0;
 
   // Tracker propagation of one state onto a cached frame: memory attention over the frames the glue
   // selects from state.memory_frames, multiplex mask decoder per bucket, demux to data space.
   // No memory is encoded here. A frame whose state.memory_frames entry has mask inputs
-  // (input_obj_ids not empty: the official "consolidated" frames) is not re-run: the backend returns
+  // (input_obj_ids not empty: the official "consolidated" frames) is not re-run: the session returns
   // the outputs it stored for that frame (add_masks' mask-as-output results, as officially).
   virtual TrackerOutput propagate(const TrackerStateView& state, int frame_index, bool reverse) = 0;
 
@@ -126,14 +147,14 @@ class ModelBackend {
   // "conditioning objects" (sam31::assemble_memory_encoder_inputs) are the objects listed in
   // input_obj_ids of this frame's entry in state.memory_frames (empty on ordinary frames). The frame is
   // stored as a conditioning frame iff that entry says so; a frame's flag can change between calls
-  // (removals downgrade it, the lost-conditioning fix promotes one), so a backend keeps its
+  // (removals downgrade it, the lost-conditioning fix promotes one), so a session keeps its
   // cond / non-cond maps in sync with state.memory_frames on every call.
   virtual void encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
                              const Tensor& object_score_logits) = 0;
 
   // Mask inputs for some objects of a state on a cached frame: masks bool/u8 [K, Hi, Wi] at
   // input_mask_size, for obj_ids (a subset of state.obj_ids, already placed in state.buckets). The
-  // backend runs the tracker's mask-as-output path and re-encodes the memory of the objects' state on
+  // session runs the tracker's mask-as-output path and re-encodes the memory of the objects' state on
   // this frame (official add_new_masks + propagate_in_video_preflight). `conditioning` says whether the
   // frame is stored as a conditioning frame (false when the state had already tracked it). Either way
   // the memory encoder's conditioning objects are the frame entry's input_obj_ids (the official trace
@@ -148,7 +169,7 @@ class ModelBackend {
   // object's low-res mask (f32 [1, Hm, Wm], -1024 where the object is absent) and score logit [1].
   virtual TrackerOutput add_points(const TrackerStateView& /*state*/, int /*frame_index*/, int64_t /*obj_id*/,
                                    const PointInputs& /*points*/, bool /*conditioning*/) {
-    fail("this model backend cannot run point or box prompts");
+    fail("this model cannot run point or box prompts");
   }
   // The official refinement of the only object of a tracker state on a frame the state has tracked
   // (tracker add_new_points: extracted into a singleton state, merged back into the emptied state with
@@ -158,7 +179,7 @@ class ModelBackend {
   // pointer and outputs move to its new slot.
   virtual void relayout_refined_object(const TrackerStateView& /*before*/, const TrackerStateView& /*after*/,
                                        int64_t /*obj_id*/) {
-    fail("this model backend cannot refine tracked objects with points");
+    fail("this model cannot refine tracked objects with points");
   }
   // The official first refinement of an object that shares its tracker state with others
   // (_extract_object_to_singleton_state): `singleton` is a new state holding only obj_id, `source` its
@@ -168,37 +189,15 @@ class ModelBackend {
   // None.
   virtual void extract_object(const TrackerStateView& /*source*/, const TrackerStateView& /*singleton*/,
                               int64_t /*obj_id*/) {
-    fail("this model backend cannot refine tracked objects with points");
+    fail("this model cannot refine tracked objects with points");
   }
   // Objects were removed from a state (state shows the buckets after removal; removed_obj_ids were
   // in it before) or the whole state was dropped (drop_state).
   virtual void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) = 0;
   virtual void drop_state(int state_id) = 0;
 
-  // Session reset: forget text, frames and all states.
-  virtual void reset() = 0;
+ private:
+  int next_state_id_ = 0;
 };
-
-// Box exemplars by frame, for backends that wrap another one (a concept's, a server session's): each
-// detection hands the wrapped backend the frame's exemplars and takes them back afterwards, so that
-// wrappers sharing one backend never see each other's.
-using FrameExemplars = std::map<int, std::vector<sam31::BoxExemplar>>;
-inline void set_frame_exemplars(FrameExemplars& m, int frame, const std::vector<sam31::BoxExemplar>& boxes) {
-  if (boxes.empty())
-    m.erase(frame);
-  else
-    m[frame] = boxes;
-}
-inline DetectorOutput detect_with_exemplars(ModelBackend& real, int frame, const FrameExemplars& m) {
-  auto it = m.find(frame);
-  if (it == m.end()) return real.detect(frame);
-  real.set_box_exemplars(frame, it->second);
-  struct Clear {
-    ModelBackend& b;
-    int f;
-    ~Clear() { b.set_box_exemplars(f, {}); }
-  } clear{real, frame};
-  return real.detect(frame);
-}
 
 }  // namespace segmux::pipeline

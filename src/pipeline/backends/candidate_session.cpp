@@ -1,70 +1,36 @@
-// The product backend: the compiled SAM 3.1 candidates behind the control plane's ModelBackend
-// interface, with the tracker memory bank (tracker_io) kept per tracker state in mux space.
-#include "pipeline/backends/compiled_backend.h"
-
+// One video's session on a CandidateModel: its text encodings, frame features and tracker memories
+// (sam31::TrackerMemory per state, mux space); every candidate run goes through the shared model.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "core/error.h"
 #include "core/tensor_ops.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
-#include "models/sam31/candidates.h"
-#include "models/sam31/memory_encoder.h"
+#include "models/sam31/memory_bank.h"
 #include "models/sam31/point_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/tracker_io.h"
-#include "pipeline/backends/smx_runner.h"
+#include "pipeline/backends/candidate_parts.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/media/preprocess.h"
-#include "runtime/offline_model.h"
 #include "runtime/session.h"
 
 namespace segmux::pipeline {
 
+using sam31::demux_objects;
 using sam31::ModelConfig;
 using sam31::MultiplexAssignment;
+using sam31::mux_objects;
+using sam31::pad_buckets;
 
 namespace {
 
 constexpr float kNoObjScore = -1024.0f;
-
-// Data space (N, ...) -> mux space (buckets, M, ...); empty / removed slots are zero.
-Tensor mux(const MultiplexAssignment& a, int M, const Tensor& data) {
-  Shape s = data.shape();
-  const size_t row = data.numel() ? data.nbytes() / size_t(s[0]) : 0;
-  Shape out_shape = {int64_t(a.num_buckets()), int64_t(M)};
-  out_shape.insert(out_shape.end(), s.begin() + 1, s.end());
-  Tensor out(data.dtype(), out_shape);
-  for (int b = 0; b < a.num_buckets(); ++b)
-    for (int k = 0; k < M; ++k) {
-      int obj = a.buckets[size_t(b)][size_t(k)];
-      if (obj >= 0 && obj < s[0])
-        std::memcpy(static_cast<std::byte*>(out.raw()) + (size_t(b) * size_t(M) + size_t(k)) * row,
-                    static_cast<const std::byte*>(data.raw()) + size_t(obj) * row, row);
-    }
-  return out;
-}
-
-// Mux space (buckets, M, ...) -> data space (N, ...).
-Tensor demux(const MultiplexAssignment& a, int M, const Tensor& muxed, int64_t n) {
-  Shape s(muxed.shape().begin() + 1, muxed.shape().end());
-  s[0] = n;
-  Tensor out(muxed.dtype(), s);
-  const size_t row = n ? out.nbytes() / size_t(n) : 0;
-  for (int b = 0; b < a.num_buckets(); ++b)
-    for (int k = 0; k < M; ++k) {
-      int obj = a.buckets[size_t(b)][size_t(k)];
-      if (obj >= 0 && obj < n)
-        std::memcpy(static_cast<std::byte*>(out.raw()) + size_t(obj) * row,
-                    static_cast<const std::byte*>(muxed.raw()) + (size_t(b) * size_t(M) + size_t(k)) * row, row);
-    }
-  return out;
-}
 
 // torch F.interpolate(bilinear, antialias=True, align_corners=False) through our own kernel.
 class AntialiasResizer {
@@ -87,19 +53,6 @@ class AntialiasResizer {
   std::map<std::tuple<Shape, int64_t, int64_t>, std::unique_ptr<Session>> sessions_;
 };
 
-// One candidate of the backend: its file name prefixes run errors.
-struct Runner {
-  std::string name;
-  std::unique_ptr<CandidateRunner> impl;
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& in) {
-    try {
-      return impl->run(in);
-    } catch (const Error& e) {
-      fail(name, ": ", e.what());
-    }
-  }
-};
-
 struct FrameFeatures {
   Tensor det_fpn[3];
   Tensor pos2;
@@ -111,69 +64,12 @@ struct FrameFeatures {
   int video_width = 0, video_height = 0;
 };
 
-// Per tracker state: the memory bank (mux space) and this frame's pending tracker outputs.
-struct StateMemory {
-  sam31::MemoryBank bank;
-  struct Pending {
-    Tensor low_res;         // mux (buckets, M, Hm, Hm)
-    Tensor scores;          // mux (buckets, M)
-    Tensor stored_obj_ptr;  // mux (buckets, M, D)
-  };
-  std::map<int, Pending> pending;
-};
-
-class CompiledBackend : public ModelBackend {
+class CandidateSession : public ModelSession {
  public:
-  CompiledBackend(ModelConfig cfg, const CandidateRunnerFactory& open, sam31::Tokenizer tok)
-      : cfg_(std::move(cfg)), tok_(std::move(tok)), open_(open) {
-    using sam31::CandidateId;
-    auto load = [&](CandidateId id, const std::string& variant = "") {
-      for (const sam31::CompiledFile& f : sam31::compiled_files())
-        if (f.candidate == id && f.variant == variant) return Runner{f.file, open(f)};
-      fail("no compiled file for candidate ", sam31::candidate(id).name, " variant '", variant, "'");
-    };
-    text_ = load(CandidateId::text_encoder);
-    backbone_ = load(CandidateId::backbone);
-    detector_ = load(CandidateId::detector);
-    interactive_ = load(CandidateId::interactive_decoder);
-    propagation_ = load(CandidateId::propagation_decoder);
-    memory_ = load(CandidateId::memory_encoder);
-    memory_image_size_ = load(CandidateId::memory_encoder, sam31::kMemoryEncoderImageSizeVariant);
-    // Only what the glue reads is returned: the backbone's other outputs (vit_trunk, the position
-    // encodings and propagation features of levels 0 and 1: ~0.25 GB per frame at full size) stay in
-    // the arena.
-    namespace bb = sam31::names::backbone;
-    std::vector<std::string> bb_out = {bb::pos(2), bb::fpn(bb::kPropagationHead, 2), bb::kHighResS0, bb::kHighResS1};
-    for (int l = 0; l < 3; ++l) {
-      bb_out.push_back(bb::fpn(bb::kDetHead, l));
-      bb_out.push_back(bb::fpn(bb::kInteractiveHead, l));
-    }
-    // The bf16-rounded high-resolution features of the propagation after clicks (models compiled before
-    // they existed lack them; the glue then uses the unrounded ones).
-    for (const char* cached : {bb::kHighResS0Cached, bb::kHighResS1Cached})
-      if (backbone_.impl->has_output(cached)) bb_out.push_back(cached);
-    backbone_.impl->set_wanted_outputs(bb_out);
-    namespace det = sam31::names::detector;
-    detector_.impl->set_wanted_outputs({det::kPredLogits, det::kPredBoxesXyxy, det::kPredMasks, det::kPresenceLogit});
-  }
+  explicit CandidateSession(std::shared_ptr<CandidateModel> model)
+      : model_(std::move(model)), cfg_(model_->config()), window_(sam31::memory_window(cfg_)) {}
 
-  BackendGeometry geometry() const override {
-    return {cfg_.image_size, cfg_.low_res_mask_size(), cfg_.input_mask_size()};
-  }
-
-  void encode_text(const std::vector<std::string>& batch) override {
-    // Encodings are kept per text batch: several concepts take turns on every frame.
-    auto it = text_cache_.find(batch);
-    if (it == text_cache_.end()) {
-      if (text_cache_.size() >= kMaxCachedTexts) text_cache_.clear();
-      Tensor ids = tok_.tokenize(batch);
-      namespace te = sam31::names::text_encoder;
-      auto out = text_.run({{te::kTokenIds, ids}});
-      it = text_cache_.emplace(batch, std::make_pair(out.at(te::kLanguageFeatures), out.at(te::kLanguageMask))).first;
-    }
-    lang_features_ = it->second.first;
-    lang_mask_ = it->second.second;
-  }
+  ModelGeometry geometry() const override { return model_->geometry(); }
 
   void run_backbone(int frame_index, const RgbFrame& frame) override {
     if (frames_.count(frame_index)) return;
@@ -181,12 +77,8 @@ class CompiledBackend : public ModelBackend {
   }
 
   void run_backbone_input(int frame_index, const Tensor& image, int width, int height) override {
-    // Prompts are encoded before the frames they apply to and kept (text_cache_): the text encoder's
-    // kernels and prepacked weights (~1.2 GB at full size) are given back while frames are processed,
-    // and made again for the next new prompt.
-    text_.impl->release();
+    auto out = model_->run_backbone(image);
     namespace bb = sam31::names::backbone;
-    auto out = backbone_.run({{bb::kImage, image}});
     FrameFeatures f;
     for (int l = 0; l < 3; ++l) f.det_fpn[l] = out.at(bb::fpn(bb::kDetHead, l));
     f.pos2 = out.at(bb::pos(2));
@@ -205,23 +97,24 @@ class CompiledBackend : public ModelBackend {
     frames_[frame_index] = std::move(f);
   }
 
+  bool has_frame(int frame_index) const override { return frames_.count(frame_index) != 0; }
   void release_frame(int frame_index) override { frames_.erase(frame_index); }
 
-  DetectorOutput detect(int frame_index) override {
+  DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
+                        const std::vector<sam31::BoxExemplar>& exemplars) override {
     const FrameFeatures& f = features(frame_index);
-    SEGMUX_CHECK(lang_features_.defined(), "detect: no text encoded (add a prompt first)");
+    SEGMUX_CHECK(!text_batch.empty(), "detect: no text to ground (add a prompt first)");
     namespace det = sam31::names::detector;
-    auto ex = box_exemplars_.find(frame_index);
-    std::map<std::string, Tensor> in =
-        sam31::detector_box_inputs(cfg_, ex == box_exemplars_.end() ? std::vector<sam31::BoxExemplar>{} : ex->second);
+    std::map<std::string, Tensor> in = sam31::detector_box_inputs(cfg_, exemplars);  // names a bad box
+    const TextEncoding& text = text_encoding(text_batch);
     in.insert({{det::fpn(0), f.det_fpn[0]},
                {det::fpn(1), f.det_fpn[1]},
                {det::fpn(2), f.det_fpn[2]},
                {det::kPos2, f.pos2},
-               {det::kLanguageFeatures, lang_features_},
-               {det::kLanguageMask, lang_mask_},
+               {det::kLanguageFeatures, text.features},
+               {det::kLanguageMask, text.mask},
                {det::kTextIds, Tensor::from_vector<int64_t>({1}, {0})}});
-    auto out = detector_.run(in);
+    auto out = model_->run(Candidate::detector, in);
     DetectorOutput d;
     const Tensor& logits = out.at(det::kPredLogits);
     d.pred_logits = logits.reshaped({logits.numel()});
@@ -234,7 +127,7 @@ class CompiledBackend : public ModelBackend {
   }
 
   TrackerOutput propagate(const TrackerStateView& state, int t, bool reverse) override {
-    StateMemory& sm = states_[state.state_id];
+    sam31::TrackerMemory& sm = states_[state.state_id];
     sync_frame_kinds(sm, state);
     // The frame count as the caller knows it now: a live stream's grows from call to call.
     SEGMUX_CHECK(state.num_frames > t, "propagate: frame ", t, " is beyond the ", state.num_frames,
@@ -242,9 +135,9 @@ class CompiledBackend : public ModelBackend {
     MultiplexAssignment a{state.buckets};
     const int M = cfg_.multiplex_count;
     const int64_t n = int64_t(state.obj_ids.size());
-    if (!input_objects(state, t).empty() && sm.pending.count(t)) {
+    if (!input_objects(state, t).empty() && sm.outputs.count(t)) {
       // A frame where masks were given holds stored outputs (official: no decoder run there).
-      return data_outputs(a, sm.pending[t], n);
+      return data_outputs(a, sm.outputs[t], n);
     }
     const FrameFeatures& f = features(t);
     // The interactive propagation reads the session's cached features, kept in bf16 (level 2, and
@@ -268,20 +161,20 @@ class CompiledBackend : public ModelBackend {
         write_safetensors(std::string(dump) + "/prop_f" + std::to_string(t) + "_b" + std::to_string(b) + ".safetensors",
                           v);
       }
-      outs.push_back(propagation_.run(in.tensors));
+      outs.push_back(model_->run(Candidate::propagation_decoder, in.tensors));
     }
     sam31::PropagationResult r = sam31::demux_propagation_outputs(cfg_, a, outs);
-    StateMemory::Pending p;
+    sam31::FrameTrackerOutputs p;
     const int64_t hm = cfg_.low_res_mask_size();
-    p.low_res = mux(a, M, r.low_res_masks.reshaped({n, hm, hm}));
-    p.scores = mux(a, M, r.object_score_logits.reshaped({n}));
+    p.low_res = mux_objects(a, M, r.low_res_masks.reshaped({n, hm, hm}));
+    p.scores = mux_objects(a, M, r.object_score_logits.reshaped({n}));
     p.stored_obj_ptr = r.stored_obj_ptr;
-    sm.pending[t] = p;
+    sm.outputs[t] = p;
     return data_outputs(a, p, n);
   }
 
   void encode_memory(const TrackerStateView& state, int t, const Tensor& masks, const Tensor& scores) override {
-    StateMemory& sm = states_[state.state_id];
+    sam31::TrackerMemory& sm = states_[state.state_id];
     MultiplexAssignment a{state.buckets};
     const FrameFeatures& f = features(t);
     const int64_t n = int64_t(state.obj_ids.size()), hi = masks.dim(1);
@@ -300,8 +193,9 @@ class CompiledBackend : public ModelBackend {
       mask_in = mask_in.clone();
       apply_non_overlapping_constraints(mask_in);
     }
-    Tensor maskmem = run_memory_encoder(state.tracker_only ? memory_image_size_ : memory_, a, pix, mask_in,
-                                        as_f32(scores).reshaped({n, 1}), cond_idx);
+    Tensor maskmem =
+        run_memory_encoder(state.tracker_only ? Candidate::memory_encoder_image_size : Candidate::memory_encoder, a,
+                           pix, mask_in, as_f32(scores).reshaped({n, 1}), cond_idx);
     if (cond) {
       sm.bank.cond_frames[t].maskmem_features = maskmem;
       return;
@@ -309,17 +203,16 @@ class CompiledBackend : public ModelBackend {
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
     sf.image_features = pix;
-    auto it = sm.pending.find(t);
-    SEGMUX_CHECK(it != sm.pending.end(), "encode_memory on frame ", t, " before the state was propagated there");
+    auto it = sm.outputs.find(t);
+    SEGMUX_CHECK(it != sm.outputs.end(), "encode_memory on frame ", t, " before the state was propagated there");
     sf.obj_ptr = it->second.stored_obj_ptr;
-    sm.bank.non_cond_frames[t] = sf;
-    evict_unreachable_frames(sm, t);
+    sm.store(t, std::move(sf), false, window_);
   }
 
   void add_masks(const TrackerStateView& state, int t, const std::vector<int64_t>& obj_ids, const Tensor& masks,
                  MaskInputKind /*kind: new objects and reconditioning take the same path*/,
                  bool conditioning) override {
-    StateMemory& sm = states_[state.state_id];
+    sam31::TrackerMemory& sm = states_[state.state_id];
     if (!conditioning && sm.bank.cond_frames.count(t)) {
       // Masks given on a frame that is already a conditioning frame of this state without making it
       // one (reconditioning there, or new objects on the add_prompt frame when the propagation runs it
@@ -342,11 +235,11 @@ class CompiledBackend : public ModelBackend {
     Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
     for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
     for (int64_t i = 0; i < n; ++i) scores.data<float>()[i] = -10.0f;
-    const bool tracked_here = sm.pending.count(t) != 0;
-    if (auto it = sm.pending.find(t); it != sm.pending.end()) {
-      low = demux(a, M, it->second.low_res, n);
-      scores = demux(a, M, it->second.scores, n);
-      ptrs = demux(a, M, it->second.stored_obj_ptr, n);
+    const bool tracked_here = sm.outputs.count(t) != 0;
+    if (auto it = sm.outputs.find(t); it != sm.outputs.end()) {
+      low = demux_objects(a, M, it->second.low_res, n);
+      scores = demux_objects(a, M, it->second.scores, n);
+      ptrs = demux_objects(a, M, it->second.stored_obj_ptr, n);
     }
     Tensor mask_f = as_f32(masks);
     std::vector<int> rows;
@@ -358,7 +251,7 @@ class CompiledBackend : public ModelBackend {
       rows.push_back(row);
       Tensor mk = take(mask_f, 0, int64_t(k), 1).reshaped({1, 1, hi, hi});
       namespace id = sam31::names::interactive_decoder;
-      auto out = interactive_.run({{id::kImage, f.interactive2}, {id::kMask, mk}});
+      auto out = model_->run(Candidate::interactive_decoder, {{id::kImage, f.interactive2}, {id::kMask, mk}});
       std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
       scores.data<float>()[row] = out.at(id::kObjectScoreLogit).data<float>()[0];
     }
@@ -410,7 +303,7 @@ class CompiledBackend : public ModelBackend {
 
   TrackerOutput add_points(const TrackerStateView& state, int t, int64_t obj_id, const PointInputs& points,
                            bool conditioning) override {
-    StateMemory& sm = states_[state.state_id];
+    sam31::TrackerMemory& sm = states_[state.state_id];
     MultiplexAssignment a{state.buckets};
     const FrameFeatures& f = features(t);
     const int M = cfg_.multiplex_count;
@@ -418,33 +311,26 @@ class CompiledBackend : public ModelBackend {
     auto at = std::find(state.obj_ids.begin(), state.obj_ids.end(), obj_id);
     SEGMUX_CHECK(at != state.obj_ids.end(), "add_points: object ", obj_id, " is not in tracker state ", state.state_id);
     const int row = int(at - state.obj_ids.begin());
-    if (!point_) {
-      for (const sam31::CompiledFile& file : sam31::compiled_files())
-        if (file.candidate == sam31::CandidateId::point_decoder && file.variant.empty())
-          point_ = Runner{file.file, open_(file)};
-      SEGMUX_CHECK(point_.has_value(), "no compiled file for candidate point_decoder");
-    }
     // The other objects of the state keep their outputs of this frame; when those are gone (an
     // ordinary frame the propagation has moved past) they are computed again from the memory bank.
-    const bool has_memory = !sm.bank.cond_frames.empty() || !sm.bank.non_cond_frames.empty();
-    if (n > 1 && has_memory && !sm.pending.count(t)) propagate(state, t, false);
+    if (n > 1 && sm.has_memory() && !sm.outputs.count(t)) propagate(state, t, false);
     const auto in = sam31::point_decoder_prompt_inputs(cfg_, sam31::PointPrompt{points.xy, points.labels});
     namespace pt = sam31::names::point_decoder;
-    auto out = point_->run({{pt::kImage, f.interactive2},
-                            {pt::kFpn0, f.interactive0},
-                            {pt::kFpn1, f.interactive1},
-                            {pt::kPointCoords, in.coords},
-                            {pt::kPointLabels, in.labels},
-                            {pt::kPointValid, in.valid},
-                            {pt::kMultimask, in.multimask}});
+    auto out = model_->run(Candidate::point_decoder, {{pt::kImage, f.interactive2},
+                                                      {pt::kFpn0, f.interactive0},
+                                                      {pt::kFpn1, f.interactive1},
+                                                      {pt::kPointCoords, in.coords},
+                                                      {pt::kPointLabels, in.labels},
+                                                      {pt::kPointValid, in.valid},
+                                                      {pt::kMultimask, in.multimask}});
     // The state's outputs of this frame, the clicked object's replaced (others without any: absent).
     Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
     for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
     for (int64_t i = 0; i < n; ++i) scores.data<float>()[i] = -10.0f;
-    if (auto it = sm.pending.find(t); it != sm.pending.end()) {
-      low = demux(a, M, it->second.low_res, n);
-      scores = demux(a, M, it->second.scores, n);
-      ptrs = demux(a, M, it->second.stored_obj_ptr, n);
+    if (auto it = sm.outputs.find(t); it != sm.outputs.end()) {
+      low = demux_objects(a, M, it->second.low_res, n);
+      scores = demux_objects(a, M, it->second.scores, n);
+      ptrs = demux_objects(a, M, it->second.stored_obj_ptr, n);
     }
     const Tensor& mask = out.at(pt::kLowResMask);
     std::memcpy(low.data<float>() + size_t(row) * size_t(hm * hm), mask.data<float>(), size_t(hm * hm) * 4);
@@ -452,21 +338,6 @@ class CompiledBackend : public ModelBackend {
     std::memcpy(ptrs.data<float>() + size_t(row) * size_t(D), out.at(pt::kObjPtr).data<float>(), size_t(D) * 4);
     store_consolidated_frame(sm, a, t, low, scores, ptrs, {row}, conditioning, /*cached_features=*/true);
     return {mask.reshaped({1, hm, hm}).clone(), Tensor::from_vector<float>({1}, {scores.data<float>()[row]})};
-  }
-
-  // A frame whose outputs were given (masks, points): they become the state's outputs there and its
-  // memory as the official preflight encodes it (low-res masks upsampled to the image size,
-  // non-overlapping; `cond_objects` = the frame's conditioning objects).
-  // A mux-space tensor stored before buckets were added has fewer rows: the new buckets are zero.
-  static Tensor pad_buckets(const Tensor& muxed, int buckets) {
-    SEGMUX_CHECK(muxed.dim(0) <= buckets, "stored tensor of ", muxed.dim(0), " buckets for a state of ", buckets);
-    if (muxed.dim(0) == buckets) return muxed;
-    Shape s = muxed.shape();
-    s[0] = buckets;
-    Tensor out(muxed.dtype(), s);
-    std::memset(out.raw(), 0, out.nbytes());
-    std::memcpy(out.raw(), muxed.raw(), muxed.nbytes());
-    return out;
   }
 
   // The stored pointers of a conditioning frame, for the objects given masks there: the interactive
@@ -479,7 +350,7 @@ class CompiledBackend : public ModelBackend {
     const int64_t n = int64_t(state.obj_ids.size()), hi = cfg_.input_mask_size(), D = cfg_.d_model;
     SEGMUX_CHECK(sf.obj_ptr.dim(0) <= a.num_buckets(), "add_masks: frame ", t, " stores pointers of ",
                  sf.obj_ptr.dim(0), " buckets, the state has ", a.num_buckets());
-    Tensor ptrs = demux(a, M, pad_buckets(sf.obj_ptr, a.num_buckets()), n);
+    Tensor ptrs = demux_objects(a, M, pad_buckets(sf.obj_ptr, a.num_buckets()), n);
     const FrameFeatures& f = features(t);
     const Tensor mask_f = as_f32(masks);
     for (size_t k = 0; k < obj_ids.size(); ++k) {
@@ -487,24 +358,28 @@ class CompiledBackend : public ModelBackend {
       SEGMUX_CHECK(at != state.obj_ids.end(), "add_masks: object ", obj_ids[k], " is not in tracker state ",
                    state.state_id);
       namespace id = sam31::names::interactive_decoder;
-      auto out = interactive_.run(
+      auto out = model_->run(
+          Candidate::interactive_decoder,
           {{id::kImage, f.interactive2}, {id::kMask, take(mask_f, 0, int64_t(k), 1).reshaped({1, 1, hi, hi})}});
       std::memcpy(ptrs.data<float>() + size_t(at - state.obj_ids.begin()) * size_t(D),
                   out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
     }
-    sf.obj_ptr = mux(a, M, ptrs);
+    sf.obj_ptr = mux_objects(a, M, ptrs);
   }
 
+  // A frame whose outputs were given (masks, points): they become the state's outputs there and its
+  // memory as the official preflight encodes it (low-res masks upsampled to the image size,
+  // non-overlapping; `cond_objects` = the frame's conditioning objects).
   // `cached_features`: the frame's features come from the session cache (point prompts), whose
   // level-2 features are bf16, so the bank keeps them so.
-  void store_consolidated_frame(StateMemory& sm, const MultiplexAssignment& a, int t, const Tensor& low_c,
+  void store_consolidated_frame(sam31::TrackerMemory& sm, const MultiplexAssignment& a, int t, const Tensor& low_c,
                                 const Tensor& scores, const Tensor& ptrs, const std::set<int>& cond_objects,
                                 bool conditioning, bool cached_features = false) {
     const FrameFeatures& f = features(t);
     const int M = cfg_.multiplex_count;
     const int64_t n = low_c.dim(0), hm = cfg_.low_res_mask_size();
-    StateMemory::Pending p{mux(a, M, low_c), mux(a, M, scores), mux(a, M, ptrs)};
-    sm.pending[t] = p;
+    sam31::FrameTrackerOutputs p{mux_objects(a, M, low_c), mux_objects(a, M, scores), mux_objects(a, M, ptrs)};
+    sm.outputs[t] = p;
     const int S = cfg_.image_size;
     Tensor high(DType::f32, {n, 1, S, S});
     for (int64_t j = 0; j < n; ++j)
@@ -512,19 +387,14 @@ class CompiledBackend : public ModelBackend {
                       high.data<float>() + size_t(j) * size_t(S) * size_t(S), S, S);
     apply_non_overlapping_constraints(high);
     Tensor pix = round_to_bf16(f.propagation2);
-    Tensor maskmem = run_memory_encoder(memory_image_size_, a, pix, high, scores.reshaped({n, 1}), cond_objects);
+    Tensor maskmem =
+        run_memory_encoder(Candidate::memory_encoder_image_size, a, pix, high, scores.reshaped({n, 1}), cond_objects);
     sam31::StoredFrame sf;
     sf.maskmem_features = maskmem;
     // Detector masks: the bank keeps fp32 image features (only the encoder input is bf16).
     sf.image_features = cached_features ? pix : f.propagation2;
     sf.obj_ptr = p.stored_obj_ptr;
-    if (conditioning) {
-      sm.bank.cond_frames[t] = sf;
-      sm.bank.non_cond_frames.erase(t);
-    } else {
-      sm.bank.non_cond_frames[t] = sf;
-    }
-    evict_unreachable_frames(sm, t);
+    sm.store(t, std::move(sf), conditioning, window_);
   }
 
   void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
@@ -533,104 +403,41 @@ class CompiledBackend : public ModelBackend {
                  "extract_object: object ", obj_id, " is not in tracker state ", source.state_id);
     const int64_t row = at - source.obj_ids.begin(), n = int64_t(source.obj_ids.size());
     const MultiplexAssignment src_a{source.buckets}, dst_a{singleton.buckets};
-    const int M = cfg_.multiplex_count;
-    StateMemory& src = states_[source.state_id];
-    StateMemory dst;
-    // The object's row of a mux-space tensor, muxed into the singleton's layout.
-    auto move = [&](const Tensor& muxed) {
-      return mux(dst_a, M, take(demux(src_a, M, pad_buckets(muxed, src_a.num_buckets()), n), 0, row, 1));
-    };
-    for (int kind = 0; kind < 2; ++kind) {
-      auto& from = kind ? src.bank.non_cond_frames : src.bank.cond_frames;
-      auto& to = kind ? dst.bank.non_cond_frames : dst.bank.cond_frames;
-      for (const auto& [t, sf] : from) {
-        sam31::StoredFrame out;
-        out.image_features = sf.image_features;
-        if (sf.obj_ptr.defined()) out.obj_ptr = move(sf.obj_ptr);
-        to[t] = out;  // maskmem_features stays undefined (see backend.h)
-      }
-    }
-    for (const auto& [t, p] : src.pending)
-      dst.pending[t] = StateMemory::Pending{move(p.low_res), move(p.scores), move(p.stored_obj_ptr)};
-    states_[singleton.state_id] = std::move(dst);
+    sam31::TrackerMemory extracted =
+        states_[source.state_id].extract_object(src_a, n, row, dst_a, cfg_.multiplex_count);
+    states_[singleton.state_id] = std::move(extracted);
   }
 
   void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
     SEGMUX_CHECK(before.state_id == after.state_id && before.obj_ids == std::vector<int64_t>{obj_id} &&
                      after.obj_ids == before.obj_ids,
                  "relayout_refined_object: state ", before.state_id, " must hold only object ", obj_id);
-    StateMemory& sm = states_[before.state_id];
     const MultiplexAssignment old_a{before.buckets}, new_a{after.buckets};
-    const int M = cfg_.multiplex_count;
-    const int64_t row = 0;  // the object's index in the state (its only object)
-    auto move = [&](const Tensor& muxed) { return mux(new_a, M, demux(old_a, M, muxed, 1)); };
-    for (auto* frames : {&sm.bank.cond_frames, &sm.bank.non_cond_frames})
-      for (auto& [t, sf] : *frames) {
-        if (sf.maskmem_features.defined())
-          sf.maskmem_features = sf.maskmem_features.dim(0) > row ? take(sf.maskmem_features, 0, row, 1) : Tensor();
-        if (sf.obj_ptr.defined()) sf.obj_ptr = move(sf.obj_ptr);
-      }
-    for (auto& [t, p] : sm.pending) {
-      p.low_res = move(p.low_res);
-      p.scores = move(p.scores);
-      p.stored_obj_ptr = move(p.stored_obj_ptr);
-    }
+    states_[before.state_id].relayout_single_object(old_a, new_a, /*row: its only object*/ 0, cfg_.multiplex_count);
   }
 
   void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {
     // Memories are kept in mux space; the removed objects' slots are dead in the state's buckets.
   }
   void drop_state(int state_id) override { states_.erase(state_id); }
-  void set_box_exemplars(int frame_index, const std::vector<sam31::BoxExemplar>& boxes) override {
-    sam31::detector_box_inputs(cfg_, boxes);  // checks them now, naming the box at fault
-    if (boxes.empty())
-      box_exemplars_.erase(frame_index);
-    else
-      box_exemplars_[frame_index] = boxes;
-  }
-
-  void reset() override {
-    box_exemplars_.clear();
-    states_.clear();
-    frames_.clear();
-    lang_features_ = Tensor();
-    lang_mask_ = Tensor();
-    text_cache_.clear();
-  }
 
  private:
+  struct TextEncoding {
+    Tensor features, mask;
+  };
+  // Encodings are kept per text batch: several concepts take turns on every frame.
+  const TextEncoding& text_encoding(const std::vector<std::string>& batch) {
+    auto it = text_cache_.find(batch);
+    if (it != text_cache_.end()) return it->second;
+    if (text_cache_.size() >= kMaxCachedTexts) text_cache_.clear();
+    auto [features, mask] = model_->encode_text(batch);
+    return text_cache_.emplace(batch, TextEncoding{features, mask}).first->second;
+  }
+
   const FrameFeatures& features(int t) const {
     auto it = frames_.find(t);
     SEGMUX_CHECK(it != frames_.end(), "frame ", t, " has no backbone features (run_backbone first)");
     return it->second;
-  }
-
-  // Bounded memory on long videos. The tracker reads non-conditioning frames at most
-  // max(num_maskmem, max_obj_ptrs_in_encoder) - 1 frames away from the frame it processes; tracking
-  // proceeds frame by frame from a prompted (conditioning) frame, forward or backward. A stored frame
-  // farther than that from the current frame and from every conditioning frame can never be read again
-  // by such a run, so it is dropped: the bank holds at most 2 * window + 1 frames around the current
-  // frame plus each conditioning frame's neighbourhood (the official code keeps every frame, which
-  // grows without bound). Pending per-frame outputs are kept for conditioning frames only.
-  void evict_unreachable_frames(StateMemory& sm, int t) const {
-    const int window = std::max(cfg_.num_maskmem, cfg_.max_obj_ptrs_in_encoder) - 1;
-    auto near_cond = [&](int f) {
-      for (auto& [c, sf] : sm.bank.cond_frames)
-        if (std::abs(f - c) <= window) return true;
-      return false;
-    };
-    for (auto it = sm.bank.non_cond_frames.begin(); it != sm.bank.non_cond_frames.end();) {
-      if (std::abs(it->first - t) > window && !near_cond(it->first))
-        it = sm.bank.non_cond_frames.erase(it);
-      else
-        ++it;
-    }
-    for (auto it = sm.pending.begin(); it != sm.pending.end();) {
-      if (it->first != t && !sm.bank.cond_frames.count(it->first))
-        it = sm.pending.erase(it);
-      else
-        ++it;
-    }
   }
 
   // Data-space indices of the objects that received a mask input on frame t (control plane's record).
@@ -644,26 +451,17 @@ class CompiledBackend : public ModelBackend {
     return out;
   }
 
-  // The control plane decides which frames are conditioning frames (removals can downgrade one, the
-  // fix for states without conditioning objects promotes one): keep the bank's two maps in step.
-  static void sync_frame_kinds(StateMemory& sm, const TrackerStateView& state) {
-    for (const MemoryFrame& mf : state.memory_frames) {
-      auto& from = mf.conditioning ? sm.bank.non_cond_frames : sm.bank.cond_frames;
-      auto& to = mf.conditioning ? sm.bank.cond_frames : sm.bank.non_cond_frames;
-      auto it = from.find(mf.frame_index);
-      if (it == from.end()) continue;
-      // A conditioning frame the interactive propagation re-ran holds both kinds (official output_dict):
-      // its new non-conditioning memory stays next to the conditioning one.
-      if (mf.conditioning && to.count(mf.frame_index)) continue;
-      to[mf.frame_index] = it->second;
-      from.erase(it);
-    }
+  // The control plane decides which frames are conditioning frames: the bank follows.
+  static void sync_frame_kinds(sam31::TrackerMemory& sm, const TrackerStateView& state) {
+    std::map<int, bool> kinds;
+    for (const MemoryFrame& mf : state.memory_frames) kinds[mf.frame_index] = mf.conditioning;
+    sm.sync_frame_kinds(kinds);
   }
 
-  TrackerOutput data_outputs(const MultiplexAssignment& a, const StateMemory::Pending& p, int64_t n) const {
+  TrackerOutput data_outputs(const MultiplexAssignment& a, const sam31::FrameTrackerOutputs& p, int64_t n) const {
     TrackerOutput out;
-    out.low_res_masks = demux(a, cfg_.multiplex_count, p.low_res, n);
-    out.object_score_logits = demux(a, cfg_.multiplex_count, p.scores, n);
+    out.low_res_masks = demux_objects(a, cfg_.multiplex_count, p.low_res, n);
+    out.object_score_logits = demux_objects(a, cfg_.multiplex_count, p.scores, n);
     return out;
   }
 
@@ -681,50 +479,30 @@ class CompiledBackend : public ModelBackend {
     }
   }
 
-  Tensor run_memory_encoder(Runner& r, const MultiplexAssignment& a, const Tensor& pix, const Tensor& masks,
+  Tensor run_memory_encoder(Candidate c, const MultiplexAssignment& a, const Tensor& pix, const Tensor& masks,
                             const Tensor& scores, const std::set<int>& cond) {
     std::vector<Tensor> per_bucket;
     for (int b = 0; b < a.num_buckets(); ++b) {
       auto in = sam31::assemble_memory_encoder_inputs(cfg_, a, b, pix, masks, scores, cond);
-      per_bucket.push_back(r.run(in).at(sam31::names::memory_encoder::kMaskmemFeaturesBf16));
+      per_bucket.push_back(model_->run(c, in).at(sam31::names::memory_encoder::kMaskmemFeaturesBf16));
     }
     return sam31::stack_buckets(per_bucket);
   }
 
-  ModelConfig cfg_;
-  sam31::Tokenizer tok_;
-  Runner text_, backbone_, detector_, interactive_, propagation_, memory_, memory_image_size_;
-  std::map<int, std::vector<sam31::BoxExemplar>> box_exemplars_;  // by frame
-  CandidateRunnerFactory open_;
-  std::optional<Runner> point_;  // loaded on the first point prompt (older model folders lack it)
-  Tensor lang_features_, lang_mask_;
+  std::shared_ptr<CandidateModel> model_;
+  const ModelConfig& cfg_;
+  const int window_;  // sam31::memory_window
   static constexpr size_t kMaxCachedTexts = 64;
-  std::map<std::vector<std::string>, std::pair<Tensor, Tensor>> text_cache_;
+  std::map<std::vector<std::string>, TextEncoding> text_cache_;
   std::map<int, FrameFeatures> frames_;
-  std::map<int, StateMemory> states_;
+  std::map<int, sam31::TrackerMemory> states_;
   AntialiasResizer resizer_;
 };
 
 }  // namespace
 
-std::unique_ptr<ModelBackend> open_backend(const sam31::ModelConfig& cfg, const CandidateRunnerFactory& open,
-                                           sam31::Tokenizer tokenizer) {
-  return std::make_unique<CompiledBackend>(cfg, open, std::move(tokenizer));
-}
-
-std::unique_ptr<ModelBackend> open_compiled_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                                    sam31::Tokenizer tokenizer, int num_threads,
-                                                    const std::string& verified_memo_dir) {
-  ExecutorOptions ex{num_threads, true};
-  // The candidates run one after another: one arena of the largest plan instead of one per candidate.
-  ex.shared_arena = std::make_shared<SharedArena>();
-  // By value: the backend keeps the factory for candidates it loads later (point prompts).
-  LoadOptions load;
-  load.verified_memo_dir = verified_memo_dir;
-  auto open = [model_dir, ex, load](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
-    return open_smx_runner(model_dir + "/" + f.file + ".smx", ex, load);
-  };
-  return open_backend(cfg, open, std::move(tokenizer));
+std::unique_ptr<ModelSession> new_candidate_session(std::shared_ptr<CandidateModel> model) {
+  return std::make_unique<CandidateSession>(std::move(model));
 }
 
 }  // namespace segmux::pipeline
