@@ -167,7 +167,8 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   req.start_frame_index = start;
   session.propagate(req, [&](const FrameOutput& out) {
     ++yielded;
-    if (traced) calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump() << "\n";
+    if (traced)
+      calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump() << "\n";
     auto it = refs.find(out.frame_index);
     if (it == refs.end()) {
       ++rep.id_mismatches;
@@ -235,8 +236,8 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
       if (r.contains("bounding_box_labels")) p.box_labels = r["bounding_box_labels"].get<std::vector<int>>();
       p.clear_old_points = r.value("clear_old_points", true);
       const int f = r.at("frame_index").get<int>();
-      compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f),
-                    session.add_prompt(f, p), one, lines);
+      compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f), session.add_prompt(f, p), one,
+                    lines);
     } else if (type == "remove_object") {
       const int f = r.value("frame_index", 0);  // the official default
       session.remove_object(r.at("obj_id").get<int64_t>(), f);

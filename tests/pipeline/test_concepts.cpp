@@ -158,11 +158,11 @@ TEST(Concepts, RemoveRestartResetAndThreshold) {
 
 TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   CountingModel be;
-    auto frames = make_blank_frame_source(40, kVideo, kVideo);
+  auto frames = make_blank_frame_source(40, kVideo, kVideo);
   VideoSession session(be, *frames, small_config());
   session.add_prompt(0, Prompt::from_text("dog"));
   session.add_prompt(0, Prompt::from_text("cat"));
-    int delivered = 0;
+  int delivered = 0;
   session.propagate({PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
     if (++delivered == 1) session.cancel();  // as another thread would
     return true;
@@ -268,7 +268,7 @@ TEST(ActionHistory, PropagationAfterARemovalFetchesTheKeptOutputs) {
 // only points (or segmux's object_box extension) prompt the tracker for that object.
 TEST(Concepts, BoxesWithAnObjIdAreTheDetectorsVisualPrompt) {
   CountingModel be;
-    auto frames = make_blank_frame_source(4, kVideo, kVideo);
+  auto frames = make_blank_frame_source(4, kVideo, kVideo);
   VideoSession session(be, *frames, small_config());
   Prompt p;
   p.obj_id = 7;

@@ -35,7 +35,7 @@ TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
   ReplayModel model = ReplayModel::from_fixture(fixture);
-    auto frames = make_blank_frame_source(16, 320, 240);
+  auto frames = make_blank_frame_source(16, 320, 240);
   VideoSession session(model, *frames, load_control_config(fixture + "/config.json"));
 
   // A text the tokenizer cannot read stayed as a concept before: every later propagation failed.
@@ -47,8 +47,7 @@ TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
   huge.obj_id = INT64_MAX;  // the next ids wrapped to -2^63 before
   huge.points_xy = {{0.5f, 0.5f}};
   huge.point_labels = {1};
-  EXPECT_HAS(error_of([&] { session.add_prompt(0, huge); }),
-             "obj_id 9223372036854775807 is outside 0..2147483647");
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, huge); }), "obj_id 9223372036854775807 is outside 0..2147483647");
   huge.obj_id = -1;
   EXPECT_HAS(error_of([&] { session.add_prompt(0, huge); }), "obj_id -1 is outside");
   EXPECT_HAS(error_of([&] { session.remove_object(int64_t(1) << 40); }), "remove_object: obj_id 1099511627776");

@@ -48,11 +48,27 @@ TEST(TrackMemory, ALongVideoKeepsResidentMemoryFlat) {
   const std::string video = (dir / "long.mp4").string(), cache = (dir / "cache").string();
   ASSERT_EQ(segmux::test::run_segmux("sample-video -n 1000 --size 64x48 " + video).code, 0);
   auto track = [&](int frames) {
-    std::vector<std::string> args{"track", video, "--prompt", "shape", "--out", (dir / ("out" + std::to_string(frames))).string(),
-                                  "--direction", "forward", "--max-frames", std::to_string(frames), "--overlay",
-                                  "none", "--quiet", "--weights", segmux::test::tiny_fixture_dir() + "/weights.safetensors",
-                                  "--config", segmux::test::tiny_fixture_dir() + "/config.json", "--vocab",
-                                  segmux::test::tiny_vocab(), "--cache-dir", cache};
+    std::vector<std::string> args{"track",
+                                  video,
+                                  "--prompt",
+                                  "shape",
+                                  "--out",
+                                  (dir / ("out" + std::to_string(frames))).string(),
+                                  "--direction",
+                                  "forward",
+                                  "--max-frames",
+                                  std::to_string(frames),
+                                  "--overlay",
+                                  "none",
+                                  "--quiet",
+                                  "--weights",
+                                  segmux::test::tiny_fixture_dir() + "/weights.safetensors",
+                                  "--config",
+                                  segmux::test::tiny_fixture_dir() + "/config.json",
+                                  "--vocab",
+                                  segmux::test::tiny_vocab(),
+                                  "--cache-dir",
+                                  cache};
     return peak_rss_kb(args);
   };
   ASSERT_GT(track(2), 0);  // compiles the tiny model into the cache: not part of either measure

@@ -270,7 +270,8 @@ class ConceptSet::MergedRun {
   // the same output delay, so they deliver the same frames in the same order).
   void deliver(const FrameSink& sink) {
     auto& concepts = set_.concepts_;
-    while (!stopped_ && std::all_of(concepts.begin(), concepts.end(), [](const auto& c) { return !c->ready.empty(); })) {
+    while (!stopped_ &&
+           std::all_of(concepts.begin(), concepts.end(), [](const auto& c) { return !c->ready.empty(); })) {
       const int frame_index = concepts.front()->ready.front().frame_index;
       std::vector<FrameOutput> parts;
       for (auto& c : concepts) {

@@ -362,8 +362,8 @@ class VideoControlPlane::PropagationRun : public Propagation {
   void extend_to(int last_frame) override {
     SEGMUX_CHECK(open_, "extend_to: not an open propagation");
     const int num_frames = cp_.frames_.num_frames();
-    SEGMUX_CHECK(last_frame < num_frames, "propagate_in_video: frame ", last_frame, " is not there yet (",
-                 num_frames, " frames)");
+    SEGMUX_CHECK(last_frame < num_frames, "propagate_in_video: frame ", last_frame, " is not there yet (", num_frames,
+                 " frames)");
     for (int f = order_.empty() ? first_ : order_.back() + 1; f <= last_frame; ++f) order_.push_back(f);
   }
   void set_first(int frame) { first_ = frame; }
