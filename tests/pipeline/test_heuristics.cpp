@@ -509,8 +509,9 @@ TEST(ControlPlane, SinkCanStopAndBadBackendOutputIsAnError) {
   EXPECT_EQ(seen, 2);
   // A detector whose masks do not match the declared low-res size is rejected with a clear error.
   struct BadBackend : ScriptedSession {
-    DetectorOutput detect(int f) override {
-      DetectorOutput o = ScriptedSession::detect(f);
+    DetectorOutput detect(int f, const std::vector<std::string>& text,
+                          const std::vector<sam31::BoxExemplar>& boxes) override {
+      DetectorOutput o = ScriptedSession::detect(f, text, boxes);
       o.mask_logits = Tensor(DType::f32, {o.mask_logits.dim(0), kLow + 1, kLow});
       return o;
     }
