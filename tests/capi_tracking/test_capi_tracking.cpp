@@ -84,8 +84,8 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
   src.vocab = kFixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = std::string(SEGMUX_BINARY_DIR) + "/capi-test-cache";
   pl::OpenedModel direct = pl::open_model(src, [](const std::string&) {});
-  auto frames = pl::open_video(kFrames);
-  pl::VideoSession session(*direct.model, *frames, pl::control_config_for(direct.config));
+  auto video = pl::open_video(kFrames);
+  pl::VideoSession session(*direct.model, *video, pl::control_config_for(direct.config));
   session.add_prompt(0, pl::Prompt::from_text("shape"));
   std::vector<Out> expected;
   session.propagate({}, [&](const pl::FrameOutput& o) {

@@ -52,8 +52,8 @@ TEST(BoxPrompts, SessionRefusesWhatTheModelCannotDo) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
   ReplayModel model = ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
-  auto frames = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *frames, load_control_config(fixture + "/config.json"));
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
   Prompt p = with_boxes({{0.1f, 0.1f, 0.2f, 0.2f}}, {1});
   try {
     session.add_prompt(0, p);

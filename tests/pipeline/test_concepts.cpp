@@ -158,8 +158,8 @@ TEST(Concepts, RemoveRestartResetAndThreshold) {
 
 TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   CountingModel be;
-  auto frames = make_blank_frame_source(40, kVideo, kVideo);
-  VideoSession session(be, *frames, small_config());
+  auto video = make_blank_frame_source(40, kVideo, kVideo);
+  VideoSession session(be, *video, small_config());
   session.add_prompt(0, Prompt::from_text("dog"));
   session.add_prompt(0, Prompt::from_text("cat"));
   int delivered = 0;
@@ -268,8 +268,8 @@ TEST(ActionHistory, PropagationAfterARemovalFetchesTheKeptOutputs) {
 // only points (or segmux's object_box extension) prompt the tracker for that object.
 TEST(Concepts, BoxesWithAnObjIdAreTheDetectorsVisualPrompt) {
   CountingModel be;
-  auto frames = make_blank_frame_source(4, kVideo, kVideo);
-  VideoSession session(be, *frames, small_config());
+  auto video = make_blank_frame_source(4, kVideo, kVideo);
+  VideoSession session(be, *video, small_config());
   Prompt p;
   p.obj_id = 7;
   p.boxes_xywh = {{0.1f, 0.1f, 0.2f, 0.2f}};

@@ -13,8 +13,8 @@ TEST(Session, ReplayedRunThroughTheRequestApi) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
   ReplayModel model = ReplayModel::from_fixture(fixture);
-  auto frames = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *frames, load_control_config(fixture + "/config.json"));
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
   EXPECT_THROW(session.add_prompt(0, Prompt{}), Error);
   Prompt boxes = Prompt::from_text("shape");
   boxes.boxes_xywh.push_back({0.1f, 0.1f, 0.2f, 0.2f});

@@ -35,8 +35,8 @@ TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
   ReplayModel model = ReplayModel::from_fixture(fixture);
-  auto frames = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *frames, load_control_config(fixture + "/config.json"));
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
 
   // A text the tokenizer cannot read stayed as a concept before: every later propagation failed.
   EXPECT_HAS(error_of([&] { session.add_prompt(0, Prompt::from_text("sh\xff\xfe")); }),

@@ -42,8 +42,8 @@ void run_cases(const std::string& engine) {
     if (q.contains("text")) p.text = q["text"].get<std::string>();
     for (const auto& b : q["bounding_boxes"]) p.boxes_xywh.push_back({b[0], b[1], b[2], b[3]});
     for (const auto& l : q["bounding_box_labels"]) p.box_labels.push_back(l.get<int>());
-    auto frames = open_video(kTiny + "/video/frames");
-    VideoSession session(*model.model, *frames, config);  // a fresh session per case
+    auto video = open_video(kTiny + "/video/frames");
+    VideoSession session(*model.model, *video, config);  // a fresh session per case
     const FrameOutput out = session.add_prompt(q["frame_index"], p);
     const auto& ref = c["outputs"];
     const std::string what = engine + " " + c["name"].get<std::string>();
