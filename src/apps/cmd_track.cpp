@@ -276,10 +276,11 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
                      ")");
   const std::vector<TrackRequest> requests =
       prepare_track_prompts(popt, prompts, start, direction, n, reader->width(), reader->height());
-  const auto boxes = track_box_exemplars(popt, reader->width(), reader->height());
-  SEGMUX_USAGE_CHECK(boxes.empty() || !popt.frame || *popt.frame == start,
+  const Prompt boxes = track_box_exemplars(popt, reader->width(), reader->height());
+  const bool have_boxes = !boxes.boxes_xywh.empty();
+  SEGMUX_USAGE_CHECK(!have_boxes || !popt.frame || *popt.frame == start,
                      "--box exemplars go on the --start frame: give --start ", popt.frame.value_or(0));
-  if (prompts.empty() && !boxes.empty()) prompts = {kBoxOnlyText};  // official: boxes alone
+  if (prompts.empty() && have_boxes) prompts = {kBoxOnlyText};  // official: boxes alone
   OpenedModel& model = get_model(log);
 
   StagedOutput staged(out_dir);
@@ -310,18 +311,13 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
   }
   TrackWriter writer(staged.stage(), reader->width(), reader->height(), opt);
 
-  ControlConfig ccfg = default_control_config();
-  ccfg.multiplex_count = model.config.multiplex_count;
-  ccfg.bucket_capacity = model.config.multiplex_count;
-  ccfg.max_num_objects = model.config.max_num_objects;
-  ccfg.num_maskmem = model.config.num_maskmem;
-  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-  if (is_image_file(input)) {  // official is_image_only: lower new-object threshold, no object cap
-    ccfg.new_det_thresh = ccfg.image_only_det_thresh;
-    ccfg.max_num_objects = std::numeric_limits<int>::max();
-  }
-  const std::unique_ptr<ModelSession> session = model.model->new_session();  // this video's tensors
-  ConceptSet predictor(*session, *reader, ccfg);
+  ControlConfig ccfg = control_config_for(model.config);
+  if (is_image_file(input)) ccfg = for_single_image(ccfg);  // official is_image_only
+  // Outputs are kept only for requests (a click or a removal answers with a frame's kept outputs):
+  // a plain run's memory stays flat however long the video.
+  SessionOptions sopt;
+  sopt.keep_outputs = !requests.empty();
+  VideoSession session(*model.model, *reader, ccfg, sopt);  // this video's own model session
 
   // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
   const bool forward = direction != "backward", backward = direction != "forward";
@@ -353,21 +349,24 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
       write(out);
     progress.update(++done, out.frame_index);
   };
-  auto sink = [&](FrameOutput out) {
+  auto take_all = [&](const FrameOutput& out) {
     take(out);
     return true;
   };
   if (!requests.empty()) {
-    predictor.keep_outputs(true);  // remove_object answers with a frame's kept outputs
     for (const TrackRequest& q : requests) {
-      run_track_requests(predictor, {q}, take);
+      run_track_requests(session, {q}, take);
       // The official remove_object response: that frame's last outputs without the object.
       if (q.type == TrackRequest::Type::RemoveObject)
-        if (auto out = predictor.frame_outputs(q.frame_index)) take(*out);
+        if (auto out = session.frame_outputs(q.frame_index)) take(*out);
     }
   } else {
     std::vector<FrameOutput> parts;
-    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p, std::nullopt, boxes));
+    for (const auto& text : prompts) {
+      Prompt p = boxes;
+      p.text = text;
+      parts.push_back(session.add_prompt(start, p));
+    }
     const FrameOutput prompted = ConceptSet::merge(std::move(parts));
     // Forward propagation re-delivers the prompted frame; backward starts below it. A one-frame input
     // gives the add_prompt outputs: propagation there hides every object (see docs/track.md).
@@ -375,8 +374,9 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
       take(prompted);
     } else {
       if (!forward) take(prompted);
-      if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
-      if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+      if (forward) session.propagate({PropagationDirection::Forward, start, fwd_frames - 1}, take_all);
+      if (backward && bwd_frames > 1)
+        session.propagate({PropagationDirection::Backward, start, bwd_frames - 1}, take_all);
     }
   }
   progress.end_line();

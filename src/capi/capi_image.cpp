@@ -19,7 +19,7 @@ class ImageUse {
  public:
   explicit ImageUse(segmux_model* m) : m_(m) {
     std::lock_guard<std::mutex> lock(m->mu);
-    ok_ = !m->session && !m->segmenting;
+    ok_ = m->open_sessions == 0 && !m->segmenting;
     if (ok_) m->segmenting = true;
   }
   ~ImageUse() {

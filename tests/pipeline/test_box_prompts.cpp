@@ -52,16 +52,16 @@ TEST(BoxPrompts, SessionRefusesWhatTheModelCannotDo) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
   ReplayModel model = ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
-  VideoPredictor predictor(model, load_control_config(fixture + "/config.json"));
-  const std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
   Prompt p = with_boxes({{0.1f, 0.1f, 0.2f, 0.2f}}, {1});
   try {
-    predictor.add_prompt(id, 0, p);
+    session.add_prompt(0, p);
     ADD_FAILURE() << "boxes were ignored";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("does not take box exemplars"), std::string::npos) << e.what();
   }
   p.points_xy.push_back({0.5f, 0.5f});
   p.point_labels.push_back(1);
-  EXPECT_THROW(predictor.add_prompt(id, 0, p), Error);
+  EXPECT_THROW(session.add_prompt(0, p), Error);
 }

@@ -158,27 +158,26 @@ TEST(Concepts, RemoveRestartResetAndThreshold) {
 
 TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
   CountingModel be;
-  VideoPredictor predictor(be, small_config());
-  std::string id = predictor.start_session(make_blank_frame_source(40, kVideo, kVideo));
-  predictor.add_prompt(id, 0, Prompt::from_text("dog"));
-  predictor.add_prompt(id, 0, Prompt::from_text("cat"));
-  predictor.keep_outputs(id, true);
+  auto video = make_blank_frame_source(40, kVideo, kVideo);
+  VideoSession session(be, *video, small_config());
+  session.add_prompt(0, Prompt::from_text("dog"));
+  session.add_prompt(0, Prompt::from_text("cat"));
   int delivered = 0;
-  predictor.propagate_in_video(id, {PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
-    if (++delivered == 1) predictor.cancel_propagation(id);  // as another thread would
+  session.propagate({PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
+    if (++delivered == 1) session.cancel();  // as another thread would
     return true;
   });
   EXPECT_LT(be.backbone_runs.size(), 40u) << "cancel_propagation stops the run";
-  EXPECT_THROW(predictor.remove_object(id, 0, 40), Error);  // frame out of range
-  auto before = predictor.frame_outputs(id, 3);
+  EXPECT_THROW(session.remove_object(0, 40), Error);  // frame out of range
+  auto before = session.frame_outputs(3);
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->obj_ids, (std::vector<int64_t>{0, 1}));
-  EXPECT_FALSE(predictor.frame_outputs(id, 39).has_value()) << "not propagated";
-  EXPECT_TRUE(predictor.remove_object(id, 0, 3));
+  EXPECT_FALSE(session.frame_outputs(39).has_value()) << "not propagated";
+  EXPECT_TRUE(session.remove_object(0, 3));
   // The official remove_object response: the frame's outputs without the object.
-  EXPECT_EQ(predictor.frame_outputs(id, 3)->obj_ids, (std::vector<int64_t>{1}));
-  EXPECT_EQ(predictor.frame_outputs(id, 3)->prompts, (std::vector<std::string>{"cat"}));
-  EXPECT_FALSE(predictor.remove_object(id, 0, 3));
+  EXPECT_EQ(session.frame_outputs(3)->obj_ids, (std::vector<int64_t>{1}));
+  EXPECT_EQ(session.frame_outputs(3)->prompts, (std::vector<std::string>{"cat"}));
+  EXPECT_FALSE(session.remove_object(0, 3));
 }
 
 namespace {
@@ -269,18 +268,18 @@ TEST(ActionHistory, PropagationAfterARemovalFetchesTheKeptOutputs) {
 // only points (or segmux's object_box extension) prompt the tracker for that object.
 TEST(Concepts, BoxesWithAnObjIdAreTheDetectorsVisualPrompt) {
   CountingModel be;
-  VideoPredictor predictor(be, small_config());
-  const std::string id = predictor.start_session(make_blank_frame_source(4, kVideo, kVideo));
+  auto video = make_blank_frame_source(4, kVideo, kVideo);
+  VideoSession session(be, *video, small_config());
   Prompt p;
   p.obj_id = 7;
   p.boxes_xywh = {{0.1f, 0.1f, 0.2f, 0.2f}};
   p.box_labels = {1};
-  const FrameOutput out = predictor.add_prompt(id, 0, p);
+  const FrameOutput out = session.add_prompt(0, p);
   EXPECT_EQ(out.obj_ids, (std::vector<int64_t>{0})) << "the detector's object, numbered by the session";
   EXPECT_EQ(out.prompts, (std::vector<std::string>{"<text placeholder>"}));
   EXPECT_EQ(be.box_exemplars, 1u);
   Prompt clicks_and_boxes = p;
   clicks_and_boxes.points_xy = {{0.5f, 0.5f}};
   clicks_and_boxes.point_labels = {1};
-  EXPECT_THROW(predictor.add_prompt(id, 0, clicks_and_boxes), Error);  // official: points exclude boxes
+  EXPECT_THROW(session.add_prompt(0, clicks_and_boxes), Error);  // official: points exclude boxes
 }

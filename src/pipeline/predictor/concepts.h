@@ -70,6 +70,18 @@ class ConceptSet {
   // them a full propagation runs (the official raises KeyError there). start_frame < 0: not given.
   // Returns false if stopped by the sink or cancel().
   bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+  // Live input (frames arrive while the video is tracked): one forward full propagation kept open
+  // across calls. propagate_open() tracks the frames from start_frame (< 0: the open run's start, else
+  // the first prompted frame) to start_frame + max_frames (< 0: no end) that are there and not yet
+  // tracked, continuing the open run of that start (a run open from another start ends first). Outputs
+  // reach `sink` as the hot-start rule releases them, exactly as one propagation over the same frames
+  // delivers them; the run ends (every held output delivered) when its range is tracked, or by
+  // close_open_run() (the end of the stream). Return false if stopped by the sink or cancel().
+  bool propagate_open(int start_frame, int max_frames, const std::function<bool(FrameOutput)>& sink);
+  bool close_open_run(const std::function<bool(FrameOutput)>& sink);
+  bool has_open_run() const { return open_ != nullptr; }
+  // Forgets the kept outputs of frames before `frame` (live input: frames no longer held).
+  void forget_kept_before(int frame);
   // Stops a running propagate() after the frame in progress (callable from another thread).
   void cancel() { cancel_ = true; }
 
@@ -118,6 +130,13 @@ class ConceptSet {
     std::vector<float> overlap_probs;        // FrameOutput::overlap_probs (empty if unknown)
     std::vector<RleMask> pre_overlap_masks;  // FrameOutput::pre_overlap_masks (empty if unknown)
   };
+  using FrameSink = std::function<bool(FrameOutput)>;
+  class MergedRun;
+  void keep(const FrameOutput& merged);  // into kept_
+  int first_prompted_frame() const;      // -1: no concept
+  std::unique_ptr<MergedRun> open_;      // propagate_open()'s run
+  int open_start_ = 0, open_next_ = 0;   // the open run's start (as asked) and next frame
+  bool open_stopped_ = false;            // the sink stopped the open run
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;
   // The official action history: what the next propagation does (plan_propagation).

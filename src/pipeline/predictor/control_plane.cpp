@@ -274,8 +274,12 @@ class VideoControlPlane::OutputQueue {
   void set_unconfirmed(int frame, std::vector<int64_t> ids) { unconfirmed_[frame] = std::move(ids); }
   void add_removed(const std::vector<int64_t>& ids) { removed_so_far_.insert(ids.begin(), ids.end()); }
   void add(PendingFrame frame, bool last_frame);
+  // Releases every output still held (an open run's hot-start queue too) and flushes them.
   void finish() {
-    if (!stop_) flush(post_.size());
+    if (stop_) return;
+    for (auto& h : hot_) post_.emplace_back(std::move(h), removed_so_far_);
+    hot_.clear();
+    flush(post_.size());
   }
 
  private:
@@ -336,8 +340,14 @@ std::vector<int64_t> VideoControlPlane::unconfirmed_objects() const {
 
 class VideoControlPlane::PropagationRun : public Propagation {
  public:
-  PropagationRun(VideoControlPlane& cp, std::vector<int> order, bool reverse, std::function<bool(FrameOutput)> sink)
-      : cp_(cp), order_(std::move(order)), reverse_(reverse), sink_(std::move(sink)), queue_(cp, reverse, sink_) {}
+  PropagationRun(VideoControlPlane& cp, std::vector<int> order, bool reverse, std::function<bool(FrameOutput)> sink,
+                 bool open = false)
+      : cp_(cp),
+        order_(std::move(order)),
+        reverse_(reverse),
+        open_(open),
+        sink_(std::move(sink)),
+        queue_(cp, reverse, sink_) {}
   bool done() const override { return next_ >= order_.size() || queue_.stopped(); }
   void step() override {
     if (done()) return;
@@ -346,14 +356,24 @@ class VideoControlPlane::PropagationRun : public Propagation {
     cp_.prompted_frames_.insert(frame);  // this frame now has outputs (official previous_stages_out)
     if (cp_.cfg_.masklet_confirmation_enable) queue_.set_unconfirmed(frame, cp_.unconfirmed_objects());
     queue_.add_removed(cp_.decisions_.back().obj_ids_newly_removed);
-    queue_.add(std::move(pending), frame == order_.back());
+    queue_.add(std::move(pending), !open_ && frame == order_.back());  // an open run's last frame is unknown
   }
   void finish() override { queue_.finish(); }
+  void extend_to(int last_frame) override {
+    SEGMUX_CHECK(open_, "extend_to: not an open propagation");
+    const int num_frames = cp_.frames_.num_frames();
+    SEGMUX_CHECK(last_frame < num_frames, "propagate_in_video: frame ", last_frame, " is not there yet (", num_frames,
+                 " frames)");
+    for (int f = order_.empty() ? first_ : order_.back() + 1; f <= last_frame; ++f) order_.push_back(f);
+  }
+  void set_first(int frame) { first_ = frame; }
 
  private:
   VideoControlPlane& cp_;
-  const std::vector<int> order_;
+  std::vector<int> order_;
   const bool reverse_;
+  const bool open_;
+  int first_ = 0;  // an open run's first frame
   const std::function<bool(FrameOutput)> sink_;
   OutputQueue queue_;
   size_t next_ = 0;
@@ -369,6 +389,15 @@ std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_propaga
   if (max_frames < 0) max_frames = num_frames;
   return std::make_unique<PropagationRun>(*this, propagation_order(start_frame, max_frames, reverse, num_frames),
                                           reverse, std::move(sink));
+}
+
+std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_open_propagation(
+    int start_frame, std::function<bool(FrameOutput)> sink) {
+  SEGMUX_CHECK(prompt_.has_value() || !obj_ids_.empty(), "propagate_in_video: no prompt was added");
+  if (start_frame < 0) start_frame = *prompted_frames_.begin();
+  auto run = std::make_unique<PropagationRun>(*this, std::vector<int>{}, false, std::move(sink), true);
+  run->set_first(start_frame);
+  return run;
 }
 
 void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,

@@ -123,9 +123,15 @@ class VideoControlPlane {
     virtual bool done() const = 0;  // every frame processed, or the sink asked to stop
     virtual void step() = 0;
     virtual void finish() = 0;
+    // Open runs only (start_open_propagation): frames up to `last_frame` join the run.
+    virtual void extend_to(int last_frame) = 0;
   };
   std::unique_ptr<Propagation> start_propagation(int start_frame, int max_frames, bool reverse,
                                                  std::function<bool(FrameOutput)> sink);
+  // A forward propagation whose end is not known yet (live input: frames arrive while it runs): it has
+  // no frame until extend_to(); the hot-start delay holds outputs back as in any run, and finish()
+  // releases every output still held. Over the same frames it gives what start_propagation() gives.
+  std::unique_ptr<Propagation> start_open_propagation(int start_frame, std::function<bool(FrameOutput)> sink);
   // New object ids start above *max_id, which this control plane raises as it adds objects: control
   // planes sharing one counter give ids that are unique across them (several concepts in one run).
   void share_object_ids(std::shared_ptr<int64_t> max_id) { shared_max_id_ = std::move(max_id); }
