@@ -169,7 +169,7 @@ int run_interactive_segment(const std::vector<std::string>& images, const std::v
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
   log("model: " + model.description);
-  ImagePredictor pred(*model.backend);
+  ImagePredictor pred(*model.model);
 
   StagedOutput staged(out_dir);
   std::vector<std::string> written;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 
 namespace segmux::apps {
 

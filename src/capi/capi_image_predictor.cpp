@@ -30,7 +30,7 @@ namespace {
 // Marks the model in use (as an image segmentation does); false when a session or another image holds it.
 bool claim(segmux_model* m) {
   std::lock_guard<std::mutex> lock(m->mu);
-  if (m->session || m->segmenting) return false;
+  if (m->open_sessions > 0 || m->segmenting) return false;
   m->segmenting = true;
   return true;
 }
@@ -51,7 +51,7 @@ segmux_status open_with(segmux_model* model, const char* what, segmux_image_pred
   try {
     auto p = std::make_unique<segmux_image_predictor>();
     p->model = model;
-    p->predictor = std::make_unique<pl::ImagePredictor>(*model->opened.backend);
+    p->predictor = std::make_unique<pl::ImagePredictor>(*model->opened.model);
     p->predictor->set_image(img);
     p->width = img.width;
     p->height = img.height;
@@ -152,7 +152,7 @@ segmux_status segmux_image_predictor_predict(segmux_image_predictor* predictor, 
     if (const segmux_status st = segmux::capi::check_handle(predictor, HandleType::image_predictor, what)) return st;
     if (!prompt) return invalid(std::string(what) + ": prompt is NULL");
     const pl::ImagePrompt q = prompt_of(*prompt);
-    const int hm = predictor->model->opened.backend->geometry().low_res_mask_size;
+    const int hm = predictor->model->opened.model->geometry().low_res_mask_size;
     if (std::string e = pl::image_prompt_error(q, predictor->width, predictor->height, hm); !e.empty())
       return invalid(std::string(what) + ": " + e);
     auto out = std::make_unique<segmux_prediction>();

@@ -68,9 +68,9 @@ ImagePrompt prompt_of(const json& r, int low_res) {
 
 }  // namespace
 
-json predict_image_request(ModelBackend& backend, const ResourceStore& resources, const json& r) {
+json predict_image_request(Model& model, const ResourceStore& resources, const json& r) {
   if (!r.contains("resource_path") || !r["resource_path"].is_string()) bad("no string 'resource_path' (the image)");
-  const int low_res = backend.geometry().low_res_mask_size;
+  const int low_res = model.geometry().low_res_mask_size;
   ImagePrompt p = prompt_of(r, low_res);
   const std::string path = resources.resolve(r["resource_path"].get<std::string>());
   RgbImage img;
@@ -80,7 +80,7 @@ json predict_image_request(ModelBackend& backend, const ResourceStore& resources
     bad(std::string("cannot read the image: ") + e.what());
   }
   if (std::string e = image_prompt_error(p, img.width, img.height, low_res); !e.empty()) bad(e);
-  ImagePredictor pred(backend);
+  ImagePredictor pred(model);
   pred.set_image(img);
   const ImagePrediction out = pred.predict(p);
   json masks = json::array(), low = json::array();

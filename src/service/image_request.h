@@ -9,13 +9,13 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "service/resources.h"
 
 namespace segmux::service {
 
-// Runs the request on `backend` (the caller holds the model).
-nlohmann::json predict_image_request(pipeline::ModelBackend& backend, const ResourceStore& resources,
+// Runs the request on a session of `model` of its own (the caller holds the model's work lock).
+nlohmann::json predict_image_request(pipeline::Model& model, const ResourceStore& resources,
                                      const nlohmann::json& request);
 
 }  // namespace segmux::service

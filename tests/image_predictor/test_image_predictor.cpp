@@ -14,7 +14,7 @@
 #include "common/run_command.h"
 #include "io/safetensors.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/image_predictor.h"
 
 namespace fs = std::filesystem;
@@ -132,7 +132,7 @@ class ImagePredictorParity : public ::testing::Test {
 }  // namespace
 
 TEST_F(ImagePredictorParity, EveryOfficialCaseReplays) {
-  ImagePredictor pred(*model_->backend);
+  ImagePredictor pred(*model_->model);
   std::string current;
   int compared = 0;
   for (const auto& c : cases()) {
@@ -164,7 +164,7 @@ TEST_F(ImagePredictorParity, EveryOfficialCaseReplays) {
 
 // The notebook's loop: OUR best low-res logits of the first call fed back as mask_input.
 TEST_F(ImagePredictorParity, OwnLowResLogitsFedBackMatchTheOfficialRefinement) {
-  ImagePredictor pred(*model_->backend);
+  ImagePredictor pred(*model_->model);
   pred.set_image(image("frame00"));
   nlohmann::json first, refine;
   for (const auto& c : cases()) {
@@ -187,7 +187,7 @@ TEST_F(ImagePredictorParity, OwnLowResLogitsFedBackMatchTheOfficialRefinement) {
 // The official post-processing fills small background holes (max_hole_area 256 low-res pixels) before
 // upscaling: without it the cases where the official filling changed the result no longer match.
 TEST_F(ImagePredictorParity, HoleFillingIsWhatTheOfficialMasksNeed) {
-  ImagePredictor no_fill(*model_->backend, ImagePredictorOptions{0.0f, 0, 0});
+  ImagePredictor no_fill(*model_->model, ImagePredictorOptions{0.0f, 0, 0});
   int checked = 0;
   for (const auto& c : cases()) {
     if (!c.value("hole_filling_changed", false) || c["image"] != "frame00" || c.contains("batch")) continue;
@@ -209,7 +209,7 @@ TEST_F(ImagePredictorParity, HoleFillingIsWhatTheOfficialMasksNeed) {
 // The mask prompt carries information: the official refinement is not reproduced without it (so the
 // replay above checks the mask_input path, not just the clicks).
 TEST_F(ImagePredictorParity, TheOfficialRefinementNeedsTheMaskInput) {
-  ImagePredictor pred(*model_->backend);
+  ImagePredictor pred(*model_->model);
   pred.set_image(image("frame00"));
   for (const auto& c : cases()) {
     if (c["name"] != "frame00_refine_mask_input") continue;
@@ -232,7 +232,7 @@ TEST_F(ImagePredictorParity, TheOfficialRefinementNeedsTheMaskInput) {
 }
 
 TEST_F(ImagePredictorParity, PredictBeforeAnImageOrOutOfRangeIsRefused) {
-  ImagePredictor pred(*model_->backend);
+  ImagePredictor pred(*model_->model);
   ImagePrompt p;
   p.points = {{10.f, 10.f}};
   p.labels = {1};

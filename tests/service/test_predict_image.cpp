@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 
@@ -35,7 +35,7 @@ class PredictImage : public ::testing::Test {
     model_ = std::make_unique<pl::OpenedModel>(pl::open_model(src, [](const std::string&) {}));
     store_ = std::make_unique<segmux::service::ResourceStore>((root_ / "allowed").string(), 1 << 20);
     svc_ = std::make_unique<segmux::service::RequestService>(
-        *model_->backend, pl::load_control_config(kSet + "/config.json"), segmux::service::ServiceLimits{}, *store_);
+        *model_->model, pl::load_control_config(kSet + "/config.json"), segmux::service::ServiceLimits{}, *store_);
   }
   void TearDown() override {
     svc_.reset();

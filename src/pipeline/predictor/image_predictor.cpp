@@ -12,10 +12,6 @@ namespace segmux::pipeline {
 
 namespace {
 
-// The backend caches image i's features under frame kFirstFrame + i: clear of the image processor's
-// frame 0, so both can share one backend.
-constexpr int kFirstFrame = 1 << 20;
-
 std::string str(float v) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", double(v));
@@ -66,8 +62,8 @@ std::string image_prompt_error(const ImagePrompt& p, int width, int height, int 
   return "";
 }
 
-ImagePredictor::ImagePredictor(ModelBackend& backend, ImagePredictorOptions options)
-    : backend_(backend), opt_(options) {
+ImagePredictor::ImagePredictor(Model& model, ImagePredictorOptions options)
+    : session_(model.new_session()), opt_(options) {
   SEGMUX_CHECK(std::isfinite(opt_.mask_threshold), "mask_threshold must be finite");
   SEGMUX_CHECK(opt_.max_hole_area >= 0 && opt_.max_sprinkle_area >= 0, "hole / sprinkle areas must be >= 0");
 }
@@ -75,7 +71,7 @@ ImagePredictor::ImagePredictor(ModelBackend& backend, ImagePredictorOptions opti
 ImagePredictor::~ImagePredictor() { release(); }
 
 void ImagePredictor::release() {
-  for (size_t i = 0; i < sizes_.size(); ++i) backend_.release_frame(kFirstFrame + int(i));
+  for (size_t i = 0; i < sizes_.size(); ++i) session_->release_frame(int(i));  // image i is frame i of the session
   sizes_.clear();
 }
 
@@ -84,11 +80,11 @@ void ImagePredictor::set_image(const RgbImage& image) { set_images({image}); }
 void ImagePredictor::set_images(const std::vector<RgbImage>& images) {
   SEGMUX_CHECK(!images.empty(), "set_images: no image");
   release();
-  const int S = backend_.geometry().image_size;
+  const int S = session_->geometry().image_size;
   for (size_t i = 0; i < images.size(); ++i) {
     const RgbImage& im = images[i];
     SEGMUX_CHECK(im.width > 0 && im.height > 0, "image ", i, " is empty");
-    backend_.run_backbone_input(kFirstFrame + int(i), preprocess_image(im, S), im.width, im.height);
+    session_->run_backbone_input(int(i), preprocess_image(im, S), im.width, im.height);
     sizes_.push_back({im.width, im.height});
   }
 }
@@ -120,12 +116,12 @@ ImagePrediction ImagePredictor::predict(const ImagePrompt& prompt, int image_ind
   SEGMUX_CHECK(image_index >= 0 && image_index < int(sizes_.size()), "predict: image ", image_index, " of ",
                sizes_.size());
   const auto [w, h] = sizes_[size_t(image_index)];
-  const BackendGeometry geo = backend_.geometry();
+  const ModelGeometry geo = session_->geometry();
   const int hm = geo.low_res_mask_size;
   if (std::string e = image_prompt_error(prompt, w, h, hm); !e.empty()) fail(e);
   const ImagePromptOutput out =
-      backend_.predict_image_prompt(kFirstFrame + image_index, prompt_points(prompt, w, h, geo.image_size),
-                                    prompt.mask_input.defined() ? prompt.mask_input.reshaped({1, hm, hm}) : Tensor());
+      session_->predict_image_prompt(image_index, prompt_points(prompt, w, h, geo.image_size),
+                                     prompt.mask_input.defined() ? prompt.mask_input.reshaped({1, hm, hm}) : Tensor());
   const int T = int(out.iou.numel());
   std::vector<int> tokens;
   if (prompt.multimask_output)

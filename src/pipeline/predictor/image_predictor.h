@@ -11,11 +11,12 @@
 // Several images (official set_image_batch / predict_batch): set_images, then predict(prompt, image_index).
 #pragma once
 #include <array>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/tensor.h"
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 
@@ -50,7 +51,8 @@ std::string image_prompt_error(const ImagePrompt& p, int width, int height, int 
 
 class ImagePredictor {
  public:
-  explicit ImagePredictor(ModelBackend& backend, ImagePredictorOptions options = {});
+  // A session of `model` of its own holds the images' features (the model outlives the predictor).
+  explicit ImagePredictor(Model& model, ImagePredictorOptions options = {});
   ~ImagePredictor();
   ImagePredictor(const ImagePredictor&) = delete;
   ImagePredictor& operator=(const ImagePredictor&) = delete;
@@ -65,7 +67,7 @@ class ImagePredictor {
 
  private:
   void release();
-  ModelBackend& backend_;
+  std::unique_ptr<ModelSession> session_;
   ImagePredictorOptions opt_;
   std::vector<std::array<int, 2>> sizes_;  // width, height per image
 };
