@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/run_command.h"
+#include "deploy/model_store/model_store.h"
 #include "io/safetensors.h"
 #include "pipeline/media/video_io.h"
-#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/image_predictor.h"
 
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "io/safetensors.h"
 #include "deploy/model_store/model_store.h"
+#include "io/safetensors.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 
