@@ -130,6 +130,57 @@ SEGMUX_API segmux_status segmux_model_segment_image(segmux_model* model, const u
 SEGMUX_API segmux_status segmux_model_segment_file(segmux_model* model, const char* path,
                                                    const segmux_image_prompt* prompt, segmux_frame** result);
 
+/* ---- Interactive image predictor (official SAM-1-style predict, like `segmux segment --point`) ---- */
+
+/* An image whose embedding is computed once (official set_image) and asked any number of prompts.
+ * While it is open the model serves nothing else (sessions, segment calls and segmux_model_close get
+ * SEGMUX_ERROR_BUSY). */
+typedef struct segmux_image_predictor segmux_image_predictor;
+/* The candidate masks of one prompt, with their scores and low-res logits. */
+typedef struct segmux_prediction segmux_prediction;
+
+typedef struct segmux_predict_prompt {
+  size_t struct_size;      /* sizeof(segmux_predict_prompt) */
+  const float* points_xy;  /* num_points x 2: x, y in pixels of the image */
+  const int* point_labels; /* num_points: 1 foreground, 0 background */
+  size_t num_points;
+  const float* box_xyxy;   /* NULL or 4 values: x0, y0, x1, y1 in pixels */
+  const float* mask_input; /* NULL or mask_input_size^2 low-res logits (a previous segmux_prediction_low_res) */
+  int mask_input_size;     /* the side of mask_input: segmux_prediction_low_res_size of the model */
+  int multimask_output;    /* 1 (default): three candidates; 0: one */
+  int return_logits;       /* 0 (default): binary masks; 1: logits at the image size instead */
+} segmux_predict_prompt;
+
+/* Sets defaults (no points, no box, no mask input, multimask_output 1, return_logits 0). Thread-safe. */
+SEGMUX_API void segmux_predict_prompt_init(segmux_predict_prompt* prompt);
+/* Opens a predictor on an image of RGB u8 rows `stride` bytes apart (0: width*3), or on an image file. */
+SEGMUX_API segmux_status segmux_image_predictor_open(segmux_model* model, const uint8_t* rgb, int width, int height,
+                                                     size_t stride, segmux_image_predictor** predictor);
+SEGMUX_API segmux_status segmux_image_predictor_open_file(segmux_model* model, const char* path,
+                                                          segmux_image_predictor** predictor);
+/* Official predict: SEGMUX_ERROR_INVALID_ARGUMENT naming the problem for a bad prompt (label count,
+ * labels other than 0 / 1, points or box outside the image, an empty box, a mask input of another size
+ * or with non-finite values, no prompt at all). *result is the caller's (segmux_prediction_free). */
+SEGMUX_API segmux_status segmux_image_predictor_predict(segmux_image_predictor* predictor,
+                                                        const segmux_predict_prompt* prompt,
+                                                        segmux_prediction** result);
+/* Closes the predictor (NULL: nothing); the model is free again. */
+SEGMUX_API segmux_status segmux_image_predictor_close(segmux_image_predictor* predictor);
+
+/* Accessors answer 0 / NULL for a freed or foreign pointer. i < segmux_prediction_count. */
+SEGMUX_API size_t segmux_prediction_count(const segmux_prediction* p); /* 3 (multimask) or 1 */
+SEGMUX_API int segmux_prediction_width(const segmux_prediction* p);
+SEGMUX_API int segmux_prediction_height(const segmux_prediction* p);
+SEGMUX_API float segmux_prediction_score(const segmux_prediction* p, size_t i); /* predicted IoU */
+/* Mask i, width*height bytes (1 = mask), row-major; NULL with return_logits. */
+SEGMUX_API const uint8_t* segmux_prediction_mask(const segmux_prediction* p, size_t i);
+/* Logits i at the image size, width*height floats; NULL without return_logits. */
+SEGMUX_API const float* segmux_prediction_logits(const segmux_prediction* p, size_t i);
+/* Low-res logits i (side segmux_prediction_low_res_size), clamped to [-32, 32]: a later mask_input. */
+SEGMUX_API int segmux_prediction_low_res_size(const segmux_prediction* p);
+SEGMUX_API const float* segmux_prediction_low_res(const segmux_prediction* p, size_t i);
+SEGMUX_API void segmux_prediction_free(segmux_prediction* p);
+
 /* ---- Sessions ----------------------------------------------------------------------------------- */
 
 /* A session on a video file (MP4/MOV/WebM/..., animated GIF) or a folder of frame images (sorted by

@@ -17,11 +17,12 @@ import os
 import numpy as np
 
 from . import _capi
+from . import _image_predictor
 
 _lib = _capi.load()
 
 __version__ = _lib.segmux_version().decode()
-__all__ = ["Model", "Session", "Frame", "SegmuxError", "Error", "InvalidArgumentError", "NotFoundError",
+__all__ = ["Model", "Session", "Frame", "ImagePredictor", "SegmuxError", "Error", "InvalidArgumentError", "NotFoundError",
            "CorruptFileError", "UnsupportedError", "BusyError", "OutOfMemoryError", "IoError", "InternalError",
            "__version__"]
 
@@ -230,6 +231,19 @@ def _take_frame(handle):
         _lib.segmux_frame_free(handle)
 
 
+ImagePredictor = _image_predictor.ImagePredictor
+
+
+class _Checks:
+    """The argument checks and status handling the image predictor shares with this module."""
+    check = staticmethod(lambda status: _check(status))
+    invalid = staticmethod(lambda message: _invalid(message))
+    path = staticmethod(lambda value, name: _path(value, name))
+    rgb = staticmethod(lambda image, what: _rgb(image, what))
+    coordinates = staticmethod(lambda values, name, width: _coordinates(values, name, width))
+    labels = staticmethod(lambda values, count, name, of: _labels(values, count, name, of))
+
+
 class Model:
     """A compiled SAM 3.1 model. Give model_dir (a model folder) or checkpoint (a .pt/.safetensors
     file, compiled on first use into cache_dir; config and vocab as for `segmux track`).
@@ -329,6 +343,21 @@ class Model:
             _check(_lib.segmux_model_segment_image(model, rgb.ctypes.data_as(ctypes.c_void_p), w, h, 0,
                                                    ctypes.byref(p), ctypes.byref(out)))
         return _take_frame(out)
+
+    def image_predictor(self, image):
+        """The SAM-1-style interactive predictor on one image (official set_image): a path or an
+        H x W x 3 uint8 RGB array. Its predict(...) answers as the official predict; close it (or use
+        `with`) before the model serves anything else."""
+        return ImagePredictor(_lib, self._require(), image, _Checks)
+
+    def predict(self, image, point_coords=None, point_labels=None, box=None, mask_input=None, multimask_output=True,
+                return_logits=False):
+        """One official predict on `image` (set_image then predict): returns masks (C x H x W), scores
+        (C) and low-res logits (C x Hm x Wm) as numpy arrays. For several prompts on one image use
+        image_predictor(image), which computes the image embedding once."""
+        with self.image_predictor(image) as p:
+            return p.predict(point_coords=point_coords, point_labels=point_labels, box=box, mask_input=mask_input,
+                             multimask_output=multimask_output, return_logits=return_logits)
 
     def close(self):
         for session in list(self._sessions):

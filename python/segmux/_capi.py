@@ -52,6 +52,20 @@ class ImagePrompt(ctypes.Structure):
     ]
 
 
+class PredictPrompt(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("points_xy", ctypes.POINTER(ctypes.c_float)),
+        ("point_labels", ctypes.POINTER(ctypes.c_int)),
+        ("num_points", ctypes.c_size_t),
+        ("box_xyxy", ctypes.POINTER(ctypes.c_float)),
+        ("mask_input", ctypes.POINTER(ctypes.c_float)),
+        ("mask_input_size", ctypes.c_int),
+        ("multimask_output", ctypes.c_int),
+        ("return_logits", ctypes.c_int),
+    ]
+
+
 class PropagateOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -136,6 +150,21 @@ def _declare(lib):
         "segmux_model_segment_image": (status, [c.c_void_p, c.c_void_p, c.c_int, c.c_int, c.c_size_t,
                                                 P(ImagePrompt), P(c.c_void_p)]),
         "segmux_model_segment_file": (status, [c.c_void_p, c.c_char_p, P(ImagePrompt), P(c.c_void_p)]),
+        "segmux_predict_prompt_init": (None, [P(PredictPrompt)]),
+        "segmux_image_predictor_open": (status, [c.c_void_p, c.c_void_p, c.c_int, c.c_int, c.c_size_t,
+                                                 P(c.c_void_p)]),
+        "segmux_image_predictor_open_file": (status, [c.c_void_p, c.c_char_p, P(c.c_void_p)]),
+        "segmux_image_predictor_predict": (status, [c.c_void_p, P(PredictPrompt), P(c.c_void_p)]),
+        "segmux_image_predictor_close": (status, [c.c_void_p]),
+        "segmux_prediction_count": (c.c_size_t, [c.c_void_p]),
+        "segmux_prediction_width": (c.c_int, [c.c_void_p]),
+        "segmux_prediction_height": (c.c_int, [c.c_void_p]),
+        "segmux_prediction_score": (c.c_float, [c.c_void_p, c.c_size_t]),
+        "segmux_prediction_mask": (P(c.c_uint8), [c.c_void_p, c.c_size_t]),
+        "segmux_prediction_logits": (P(c.c_float), [c.c_void_p, c.c_size_t]),
+        "segmux_prediction_low_res_size": (c.c_int, [c.c_void_p]),
+        "segmux_prediction_low_res": (P(c.c_float), [c.c_void_p, c.c_size_t]),
+        "segmux_prediction_free": (None, [c.c_void_p]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)

@@ -16,6 +16,7 @@
 #include "apps/commands.h"
 #include "apps/precision_option.h"
 #include "apps/prompt_args.h"
+#include "apps/segment_interactive.h"
 #include "apps/staged_output.h"
 #include "core/error.h"
 #include "deploy/model_store/model_store.h"
@@ -123,13 +124,20 @@ Examples:
   segmux segment photo.jpg --prompt "dog" --weights sam3.1_multiplex.pt --out out/dog
   segmux segment a.png b.png --prompt cat --prompt dog --model compiled/ --out out/pets --threshold 0.3
   segmux segment photo.jpg --box 133,54,60,50 --box 0,39,251,176:neg --model compiled/ --out out/like
+  segmux segment photo.jpg --point 163,79 --multimask --model compiled/ --out out/click --logits-out click.npy
+  segmux segment photo.jpg --point 163,79 --point 150,60 --mask-input click.npy --mask-input-index 2 \
+                 --model compiled/ --out out/refined
 
 Per image STEM (the file name without extension) in DIR:
   STEM.png          16-bit grayscale: 0 = background, id + 1 (highest score wins where masks overlap)
   STEM.json         objects: id, prompt, score, box_xywh (normalised), box_xyxy_px, area, COCO RLE mask
   STEM.overlay.png  the image with coloured masks, boxes and ids
 Official image-processor semantics: score = sigmoid(logit) * sigmoid(presence) > --threshold, no NMS,
-masks at image resolution. Details: docs/track.md)";
+masks at image resolution. Details: docs/track.md
+
+Interactive predictor (the official SAM-1-style predict: --point, --multimask, --mask-input, --logits-out,
+--return-logits, or --interactive with one --box x,y,w,h): per image STEM.json (every candidate mask with its
+score and COCO RLE, `best`) and STEM.mask<K>.png; docs/segment-interactive.md)";
 
 int run_segment(int argc, char** argv) {
   CLI::App app{"Segment every object matching a text prompt in single images (the official image processor).",
@@ -140,10 +148,11 @@ int run_segment(int argc, char** argv) {
   ModelSource src;
   bool demo = false, quiet = false, json = false;
   float threshold = 0.5f;
+  InteractiveSegmentArgs interactive;
   app.add_option("images", images, "image files (PNG/JPEG/BMP/...)")->required();
   app.add_option("--prompt,-p", prompts, "text prompt (repeatable: every concept is segmented)");
   app.add_option("-o,--out,--output", out_dir, "output folder (created if absent)")->required();
-  app.add_option("--threshold", threshold, "score threshold (default 0.5, official confidence_threshold)");
+  auto* thr = app.add_option("--threshold", threshold, "score threshold (default 0.5, official confidence_threshold)");
   app.add_option("--box", boxes,
                  "box exemplar x,y,w,h[:neg] in pixels (repeatable; with every --prompt, or alone: objects like "
                  "the positive boxes)");
@@ -164,7 +173,18 @@ int run_segment(int argc, char** argv) {
                  "coco: also write coco_results.json (COCO instance segmentation results; image_id = the file "
                  "name's number, else the image's position)")
       ->check(CLI::IsMember({"coco"}));
+  add_interactive_options(app, interactive);
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
+  if (interactive_requested(interactive)) {
+    SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
+                       "no model: give --weights CHECKPOINT, --model DIR or --demo");
+    check_precision_use(app, src);
+    SEGMUX_USAGE_CHECK(prompts.empty(),
+                       "--prompt is for concept segmentation; the interactive predictor takes "
+                       "--point / --box / --mask-input");
+    SEGMUX_USAGE_CHECK(thr->count() == 0, "--threshold is for concept segmentation, not the interactive predictor");
+    return run_interactive_segment(images, boxes, out_dir, src, demo, quiet, json, interactive);
+  }
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
   check_precision_use(app, src);

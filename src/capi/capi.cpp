@@ -48,6 +48,10 @@ const char* handle_type_name(HandleType type) {
       return "segmux_session";
     case HandleType::frame:
       return "segmux_frame";
+    case HandleType::image_predictor:
+      return "segmux_image_predictor";
+    case HandleType::prediction:
+      return "segmux_prediction";
   }
   return "handle";
 }

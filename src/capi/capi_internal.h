@@ -23,7 +23,7 @@ namespace segmux::capi {
 // Every handle the library gave out and has not yet freed, with its type. A handle used after its
 // close or free (or any other pointer) is refused with a clear status instead of followed: the C API
 // cannot stop a caller from keeping a dangling pointer, but it never dereferences one it knows of.
-enum class HandleType { model, session, frame };
+enum class HandleType { model, session, frame, image_predictor, prediction };
 void register_handle(const void* handle, HandleType type);
 void unregister_handle(const void* handle);
 bool is_live(const void* handle, HandleType type);

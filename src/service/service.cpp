@@ -15,6 +15,7 @@
 #include "pipeline/outputs/outputs.h"
 #include "pipeline/outputs/tracks_json.h"
 #include "pipeline/predictor/session_api.h"
+#include "service/image_request.h"
 #include "service/official_request.h"
 #include "service/page_images.h"
 
@@ -269,10 +270,16 @@ json RequestService::handle(const json& r) {
   if (type == "close_session") return close_session(r);
   if (type == "propagate_in_video")
     throw ServiceError(400, "propagate_in_video streams its frames: send it to the streaming endpoint");
+  if (type == "predict_image") {  // no session: the interactive image predictor (service/image_request.h)
+    std::unique_lock<std::timed_mutex> lock(work_mu_, std::defer_lock);
+    if (!lock.try_lock_for(std::chrono::duration<double>(limits_.busy_wait_s)))
+      throw ServiceError(503, "the model is busy with another request; retry later");
+    return predict_image_request(model_, resources_, r);
+  }
   if (type != "add_prompt" && type != "remove_object" && type != "reset_session" && type != "cancel_propagation")
     throw ServiceError(400, "unknown request type '" + type +
                                 "' (expected start_session, add_prompt, propagate_in_video, remove_object, "
-                                "reset_session, close_session or cancel_propagation)");
+                                "reset_session, close_session, cancel_propagation or predict_image)");
   std::shared_ptr<Session> s = find(r);
   InUse use(*s);
   if (type == "cancel_propagation") {

@@ -422,6 +422,57 @@ class Images(unittest.TestCase):
         np.testing.assert_array_equal(again.masks, got.masks)
 
 
+class ImagePredictor(unittest.TestCase):
+    """Model.predict / image_predictor (the official SAM-1-style predict) against the official scores of
+    tests/fixtures/sam31-tiny-sam1 and against `segmux segment --point`; logits fed back; bad input."""
+
+    SET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sam31-tiny-sam1")
+
+    def official(self, name):
+        with open(os.path.join(self.SET, "cases.json")) as f:
+            return next(c for c in json.load(f)["cases"] if c["name"] == name)
+
+    def test_predict_equals_the_official_and_segmux_segment(self):
+        image = os.path.join(self.SET, "images", "frame00.png")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            logits = os.path.join(tmp, "low.npy")
+            subprocess.run([SEGMUX_BIN, "segment", image, "--point", "163,79", "--multimask", "--out", out,
+                            "--logits-out", logits, "--weights", IMAGE_MODEL["checkpoint"], "--config",
+                            IMAGE_MODEL["config"], "--vocab", IMAGE_MODEL["vocab"], "--cache-dir", CACHE, "-q"],
+                           check=True)
+            with open(os.path.join(out, "frame00.json")) as f:
+                cli = json.load(f)
+            cli_low = np.load(logits)
+        with segmux.Model(cache_dir=CACHE, **IMAGE_MODEL) as model:
+            masks, scores, low = model.predict(image, point_coords=[[163, 79]], point_labels=[1])
+            ref = self.official("frame00_point_multimask")
+            np.testing.assert_allclose(scores, ref["scores"], atol=2e-4)
+            self.assertEqual(masks.shape, (3, 240, 320))
+            self.assertEqual(masks.dtype, bool)
+            self.assertEqual([int(m.sum()) for m in masks], [c["area"] for c in cli["candidates"]])
+            np.testing.assert_array_equal(low, cli_low)
+            with model.image_predictor(read_png_rgb(image)) as p:
+                best = low[np.argmax(scores)][None, :, :]
+                m2, s2, _ = p.predict(point_coords=np.array([[163, 79], [150, 60]]), point_labels=np.array([1, 1]),
+                                      mask_input=best, multimask_output=False)
+                ref2 = self.official("frame00_refine_mask_input")
+                np.testing.assert_allclose(s2, ref2["scores"], atol=2e-4)
+                self.assertEqual(m2.shape, (1, 240, 320))
+                lg, _, _ = p.predict(box=[95, 97, 222, 210], multimask_output=False, return_logits=True)
+                self.assertEqual(lg.dtype, np.float32)
+                with self.assertRaises(segmux.BusyError):  # the predictor holds the model
+                    model.segment(image, text="shape")
+                with self.assertRaises(segmux.InvalidArgumentError):
+                    p.predict(point_coords=[[10, 10]], point_labels=[1, 0])
+                with self.assertRaises(segmux.InvalidArgumentError):
+                    p.predict(box=[0, 0, 999, 10])
+                with self.assertRaises(segmux.InvalidArgumentError):
+                    p.predict(point_coords=[[10, 10]], point_labels=[1], mask_input=np.zeros((1, 7, 7), np.float32))
+            again = model.segment(image, text="shape")  # closed: the model is free again
+            self.assertGreaterEqual(len(again.obj_ids), 0)
+
+
 class SharedCache(unittest.TestCase):
     def test_the_module_uses_what_segmux_compiled(self):
         # Issue 24: the key held the running binary's identity, so libsegmux compiled its own entry.

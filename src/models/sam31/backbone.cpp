@@ -135,7 +135,9 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
   const int64_t S = cfg.image_size, G = cfg.token_grid(), C = cfg.vit_dim, ws = cfg.vit_window;
   const int heads = cfg.vit_heads, hd = cfg.vit_dim / cfg.vit_heads;
 
-  int img = b.input(names::backbone::kImage, DType::f32, {1, 3, S, S});
+  SEGMUX_CHECK(opt.batch >= 1, "backbone batch ", opt.batch, " must be >= 1");
+  const int64_t B = opt.batch;
+  int img = b.input(names::backbone::kImage, DType::f32, {B, 3, S, S});
   int x;
   {
     ir::Scope s(b, "patch_embed");
@@ -159,14 +161,14 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
     int shortcut = x;
     int h = L::layer_norm(b, w, x, p + ".norm1");
     if (is_global(cfg, i)) {
-      h = L::reshape(b, h, {1, G * G, C});
+      h = L::reshape(b, h, {B, G * G, C});
       h = vit_attention(b, w, p + ".attn", h, heads, rope_global);
-      h = L::reshape(b, h, {1, G, G, C});
+      h = L::reshape(b, h, {B, G, G, C});
     } else {
       int64_t hp = 0, wp = 0;
       h = window_partition(b, h, ws, &hp, &wp);
       h = vit_attention(b, w, p + ".attn", h, heads, rope_window);
-      h = window_unpartition(b, h, ws, 1, hp, wp, G, G);
+      h = window_unpartition(b, h, ws, B, hp, wp, G, G);
     }
     x = L::add(b, shortcut, h);
     x = L::add(b, x, vit_mlp(b, w, p + ".mlp", L::layer_norm(b, w, x, p + ".norm2"), opt.fp32_mlp));

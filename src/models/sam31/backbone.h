@@ -23,6 +23,9 @@ struct BackboneOptions {
   // Also output the interactive head (3 levels) and the tracker high-res features.
   bool interactive_head = true;
   bool tracker_high_res = true;
+  // Images per call (the official set_image_batch runs several at once). The candidate is compiled at 1;
+  // bench/bench_image_batch measures whether a larger batch pays.
+  int64_t batch = 1;
 };
 
 ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const BackboneOptions& opt = {});

@@ -78,7 +78,7 @@ std::vector<Candidate> make_table() {
       {CandidateId::point_decoder,
        "point_decoder",
        "per object given points or a box",
-       {kPointDecoderFeaturesVariant},
+       {kPointDecoderFeaturesVariant, kPointDecoderMaskInputVariant},
        {pt::kImage, pt::kFpn0, pt::kFpn1, pt::kPointCoords, pt::kPointLabels, pt::kPointValid, pt::kMultimask},
        {pt::kMasks, pt::kIouPred, pt::kObjectScoreLogit, pt::kBestMaskIndex, pt::kMask, pt::kIou, pt::kLowResMask,
         pt::kObjPtr},
@@ -182,6 +182,7 @@ const std::vector<CompiledFile>& compiled_files() {
     std::vector<CompiledFile> v;
     for (const Candidate& c : candidates()) v.push_back({c.name, c.id, ""});
     v.push_back({"memory_encoder_image_size", CandidateId::memory_encoder, kMemoryEncoderImageSizeVariant});
+    v.push_back({"point_decoder_mask_input", CandidateId::point_decoder, kPointDecoderMaskInputVariant});
     return v;
   }();
   return files;

@@ -58,8 +58,9 @@ const Candidate& candidate(CandidateId id);
 const Candidate* find_candidate(std::string_view name);
 // The candidate names, comma separated (for error messages and --help).
 std::string candidate_names();
-// The compiled files of a model folder (eight): every candidate's default build, plus the memory
-// encoder for image-size masks (frames where masks are given).
+// The compiled files of a model folder (nine): every candidate's default build, plus the memory
+// encoder for image-size masks (frames where masks are given) and the point decoder with a mask
+// prompt (the SAM-1-style image predictor).
 const std::vector<CompiledFile>& compiled_files();
 
 }  // namespace segmux::sam31

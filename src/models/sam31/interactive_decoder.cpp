@@ -25,16 +25,6 @@ int nchw_to_tokens(GraphBuilder& b, int x, int64_t c, int64_t hw) {
   return transpose(b, reshape(b, x, {1, c, hw}), {0, 2, 1});
 }
 
-// LayerNorm2d (sam/common.py): normalise over channels of NCHW, eps 1e-6, then per-channel affine.
-// The same math as sam_heads.h layer_norm_2d, emitted as Transpose + LayerNormalization (the pattern
-// this candidate was validated with; moving it to the written-out form would change its rounding).
-int layer_norm_2d_via_layer_norm(GraphBuilder& b, const Weights& w, int x, const std::string& prefix) {
-  Scope s(b, "ln2d");
-  int t = transpose(b, x, {0, 2, 3, 1});
-  t = layer_norm(b, w, t, prefix, 1e-6f);
-  return transpose(b, t, {0, 3, 1, 2});
-}
-
 }  // namespace
 
 ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
@@ -54,11 +44,7 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
                              "no_mem_embed"));
   // Mask prompt: stride-4 conv to the SAM mask-input size, then the prompt encoder's mask_downscaling.
   int m = conv2d(b, w, mask, kTrackerPrefix + "interactive_mask_downsample", 4);
-  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.0", 2),
-                                               pe + ".mask_downscaling.1"));
-  m = gelu_erf(b, layer_norm_2d_via_layer_norm(b, w, conv2d(b, w, m, pe + ".mask_downscaling.3", 2),
-                                               pe + ".mask_downscaling.4"));
-  int dense = conv2d(b, w, m, pe + ".mask_downscaling.6");
+  int dense = prompt_mask_embedding(b, w, pe, m);
   int src = add(b, pix, dense);
 
   // Tokens: obj-score, IoU, mask tokens, then the sparse prompt = the empty point and SAM's pad point.

@@ -72,7 +72,7 @@ int unstable_single_mask(GraphBuilder& b, const ModelConfig& cfg, int mask0) {
   return b.op1("Less", {stab, scalar(b, float(cfg.multimask_stability_thresh))});
 }
 
-ir::Graph build(const ModelConfig& cfg, const Weights& w, bool from_features) {
+ir::Graph build(const ModelConfig& cfg, const Weights& w, bool from_features, bool mask_prompt) {
   ir::Graph graph;
   graph.name = "point_decoder";
   GraphBuilder b(graph);
@@ -104,6 +104,11 @@ ir::Graph build(const ModelConfig& cfg, const Weights& w, bool from_features) {
 
   int sparse = embed_points(b, cfg, w, coords, labels);
   int dense = reshape(b, param(b, w, pe + ".no_mask_embed.weight"), {1, D, 1, 1});
+  if (mask_prompt) {  // PromptEncoder._embed_masks when a mask is given, no_mask_embed otherwise
+    int mask = b.input(n::kMaskInput, DType::f32, {1, 1, 4 * g, 4 * g});
+    int given = b.op1("Greater", {b.input(n::kMaskInputValid, DType::f32, {1}), scalar(b, 0.5f)});
+    dense = b.op1("Where", {given, prompt_mask_embedding(b, w, pe, mask), expand(b, dense, {1, D, g, g})});
+  }
   int src = add(b, pix, dense);  // the dense prompt broadcasts over the grid
 
   int out_tokens = concat(b,
@@ -179,11 +184,12 @@ ir::Graph build(const ModelConfig& cfg, const Weights& w, bool from_features) {
 
 int point_decoder_slots(const ModelConfig& cfg) { return cfg.max_prompt_points + 1; }
 
-ir::Graph build_point_decoder(const ModelConfig& cfg, const Weights& w) { return build(cfg, w, false); }
+ir::Graph build_point_decoder(const ModelConfig& cfg, const Weights& w) { return build(cfg, w, false, false); }
 
 ir::Graph build_point_decoder_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant) {
-  SEGMUX_CHECK(variant == kPointDecoderFeaturesVariant, "point_decoder has no build variant '", variant, "'");
-  return build(cfg, w, true);
+  SEGMUX_CHECK(variant == kPointDecoderFeaturesVariant || variant == kPointDecoderMaskInputVariant,
+               "point_decoder has no build variant '", variant, "'");
+  return build(cfg, w, variant == kPointDecoderFeaturesVariant, variant == kPointDecoderMaskInputVariant);
 }
 
 bool point_prompt_multimask(const ModelConfig& cfg, const PointPrompt& p) {

@@ -30,6 +30,10 @@ namespace segmux::sam31 {
 // Build variant taking the decoder's own inputs (pix with no_mem_embed, high-res features after
 // conv_s0/conv_s1) instead of the backbone's interactive levels: what the official fixtures record.
 inline const std::string kPointDecoderFeaturesVariant = "features";
+// Build variant with a mask prompt (the SAM-1-style image predictor's mask_input): inputs `mask_input`
+// (1, 1, 4g, 4g) logits and `mask_input_valid` (1): 1 -> dense = mask_downscaling(mask_input), 0 -> the
+// default's no_mask_embed. A model folder holds it as its own compiled file (point_decoder_mask_input).
+inline const std::string kPointDecoderMaskInputVariant = "mask_input";
 
 // Prompt slots of the graph: max_prompt_points clicks / box corners + SAM's pad point.
 int point_decoder_slots(const ModelConfig& cfg);

@@ -101,4 +101,16 @@ int conv_transpose_2x2(GraphBuilder& b, const Weights& w, const std::string& nam
   return add(b, y, b.constant(bias.clone(), "bias"));
 }
 
+int prompt_mask_embedding(GraphBuilder& b, const Weights& w, const std::string& pe, int mask) {
+  Scope s(b, "mask_downscaling");
+  auto ln2d = [&](int x, const std::string& prefix) {
+    int t = transpose(b, x, {0, 2, 3, 1});
+    t = layer_norm(b, w, t, prefix, 1e-6f);
+    return transpose(b, t, {0, 3, 1, 2});
+  };
+  int m = gelu_erf(b, ln2d(conv2d(b, w, mask, pe + ".mask_downscaling.0", 2), pe + ".mask_downscaling.1"));
+  m = gelu_erf(b, ln2d(conv2d(b, w, m, pe + ".mask_downscaling.3", 2), pe + ".mask_downscaling.4"));
+  return conv2d(b, w, m, pe + ".mask_downscaling.6");
+}
+
 }  // namespace segmux::sam31

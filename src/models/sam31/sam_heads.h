@@ -45,4 +45,10 @@ int conv_transpose_2x2(ir::GraphBuilder& b, const Weights& w, const std::string&
 // (prefix.weight, prefix.bias).
 int layer_norm_2d(ir::GraphBuilder& b, const Weights& w, int x, const std::string& prefix, float eps = 1e-6f);
 
+// The prompt encoder's dense embedding of a mask prompt (sam/prompt_encoder.py _embed_masks:
+// mask_downscaling = Conv 2x2/2, LayerNorm2d, GELU, Conv 2x2/2, LayerNorm2d, GELU, Conv 1x1) on mask
+// logits (1, 1, 4g, 4g) -> (1, D, g, g). `prompt_encoder` is the module's weight path. The LayerNorm2d is
+// emitted as Transpose + LayerNormalization (the pattern the interactive decoder was validated with).
+int prompt_mask_embedding(ir::GraphBuilder& b, const Weights& w, const std::string& prompt_encoder, int mask);
+
 }  // namespace segmux::sam31

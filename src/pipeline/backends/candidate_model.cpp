@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "models/sam31/candidates.h"
 #include "models/sam31/memory_encoder.h"
+#include "models/sam31/point_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "pipeline/backends/candidate_parts.h"
 #include "pipeline/backends/smx_runner.h"
@@ -37,6 +38,8 @@ CandidateFile file_of(Candidate c) {
       return {CandidateId::memory_encoder, sam31::kMemoryEncoderImageSizeVariant};
     case Candidate::point_decoder:
       return {CandidateId::point_decoder, ""};
+    case Candidate::point_decoder_mask_input:
+      return {CandidateId::point_decoder, sam31::kPointDecoderMaskInputVariant};
   }
   fail("unknown candidate");
 }

@@ -26,6 +26,7 @@ enum class Candidate {
   memory_encoder,
   memory_encoder_image_size,  // the memory encoder on masks at the image size (interactive propagation)
   point_decoder,              // opened on the first point prompt (older model folders lack it)
+  point_decoder_mask_input,   // the point decoder with a mask prompt: opened on the first image-predictor prompt
 };
 
 class CandidateModel : public Model, public std::enable_shared_from_this<CandidateModel> {

@@ -340,6 +340,36 @@ class CandidateSession : public ModelSession {
     return {mask.reshaped({1, hm, hm}).clone(), Tensor::from_vector<float>({1}, {scores.data<float>()[row]})};
   }
 
+  ImagePromptOutput predict_image_prompt(int t, const PointInputs& points, const Tensor& mask_input) override {
+    const FrameFeatures& f = features(t);
+    const int64_t hm = cfg_.low_res_mask_size();
+    auto in = sam31::point_decoder_prompt_inputs(cfg_, sam31::PointPrompt{points.xy, points.labels});
+    if (points.labels.empty())  // no points: no sparse token at all (not even SAM's pad point)
+      for (int64_t i = 0; i < in.valid.numel(); ++i) in.valid.data<float>()[i] = 0.0f;
+    in.multimask.data<float>()[0] = 0.0f;  // best_mask_index = the single-mask choice
+    Tensor mask(DType::f32, {1, 1, hm, hm}), given = Tensor::from_vector<float>({1}, {0.0f});
+    std::memset(mask.raw(), 0, mask.nbytes());
+    if (mask_input.defined()) {
+      SEGMUX_CHECK(mask_input.dtype() == DType::f32 && mask_input.numel() == hm * hm, "mask input of shape ",
+                   shape_str(mask_input.shape()), ": expected f32 [1, ", hm, ", ", hm, "]");
+      std::memcpy(mask.raw(), mask_input.raw(), mask.nbytes());
+      given.data<float>()[0] = 1.0f;
+    }
+    namespace pt = sam31::names::point_decoder;
+    auto out = model_->run(Candidate::point_decoder_mask_input, {{pt::kImage, f.interactive2},
+                                                                 {pt::kFpn0, f.interactive0},
+                                                                 {pt::kFpn1, f.interactive1},
+                                                                 {pt::kPointCoords, in.coords},
+                                                                 {pt::kPointLabels, in.labels},
+                                                                 {pt::kPointValid, in.valid},
+                                                                 {pt::kMultimask, in.multimask},
+                                                                 {pt::kMaskInput, mask},
+                                                                 {pt::kMaskInputValid, given}});
+    const Tensor& masks = out.at(pt::kMasks);
+    return {masks.reshaped({masks.dim(1), hm, hm}).clone(), out.at(pt::kIouPred).reshaped({masks.dim(1)}).clone(),
+            int(out.at(pt::kBestMaskIndex).data<int64_t>()[0])};
+  }
+
   // The stored pointers of a conditioning frame, for the objects given masks there: the interactive
   // decoder's pointer of each mask (mux space, the state's current layout).
   void update_cond_frame_pointers(sam31::StoredFrame& sf, const TrackerStateView& state, int t,

@@ -89,6 +89,14 @@ struct PointInputs {
   std::vector<int64_t> labels;
 };
 
+// Every mask token of the interactive SAM heads for one prompt (SAM-1-style image predictor).
+struct ImagePromptOutput {
+  Tensor masks;               // f32 [T, Hm, Wm] low-res logits, token 0 = single mask, 1.. = multimask
+  Tensor iou;                 // f32 [T] IoU predictions
+  int single_mask_token = 0;  // the single-mask output: token 0, or the best multimask token when token
+                              // 0's stability score is low (dynamic_multimask_via_stability)
+};
+
 enum class MaskInputKind {
   NewObjects,   // new objects from detections (official add_new_masks(add_mask_to_memory=True))
   Recondition,  // existing objects re-anchored to detector masks (add_new_masks(reconditioning=True))
@@ -170,6 +178,14 @@ class ModelSession {
   virtual TrackerOutput add_points(const TrackerStateView& /*state*/, int /*frame_index*/, int64_t /*obj_id*/,
                                    const PointInputs& /*points*/, bool /*conditioning*/) {
     fail("this model cannot run point or box prompts");
+  }
+  // The SAM-1-style image predictor (official SAM3InteractiveImagePredictor._predict) on a cached frame:
+  // the interactive SAM heads with point / box prompts (model-input pixels; box corners first; SAM's pad
+  // point is added when there are points) and an optional mask prompt (f32 [1, Hm, Wm] low-res logits,
+  // undefined: none). No tracker state is read or written.
+  virtual ImagePromptOutput predict_image_prompt(int /*frame_index*/, const PointInputs& /*points*/,
+                                                 const Tensor& /*mask_input*/) {
+    fail("this model cannot run the interactive image predictor");
   }
   // The official refinement of the only object of a tracker state on a frame the state has tracked
   // (tracker add_new_points: extracted into a singleton state, merged back into the emptied state with

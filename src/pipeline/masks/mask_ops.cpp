@@ -343,4 +343,20 @@ void fill_holes_in_mask_scores(MaskStack& masks, int max_area) {
   }
 }
 
+void fill_small_regions(MaskStack& masks, float threshold, int max_hole_area, int max_sprinkle_area) {
+  const size_t plane = masks.plane();
+  for (int i = 0; i < masks.count; ++i) {
+    float* p = masks.mask(i);
+    std::vector<uint8_t> bg(plane), fg(plane);
+    for (size_t k = 0; k < plane; ++k) fg[k] = !(bg[k] = p[k] <= threshold);
+    std::vector<int64_t> bg_area, fg_area;
+    if (max_hole_area > 0) bg_area = component_areas(bg, masks.height, masks.width);
+    if (max_sprinkle_area > 0) fg_area = component_areas(fg, masks.height, masks.width);
+    for (size_t k = 0; k < plane; ++k) {
+      if (max_hole_area > 0 && bg[k] && bg_area[k] <= max_hole_area) p[k] = threshold + 10.f;
+      if (max_sprinkle_area > 0 && fg[k] && fg_area[k] <= max_sprinkle_area) p[k] = threshold - 10.f;
+    }
+  }
+}
+
 }  // namespace segmux::pipeline

@@ -86,6 +86,12 @@ void object_wise_non_overlap(std::vector<BinaryMask>& masks, const std::vector<f
 // 0.1; then foreground components of area <= min(max_area, area/2) become -0.1. No-op if max_area <= 0.
 void fill_holes_in_mask_scores(MaskStack& masks, int max_area);
 
+// The SAM-1-style image predictor's post-processing (official SAM2Transforms.postprocess_masks) per
+// mask: background components (logit <= threshold, 8-connected) of area <= max_hole_area become
+// threshold + 10; foreground components (> threshold) of area <= max_sprinkle_area become threshold - 10.
+// Both are found on the masks as given (the official labels the input, not the hole-filled masks).
+void fill_small_regions(MaskStack& masks, float threshold, int max_hole_area, int max_sprinkle_area);
+
 // Numerically the same sigmoid as torch's float sigmoid for the ranges the control plane meets.
 inline float sigmoidf(float x) { return 1.f / (1.f + std::exp(-x)); }
 
