@@ -32,7 +32,6 @@ sam31::Weights backbone_weights(const sam31::ModelConfig& cfg) {
         e.key.rfind("tracker.model.sam_mask_decoder.conv_s", 0) != 0)
       continue;
     w.set(e.key, random_f32(e.weights_shape(), seed++, -0.05f, 0.05f));
-    if (e.complex) w.set_complex(e.key, true);
   }
   return w;
 }
