@@ -50,6 +50,11 @@ class SessionBackend : public pipeline::ModelBackend {
                  const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
   pipeline::TrackerOutput add_points(const pipeline::TrackerStateView& state, int frame_index, int64_t obj_id,
                                      const pipeline::PointInputs& points, bool conditioning) override;
+  void add_mask_prompt(const pipeline::TrackerStateView& state, int frame_index, int64_t obj_id,
+                       const Tensor& input_mask, const Tensor& video_mask, bool conditioning) override {
+    own_frame(frame_index);
+    shared_.real_.add_mask_prompt(global(state), frame_index, obj_id, input_mask, video_mask, conditioning);
+  }
   void relayout_refined_object(const pipeline::TrackerStateView& before, const pipeline::TrackerStateView& after,
                                int64_t obj_id) override {
     shared_.real_.relayout_refined_object(global(before), global(after), obj_id);

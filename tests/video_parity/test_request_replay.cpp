@@ -116,3 +116,18 @@ TEST(RequestReplay, PartialThenFetchingPropagationsMatchTheOfficialRequests) {
   EXPECT_EQ(rep.requests[6].frames.frames_compared, 5);   // fetch, frames 8..12
   EXPECT_EQ(rep.requests[8].frames.frames_compared, 16);  // fetch, 10..15 then 9..0
 }
+
+// Mask prompts (tests/fixtures/sam31-tiny-masks, official trace of tools/fixtures/gen_mask_prompts.py:
+// add_sam2_new_points with the tracker's add_new_masks): new objects from masks (video size, and half
+// the video size: resized as officially), a mask on frame 7 propagated both ways, a mask replacing a
+// detected object's mask after text, then points for another object; every response and propagation.
+TEST(RequestReplay, MaskPromptsMatchTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-masks");
+  ASSERT_EQ(rep.requests.size(), 14u);
+  int propagated = 0;
+  for (size_t i = 0; i < rep.requests.size(); ++i) {
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+    if (rep.requests[i].type == "propagate_in_video") propagated += rep.requests[i].frames.frames_compared;
+  }
+  EXPECT_GE(propagated, 60);
+}
