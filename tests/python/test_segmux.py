@@ -297,7 +297,7 @@ class MaskPrompts(unittest.TestCase):
     def test_mask_prompt_matches_the_official_trace(self):
         with open(MASK_TRACE) as f:
             reqs = json.load(f)["requests"]
-        add, prop = reqs[5], reqs[6]
+        add, prop = reqs[7], reqs[8]
         self.assertEqual((add["frame_index"], add["obj_id"], prop["propagation_direction"]), (7, 2, "both"))
         mask = rle_mask(add["object_mask"])
         with segmux.Model(cache_dir=CACHE, **MODEL) as model:
