@@ -335,7 +335,8 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
   // Partial and fetch read the kept outputs of a full propagation: without them, run one. Concepts
   // without text (points or masks alone) have no detector outputs to keep: the official partial
   // propagation starts from the frames' cached answers of the prompts (propagate_partial).
-  const bool text = std::any_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return c->control->has_prompt(); });
+  const bool text =
+      std::any_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return c->control->has_prompt(); });
   if (kind == T::Partial && !(keep_outputs_ && (propagated_ || !text))) kind = T::Full;
   if (kind == T::Fetch && !std::all_of(order.begin(), order.end(), [&](int f) { return kept_.count(f) > 0; }))
     kind = T::Full;
