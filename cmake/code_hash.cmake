@@ -1,11 +1,11 @@
 # The hash of the code that decides the bytes of a compiled model (the .smx compiler, the model graphs,
 # the kernels and their prepacking, the offline format, the ONNX export, packages and the model store),
 # generated at build time into generated/segmux_code_hash.h for the model cache's key
-# (pipeline/model_store/cache.h). The CLI and libsegmux of one build get the same hash, every rebuild of
+# (deploy/model_store/cache.h). The CLI and libsegmux of one build get the same hash, every rebuild of
 # the same code gets it again, and any change to these sources (or to the compiler and its flags) gives
 # a new one: cache entries are shared across front doors and rebuilds but never reused across code.
-set(SEGMUX_CODE_HASH_DIRS core io ir kernels runtime onnx compiler models engines pipeline/package
-    pipeline/model_store)
+set(SEGMUX_CODE_HASH_DIRS core io ir kernels runtime onnx compiler models engines deploy/package
+    deploy/model_store)
 set(SEGMUX_CODE_HASH_GLOBS)
 foreach(dir ${SEGMUX_CODE_HASH_DIRS})
   list(APPEND SEGMUX_CODE_HASH_GLOBS ${CMAKE_CURRENT_SOURCE_DIR}/src/${dir}/*.cpp ${CMAKE_CURRENT_SOURCE_DIR}/src/${dir}/*.h)
@@ -28,5 +28,5 @@ add_custom_command(
   COMMENT "Hashing the code that makes compiled models"
   VERBATIM)
 target_sources(segmux_model_store PRIVATE ${SEGMUX_CODE_HASH_HEADER})
-set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/src/pipeline/model_store/cache.cpp PROPERTIES
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/src/deploy/model_store/cache.cpp PROPERTIES
   INCLUDE_DIRECTORIES ${CMAKE_CURRENT_BINARY_DIR}/generated)

@@ -1,5 +1,5 @@
 // libFuzzer target: a deployment package's manifest.json and the folder checks `verify-package` and
-// `track --model PKG` run before trusting anything in it (pipeline/package/manifest.cpp). The input is
+// `track --model PKG` run before trusting anything in it (deploy/package/manifest.cpp). The input is
 // the manifest text, then optionally "\n%%\n" and a folder layout, one entry a line:
 //   f PATH CONTENT   a regular file        d PATH   a folder
 //   l PATH           a symbolic link to a file outside the package, L PATH: to a folder outside
@@ -20,10 +20,10 @@
 #include <string>
 
 #include "core/error.h"
+#include "deploy/package/package.h"
 #include "io/files.h"
 #include "io/printable.h"
 #include "io_seeds.h"
-#include "pipeline/package/package.h"
 
 namespace fs = std::filesystem;
 namespace pkg = segmux::package;

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The layering rule, checked on every #include "..." under src/: a folder may include only itself and the
 # layers below it (the same graph as CMakeLists.txt's libraries). Product code never includes verify/;
-# only the model store and the package builder meet the compiler (and the ONNX exporter); nothing below the apps includes the apps.
+# only the build-time deploy/ layers (the model store and the package builder) meet the compiler (and the ONNX exporter); nothing below the apps includes the apps.
 # Usage: scripts/check_layers.sh [SRC_DIR]   (exit 1 and one line per violation when the rule is broken)
 set -euo pipefail
 src=${1:-"$(dirname "$0")/../src"}
 
-allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may include
+allowed() {  # the folders (first path component, or pipeline/<sub> and deploy/<sub>) that $1 may include
   case "$1" in
     core) echo "core" ;;
     io) echo "core io" ;;
@@ -17,20 +17,20 @@ allowed() {  # the folders (first path component, or pipeline/<sub>) that $1 may
     compiler) echo "core io ir kernels runtime compiler" ;;
     models) echo "core io ir kernels runtime models" ;;
     engines) echo "core engines" ;;
-    pipeline/package) echo "core io ir kernels runtime onnx compiler models pipeline/package" ;;
-    pipeline/model_store) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store" ;;
+    deploy/package) echo "core io ir kernels runtime onnx compiler models deploy/package" ;;
+    deploy/model_store) echo "core io ir kernels runtime onnx compiler models engines pipeline deploy/package deploy/model_store" ;;
     pipeline/*) echo "core io ir kernels runtime models engines pipeline" ;;
-    capi) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi" ;;
-    verify) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store verify" ;;
+    capi) echo "core io ir kernels runtime onnx compiler models engines pipeline deploy/package deploy/model_store capi" ;;
+    verify) echo "core io ir kernels runtime onnx compiler models engines pipeline deploy/package deploy/model_store verify" ;;
     service) echo "core io ir kernels runtime models engines pipeline service" ;;
-    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline pipeline/package pipeline/model_store capi verify service apps" ;;
+    apps) echo "core io ir kernels runtime onnx compiler models engines pipeline deploy/package deploy/model_store capi verify service apps" ;;
     *) echo "" ;;
   esac
 }
 
 layer_of() {  # src-relative path -> its layer name
   case "$1" in
-    pipeline/*/*) echo "pipeline/$(echo "$1" | cut -d/ -f2)" ;;
+    pipeline/*/* | deploy/*/*) echo "$(echo "$1" | cut -d/ -f1-2)" ;;
     */*) echo "${1%%/*}" ;;
     *) echo "" ;;
   esac
@@ -48,7 +48,7 @@ while IFS= read -r file; do
   fi
   while IFS= read -r inc; do
     to=$(layer_of "$inc")
-    case "$to" in pipeline/model_store | pipeline/package) ;; pipeline/*) to_any="pipeline" ;; esac
+    case "$to" in pipeline/*) to_any="pipeline" ;; esac
     if [[ "$ok" == *" $to "* ]] || { [ "${to_any:-}" = pipeline ] && [[ "$ok" == *" pipeline "* ]]; }; then
       unset to_any
       continue

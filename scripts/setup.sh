@@ -17,14 +17,16 @@ cd "$(dirname "$0")/.."
 # OpenCL headers and libOpenCL to configure at all.
 # slurmctld slurmd slurm-client munge: the `segmux batch` test on a one-node Slurm cluster
 # (tests/batch/slurm_array.sh; it starts the daemons itself, in a network namespace).
+# clang-format: scripts/check_format.sh (the formatting check of scripts/test.sh).
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libdnnl-dev ocl-icd-opencl-dev libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libpng-dev libgif-dev libicu-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavfilter-dev libfreetype-dev fonts-dejavu-core
+  libavdevice-dev  # live input from capture devices (v4l2, lavfi): src/pipeline/media/live_stream.h
   python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv libcpp-httplib-dev libssl-dev libbrotli-dev chromium
   libgtest-dev libgmock-dev libbenchmark-dev
-  qemu-user haproxy
+  qemu-user haproxy clang-format
   slurmctld slurmd slurm-client munge
 )
 missing=()

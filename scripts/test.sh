@@ -19,6 +19,8 @@ bash scripts/check_packages.sh build/release
 # THIRD_PARTY_NOTICES.md must list what the binaries really link.
 bash scripts/third_party_notices.sh build/release --check
 ctest --test-dir build/release --output-on-failure -j 1
+# Formatting: every tracked C/C++ file as .clang-format says (prints the drifting files).
+bash scripts/check_format.sh
 # The installed package: C/C++ examples built out of tree (find_package and pkg-config), Python module.
 bash scripts/check_install.sh build/release
 # The README's main job as a new user runs it (setup done, the Release build shared: seconds), and what

@@ -16,10 +16,11 @@
  *   file system paths. Option structs start with struct_size (set by their _init function) so that
  *   later versions can add fields at the end without breaking callers built against this header.
  * - Thread safety: each function says which. In short: functions without a handle, and segmux_frame
- *   accessors on different frames, may run on any thread at once. A model serves one session at a
- *   time (segmux_session_open_* returns SEGMUX_ERROR_BUSY while another session of the model is open).
- *   A session's functions must not run concurrently on that session: a second call while one runs
- *   returns SEGMUX_ERROR_BUSY instead of racing. Handles may move between threads.
+ *   accessors on different frames, may run on any thread at once. A model serves several sessions at
+ *   once, each with its own state: their calls may interleave (and run on different threads), and each
+ *   session gets exactly the outputs it would get alone. A session's functions must not run
+ *   concurrently on that session: a second call while one runs returns SEGMUX_ERROR_BUSY instead of
+ *   racing. Handles may move between threads.
  * - Coordinates: boxes are [x, y, width, height] normalised to [0, 1] of the video frame; masks are
  *   at the video's original size, row-major, one byte per pixel (0 or 1). */
 #ifndef SEGMUX_SEGMUX_H
@@ -96,7 +97,7 @@ SEGMUX_API void segmux_model_options_init(segmux_model_options* options);
 /* Opens a model: loads a model folder, or compiles a checkpoint on first use (minutes for the full-size
  * model; later opens find it in the cache). Thread-safe (concurrent opens are serialised). */
 SEGMUX_API segmux_status segmux_model_open(const segmux_model_options* options, segmux_model** model);
-/* Closes a model. Its session must be closed first (else SEGMUX_ERROR_BUSY and nothing is closed).
+/* Closes a model. Its sessions must be closed first (else SEGMUX_ERROR_BUSY and nothing is closed).
  * Not concurrently with any other call on the model or its session. A handle already closed is
  * refused (SEGMUX_ERROR_INVALID_ARGUMENT), never followed. */
 SEGMUX_API segmux_status segmux_model_close(segmux_model* model);
@@ -134,19 +135,27 @@ SEGMUX_API segmux_status segmux_model_segment_file(segmux_model* model, const ch
 /* A session on a video file (MP4/MOV/WebM/..., animated GIF) or a folder of frame images (sorted by
  * name). SEGMUX_ERROR_NOT_FOUND when the path does not exist, SEGMUX_ERROR_INVALID_ARGUMENT for a pipe
  * or device (never opened: it could block), SEGMUX_ERROR_CORRUPT_FILE for a file that does not decode.
- * Not concurrently with other calls on the same model. */
+ * A model may have several sessions open (SEGMUX_ERROR_BUSY only while it segments an image). */
 SEGMUX_API segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session);
 /* A live session: frames come one at a time from segmux_session_push_frame, the frame count is not
  * known in advance. The session keeps the last `keep_frames` pushed frames (at least 1; 0: 16) for
- * prompts and tracking. Not concurrently with other calls on the same model. */
+ * prompts and tracking, and the outputs of those frames (a click answers with the frame's other objects). */
 SEGMUX_API segmux_status segmux_session_open_live(segmux_model* model, int width, int height, int keep_frames,
                                                   segmux_session** session);
 /* Live sessions: appends a frame, RGB u8 rows of width*3 bytes `stride` apart (0: width*3), of the size
- * given at open. *frame_index (may be NULL) receives its index (0, 1, ...). Then track it with
- * segmux_session_propagate(..., {SEGMUX_FORWARD, start_frame_index = that index, max_frame_num_to_track = 0}).
- * Session thread rule. */
+ * given at open. *frame_index (may be NULL) receives its index (0, 1, ...). Then track it with a forward
+ * propagation (SEGMUX_FORWARD; start_frame_index -1: the first prompted frame): on a live session it
+ * continues the run of the same start over the frames pushed since, so the frames come out exactly as
+ * one propagation over a video of the same frames gives them, each as soon as the hot-start rule
+ * releases it (a call may deliver no frame, or earlier ones). The run ends, delivering every output it
+ * still holds back, when its range (max_frame_num_to_track) is tracked, after segmux_session_end_stream,
+ * or before a prompt or removal (those outputs then come first in the next propagation).
+ * SEGMUX_ERROR_INVALID_ARGUMENT after segmux_session_end_stream. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_push_frame(segmux_session* session, const uint8_t* rgb, int width, int height,
                                                    size_t stride, int* frame_index);
+/* Live sessions: no more frames come. The next forward propagation tracks the frames not yet tracked and
+ * then delivers every output the hot-start rule still holds back. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_end_stream(segmux_session* session);
 /* Frames known to the session (live: pushed so far), and the frame size. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_info(segmux_session* session, int* num_frames, int* width, int* height);
 
@@ -170,9 +179,12 @@ typedef struct segmux_prompt {
 /* Sets defaults (frame 0, no text, no boxes or points, obj_id -1). Thread-safe. */
 SEGMUX_API void segmux_prompt_init(segmux_prompt* prompt);
 /* Adds a prompt and runs its frame. *outputs (may be NULL: not wanted) receives the frame's outputs,
- * to be freed with segmux_frame_free. Session thread rule. A refused prompt (SEGMUX_ERROR_INVALID_ARGUMENT:
- * a frame outside the video, text that is not UTF-8, a label other than 0 / 1, a coordinate that is
- * not finite, obj_id below -1) changes nothing. */
+ * to be freed with segmux_frame_free: a text prompt adds a concept (every concept of the session is
+ * tracked at once; repeating a concept's text restarts that concept only) and answers with that
+ * concept's objects; points answer with the frame's objects, the clicked one with its new mask.
+ * Session thread rule. A refused prompt (SEGMUX_ERROR_INVALID_ARGUMENT: a frame outside the video, text
+ * that is not UTF-8, a label other than 0 / 1, a coordinate that is not finite, obj_id below -1)
+ * changes nothing. */
 SEGMUX_API segmux_status segmux_session_add_prompt(segmux_session* session, const segmux_prompt* prompt,
                                                    segmux_frame** outputs);
 
@@ -219,7 +231,7 @@ SEGMUX_API segmux_status segmux_session_cancel(segmux_session* session);
 
 /* Removes an object from the session; *removed (may be NULL) is 1 when it existed. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_remove_object(segmux_session* session, int64_t obj_id, int* removed);
-/* Forgets prompts, objects and cached features; the video stays. Session thread rule. */
+/* Forgets prompts, objects and kept outputs (official reset_session); the video stays. Session thread rule. */
 SEGMUX_API segmux_status segmux_session_reset(segmux_session* session);
 /* Closes a session (cancels a pulled propagation first). Not concurrently with other calls on it.
  * Every later call with the closed handle returns SEGMUX_ERROR_INVALID_ARGUMENT (closing it again does

@@ -111,6 +111,8 @@ class Session {
     detail::check(segmux_session_push_frame(s_, rgb, width, height, stride, &index));
     return index;
   }
+  // Live sessions: no more frames; the next forward propagation delivers every output still held back.
+  void end_stream() { detail::check(segmux_session_end_stream(s_)); }
   // Calls on_frame(FrameView) for each output frame; returning false stops. An exception thrown by
   // on_frame stops the propagation and is rethrown here.
   void propagate(const std::function<bool(const FrameView&)>& on_frame, const PropagateOptions& o = {}) {

@@ -257,7 +257,7 @@ class Model:
     def __init__(self, model_dir=None, checkpoint=None, config=None, vocab=None, cache_dir=None,
                  control_config=None, num_threads=None, log=None, precision=None):
         self._handle = None
-        self._session = None
+        self._sessions = []  # open sessions (closed with the model)
         opts = _capi.ModelOptions()
         _lib.segmux_model_options_init(ctypes.byref(opts))
         names = ("model_dir", "checkpoint", "config", "vocab", "cache_dir", "control_config")
@@ -283,15 +283,22 @@ class Model:
         return self._handle
 
     def start_session(self, resource, keep_frames=16):
-        """A session on `resource`: a path (video file, GIF or folder of frames), or an iterable of
-        frames (numpy uint8 H x W x 3 RGB) taken as a live stream: frames are read as the session
-        needs them and each is tracked as it arrives (see docs/python.md)."""
+        """A session on `resource`: a path (video file, GIF or folder of frames), a list (or tuple) of
+        frames (numpy uint8 H x W x 3 RGB: a video in memory, the same outputs as a folder of them), or
+        any other iterable of frames taken as a live stream: frames are read as the session needs them
+        and each is tracked as it arrives (see docs/python.md). A model may have several sessions open at once: each keeps its own
+        state, and their calls may interleave."""
         model = self._require()
         keep_frames = _int(keep_frames, "keep_frames", 1, _capi.INT_MAX)
         if isinstance(resource, (str, bytes, os.PathLike)):
             handle = ctypes.c_void_p()
             _check(_lib.segmux_session_open_video(model, _path(resource, "the video"), ctypes.byref(handle)))
             session = Session(self, handle, None, keep_frames)
+        elif isinstance(resource, (list, tuple)):
+            # Frames in memory are a video, not a stream: all of them are known before any is tracked
+            # (the same outputs as a folder of them, in every direction).
+            session = Session(self, None, iter(resource), max(keep_frames, len(resource)))
+            session._take_all_frames()
         else:
             try:
                 frames = iter(resource)
@@ -299,7 +306,7 @@ class Model:
                 raise TypeError("start_session needs a path or an iterable of frames, not "
                                 f"{type(resource).__name__}") from None
             session = Session(self, None, frames, keep_frames)
-        self._session = session
+        self._sessions.append(session)
         return session
 
     def segment(self, image, text=None, boxes_xywh=None, box_labels=None, threshold=0.5):
@@ -340,8 +347,8 @@ class Model:
         return _take_frame(out)
 
     def close(self):
-        if self._session is not None:
-            self._session.close()
+        for session in list(self._sessions):
+            session.close()
         if self._handle is not None:
             _check(_lib.segmux_model_close(self._handle))
             self._handle = None
@@ -370,7 +377,7 @@ class Session:
         self._frames = frames  # live input: the iterator frames are pushed from
         self._keep = keep_frames
         self._pushed = 0
-        self._tracked_until = 0  # live: frames up to here have outputs
+        self._first_prompt = None  # the first prompted frame (a live propagation's default start)
         self._closed = False
 
     # -- live input -------------------------------------------------------------------------------
@@ -390,6 +397,14 @@ class Session:
                                               ctypes.byref(index)))
         self._pushed += 1
         return True
+
+    def _take_all_frames(self):
+        while self._push_next():
+            pass
+        if self._handle is None:
+            raise _invalid("the list of frames is empty")
+        _check(_lib.segmux_session_end_stream(self._handle))
+        self._frames = None  # a video from here on
 
     def _ensure_frames(self, count):
         while self._frames is not None and self._pushed < count:
@@ -438,7 +453,8 @@ class Session:
         self._ensure_frames(frame_index + 1)
         out = ctypes.c_void_p()
         _check(_lib.segmux_session_add_prompt(self._require(), ctypes.byref(p), ctypes.byref(out)))
-        self._tracked_until = max(self._tracked_until, frame_index + 1)
+        if self._first_prompt is None or frame_index < self._first_prompt:
+            self._first_prompt = frame_index
         return _take_frame(out)
 
     def _add_mask(self, frame_index, text, points, boxes_xywh, obj_id, mask):
@@ -458,8 +474,9 @@ class Session:
 
     def propagate(self, direction="both", start_frame_index=None, max_frame_num_to_track=None):
         """Yields a Frame per output frame (official propagate_in_video; outputs come a few frames
-        late by the official hot-start rule). Live sessions: pulls the remaining frames of the stream
-        and yields each as soon as it is tracked (forward only)."""
+        late by the official hot-start rule). Live sessions: pulls the remaining frames of the stream,
+        tracking each as it arrives, and yields the outputs as the hot-start rule releases them: the same
+        frames and outputs as a session on a folder of those frames (forward only)."""
         if direction not in _DIRECTIONS:
             raise _invalid(f"direction must be one of {sorted(_DIRECTIONS)}, not {direction!r}")
         if start_frame_index is not None:
@@ -473,15 +490,19 @@ class Session:
             return self._propagate_live(start_frame_index, max_frame_num_to_track)
         return self._propagate_video(direction, start_frame_index, max_frame_num_to_track)
 
-    def _propagate_video(self, direction, start, max_frames):
+    def _options(self, direction, start, max_frames):
         o = _capi.PropagateOptions()
         _lib.segmux_propagate_options_init(ctypes.byref(o))
-        o.direction = _DIRECTIONS[direction]
+        o.direction = direction
         if start is not None:
             o.start_frame_index = start
         if max_frames is not None:
             o.max_frame_num_to_track = max_frames
-        _check(_lib.segmux_session_propagate_begin(self._require(), ctypes.byref(o)))
+        return o
+
+    def _pull(self, options):
+        """The frames of one pulled propagation (segmux_session_propagate_begin / next_frame)."""
+        _check(_lib.segmux_session_propagate_begin(self._require(), ctypes.byref(options)))
         try:
             while True:
                 out = ctypes.c_void_p()
@@ -494,32 +515,23 @@ class Session:
             if self._handle is not None:
                 _lib.segmux_session_cancel(self._handle)
 
+    def _propagate_video(self, direction, start, max_frames):
+        yield from self._pull(self._options(_DIRECTIONS[direction], start, max_frames))
+
     def _propagate_live(self, start, max_frames):
-        limit = None if max_frames is None else self._tracked_until + max_frames
-        while limit is None or self._tracked_until < limit:
+        # One forward run over the stream (the library keeps it open across calls): after each frame
+        # pushed, the outputs it releases; at the end of the stream (or of the range), the rest.
+        first = start if start is not None else self._first_prompt
+        options = self._options(_capi.FORWARD, start, max_frames)
+        while True:
             self._check_open()
-            if self._pushed <= self._tracked_until and not self._push_next():
+            yield from self._pull(options)
+            if max_frames is not None and first is not None and self._pushed > first + max_frames:
+                return  # the range is tracked: the library ended the run
+            if not self._push_next():
+                _check(_lib.segmux_session_end_stream(self._require()))
+                yield from self._pull(options)
                 return
-            t = self._tracked_until
-            if start is not None and t < start:
-                self._tracked_until += 1
-                continue
-            o = _capi.PropagateOptions()
-            _lib.segmux_propagate_options_init(ctypes.byref(o))
-            o.direction, o.start_frame_index, o.max_frame_num_to_track = _capi.FORWARD, t, 0
-            _check(_lib.segmux_session_propagate_begin(self._require(), ctypes.byref(o)))
-            frames = []
-            try:
-                while True:
-                    out = ctypes.c_void_p()
-                    if _check(_lib.segmux_session_next_frame(self._require(), ctypes.byref(out))) == _capi.END:
-                        break
-                    frames.append(_take_frame(out))
-            finally:
-                if self._handle is not None:
-                    _lib.segmux_session_cancel(self._handle)
-            self._tracked_until += 1
-            yield from frames
 
     def remove_object(self, obj_id):
         """Removes an object; True when it existed."""
@@ -531,6 +543,7 @@ class Session:
     def reset(self):
         """Forgets prompts and objects (official reset_session)."""
         self._check_open()
+        self._first_prompt = None
         if self._handle is not None:
             _check(_lib.segmux_session_reset(self._handle))
 
@@ -545,13 +558,13 @@ class Session:
         return n.value
 
     def close(self):
-        """Closes the session (idempotent); the model can then open another."""
+        """Closes the session (idempotent)."""
         self._closed = True
         if self._handle is not None:
             _lib.segmux_session_close(self._handle)
             self._handle = None
-        if self._model is not None and self._model._session is self:
-            self._model._session = None
+        if self._model is not None and self in self._model._sessions:
+            self._model._sessions.remove(self)
         self._frames = None
 
     def __del__(self):

@@ -120,6 +120,7 @@ def _declare(lib):
         "segmux_session_propagate_begin": (status, [c.c_void_p, P(PropagateOptions)]),
         "segmux_session_next_frame": (status, [c.c_void_p, P(c.c_void_p)]),
         "segmux_session_cancel": (status, [c.c_void_p]),
+        "segmux_session_end_stream": (status, [c.c_void_p]),
         "segmux_session_remove_object": (status, [c.c_void_p, c.c_int64, P(c.c_int)]),
         "segmux_session_reset": (status, [c.c_void_p]),
         "segmux_session_close": (None, [c.c_void_p]),

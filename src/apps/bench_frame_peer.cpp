@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "engines/ort/ort_model.h"
-#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/candidate_model.h"
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/backends/smx_runner.h"
 #include "runtime/executor.h"
@@ -132,14 +132,14 @@ RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std
                                         sam31::Tokenizer tokenizer, int threads, CallRecorder& rec) {
   RecordingBackend out;
   ExecutorOptions ex{threads, true};
-  ex.shared_arena = std::make_shared<SharedArena>();  // as open_compiled_backend: candidates run in turn
+  ex.shared_arena = std::make_shared<SharedArena>();  // as open_smx_model: candidates run in turn
   auto open = [&](const sam31::CompiledFile& f) -> std::unique_ptr<pipeline::CandidateRunner> {
     auto r = std::make_unique<RecordingRunner>(f.file, pipeline::open_smx_runner(model_dir + "/" + f.file + ".smx", ex),
                                                rec);
     out.runners[f.file] = r.get();
     return r;
   };
-  out.backend = pipeline::open_backend(cfg, open, std::move(tokenizer));
+  out.model = pipeline::open_candidate_model(cfg, open, std::move(tokenizer));
   return out;
 }
 

@@ -13,8 +13,8 @@
 #include "core/tensor.h"
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
-#include "pipeline/backends/backend.h"
 #include "pipeline/backends/candidate_runner.h"
+#include "pipeline/backends/model.h"
 
 namespace segmux::apps {
 
@@ -24,10 +24,10 @@ struct CallRecorder {
   std::vector<std::pair<std::string, std::map<std::string, Tensor>>> calls;
 };
 
-// The compiled backend of `model_dir` (as open_compiled_backend: .smx files, one shared arena) whose
-// candidate runs are recorded into `rec`; `runners` gives our runner of each compiled file for re-timing.
+// The model of `model_dir` (as open_smx_model: .smx files, one shared arena) whose candidate runs are
+// recorded into `rec`; `runners` gives our runner of each compiled file for re-timing.
 struct RecordingBackend {
-  std::unique_ptr<pipeline::ModelBackend> backend;
+  std::shared_ptr<pipeline::Model> model;
   std::map<std::string, pipeline::CandidateRunner*> runners;
 };
 RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,

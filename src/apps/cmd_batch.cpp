@@ -21,13 +21,14 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/format_options.h"
 #include "apps/precision_option.h"
 #include "apps/track_video.h"
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/batch/batch_folder.h"
 #include "pipeline/batch/manifest.h"
 #include "pipeline/batch/shard.h"
-#include "pipeline/model_store/model_store.h"
 #include "verify/demo_model.h"
 
 namespace segmux::apps {
@@ -94,6 +95,7 @@ TrackSettings settings_for(const BatchItem& item, const TrackSettings& defaults,
   if (item.max_frames) t.max_frames = *item.max_frames;
   if (item.direction) t.direction = *item.direction;
   if (item.fps) t.folder_fps = *item.fps;
+  t.video_id = item.line;
   t.json = false;
   t.stop = &g_stop;
   return t;
@@ -157,14 +159,10 @@ class BatchRun {
 
  private:
   // The model, loaded at the first video that needs it (a rerun with nothing left loads nothing).
-  // Every later video starts from a reset backend: it caches frame features by frame index, and a
-  // previous video's frame 2 must never stand in for this one's (the masks would differ from `track`).
+  // Every video runs in a fresh session of it (its own frame features and tracker memories).
   ModelGetter model_getter() {
     return [this](const LogFn& log) -> OpenedModel& {
-      if (model_) {
-        model_->backend->reset();
-        return *model_;
-      }
+      if (model_) return *model_;
       const auto t0 = std::chrono::steady_clock::now();
       ModelSource src = o_.src;
       try {
@@ -297,6 +295,7 @@ void add_options(CLI::App& app, BatchOptions& o) {
   app.add_option("--rle", t.rle, "compressed (default) or uncompressed")
       ->check(CLI::IsMember({"compressed", "uncompressed"}));
   app.add_option("--fps", t.folder_fps, "frame rate of frame folders")->check(CLI::PositiveNumber);
+  add_format_options(app, t, false);  // ytvis_results.json's video_id: the video's manifest line
   add_threads_option(app, o.src.num_threads, "CPU threads");
   add_precision_option(app, o.src.precision, "fp32 or bf16: how a --weights checkpoint is compiled");
   app.add_flag("--quiet,-q", t.quiet, "no progress output");

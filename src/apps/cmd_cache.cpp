@@ -8,7 +8,7 @@
 #include "apps/cli.h"
 #include "apps/cmd_util.h"
 #include "apps/commands.h"
-#include "pipeline/model_store/cache.h"
+#include "deploy/model_store/cache.h"
 
 namespace segmux::apps {
 

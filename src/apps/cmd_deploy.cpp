@@ -13,12 +13,12 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "deploy/model_store/model_store.h"
+#include "deploy/package/package.h"
+#include "deploy/package/package_docs.h"
 #include "io/files.h"
 #include "io/paths.h"
 #include "models/sam31/tokenizer.h"
-#include "pipeline/model_store/model_store.h"
-#include "pipeline/package/package.h"
-#include "pipeline/package/package_docs.h"
 #include "runtime/offline_model.h"
 #include "verify/package_verify.h"
 

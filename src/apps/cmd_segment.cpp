@@ -18,11 +18,13 @@
 #include "apps/prompt_args.h"
 #include "apps/staged_output.h"
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "io/files.h"
 #include "io/printable.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
+#include "pipeline/outputs/eval_exports.h"
+#include "pipeline/outputs/eval_inputs.h"
 #include "pipeline/outputs/outputs.h"
 #include "pipeline/outputs/tracks_json.h"
 #include "pipeline/predictor/image_processor.h"
@@ -157,6 +159,11 @@ int run_segment(int argc, char** argv) {
                        "its difference from fp32 on the fixtures is in docs/track.md)");
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
+  std::string format;
+  app.add_option("--format", format,
+                 "coco: also write coco_results.json (COCO instance segmentation results; image_id = the file "
+                 "name's number, else the image's position)")
+      ->check(CLI::IsMember({"coco"}));
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty() || demo,
                      "no model: give --weights CHECKPOINT, --model DIR or --demo");
@@ -187,7 +194,7 @@ int run_segment(int argc, char** argv) {
   if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
   OpenedModel model = open_model(src, log);
   log("model: " + model.description);
-  ImageProcessor proc(*model.backend, threshold);
+  ImageProcessor proc(*model.model, threshold);
 
   StagedOutput staged(out_dir);
   std::vector<std::string> written;
@@ -202,6 +209,15 @@ int run_segment(int argc, char** argv) {
     summary.push_back({{"image", valid_utf8(images[i])},
                        {"objects", r.out.obj_ids.size()},
                        {"json", (fs::path(out_dir) / (stem + ".json")).string()}});
+  }
+  if (format == "coco") {  // from the JSON documents just written (eval_exports.h)
+    std::vector<std::pair<nlohmann::json, int64_t>> docs;
+    for (size_t i = 0; i < images.size(); ++i)
+      docs.emplace_back(read_eval_json(staged.stage() + "/" + fs::path(images[i]).stem().string() + ".json"),
+                        coco_image_id(images[i], i));
+    const std::string text = json_text(coco_image_results(docs, prompts)) + "\n";
+    write_file_atomic(staged.stage() + "/coco_results.json", text.data(), text.size());
+    written.push_back("coco_results.json");
   }
   staged.commit(written);
   if (json) std::printf("%s\n", json_text({{"images", summary}, {"out", out_dir}}, 2).c_str());

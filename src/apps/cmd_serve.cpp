@@ -18,7 +18,7 @@
 #include "apps/precision_option.h"
 #include "apps/serve_gate.h"
 #include "core/error.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 #include "service/web_assets.h"
@@ -342,16 +342,6 @@ class StopSignals {
   std::atomic<bool> finished_{false};
 };
 
-pipeline::ControlConfig control_config_for(const pipeline::OpenedModel& model) {
-  pipeline::ControlConfig ccfg = pipeline::default_control_config();
-  ccfg.multiplex_count = model.config.multiplex_count;
-  ccfg.bucket_capacity = model.config.multiplex_count;
-  ccfg.max_num_objects = model.config.max_num_objects;
-  ccfg.num_maskmem = model.config.num_maskmem;
-  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-  return ccfg;
-}
-
 // Takes the port, loads the model, serves until a stop signal (see StopSignals), then stops in bounded time.
 int serve(Options& opt, const pipeline::ModelSource& src) {
   auto log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
@@ -395,10 +385,10 @@ int serve(Options& opt, const pipeline::ModelSource& src) {
 
   pipeline::OpenedModel model = pipeline::open_model(src, log);
   log("model: " + model.description);
-  const pipeline::ControlConfig ccfg = control_config_for(model);
+  const pipeline::ControlConfig ccfg = pipeline::control_config_for(model.config);
 
   service::ResourceStore store(opt.allow_dir, opt.max_body_bytes, 32, opt.replica_id);
-  RequestService svc(*model.backend, ccfg, opt.limits, store);
+  RequestService svc(*model.model, ccfg, opt.limits, store);
   svc.set_replica_id(opt.replica_id);
   Server server(opt, svc, store, gate);
   server.routes();

@@ -19,16 +19,18 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/format_options.h"
 #include "apps/precision_option.h"
 #include "apps/request_plan.h"
 #include "apps/staged_output.h"
+#include "apps/track_live.h"
 #include "apps/track_options.h"
 #include "apps/track_video.h"
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "io/files.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
 #include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/concepts.h"
@@ -160,7 +162,8 @@ Details: docs/track.md)";
 int run_track(int argc, char** argv) {
   CLI::App app{
       "Segment and track every object matching a text prompt through a video.\n"
-      "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF or a folder of frames.",
+      "INPUT is a video file (MP4/MOV/WebM/...), an animated GIF, a folder of frames, or live: - (standard input),\n"
+      "a stream URL (rtsp://, http://, HLS) or a capture device (v4l2:/dev/video0), tracked as frames arrive.",
       "segmux track"};
   app.footer(kFooter);
   TrackSettings s;
@@ -173,7 +176,10 @@ int run_track(int argc, char** argv) {
   bool &quiet = s.quiet, &json = s.json, &no_masks = s.no_masks;
   std::string &rle = s.rle, &masks = s.masks;
   double& folder_fps = s.folder_fps;
-  app.add_option("input", input, "video file, GIF or frame folder")->required();
+  app.add_option("input", input,
+                 "video file, GIF or frame folder; live: - (standard input), a stream URL (rtsp://, http://, ...) or "
+                 "a capture device (v4l2:/dev/video0)")
+      ->required();
   app.add_option("--prompt,-p", prompts, "text prompt, e.g. \"dog\" (repeatable: every concept is tracked at once)");
   add_track_prompt_options(app, popt);
   app.add_option("-o,--out,--output", out_dir, "output folder (created if absent)")->required();
@@ -209,6 +215,9 @@ int run_track(int argc, char** argv) {
       ->check(CLI::IsMember({"compressed", "uncompressed"}));
   app.add_option("--fps", folder_fps, "frame rate of a frame folder (gives tracks.json timestamps)")
       ->check(CLI::PositiveNumber);
+  add_format_options(app, s);
+  LiveTrackOptions live;
+  add_live_options(app, live);
   add_threads_option(app, src.num_threads, "CPU threads");
   add_precision_option(app, src.precision,
                        "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
@@ -226,13 +235,17 @@ int run_track(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(max_frames == -1 || max_frames >= 1, "--max-frames ", max_frames, " must be at least 1");
   s.engine = src.engine;
   std::optional<OpenedModel> opened;
-  track_video(s, [&](const LogFn& log) -> OpenedModel& {
+  const ModelGetter get_model = [&](const LogFn& log) -> OpenedModel& {
     if (demo) src.model_dir = verify::ensure_demo_model(src.cache_dir, log);
     opened = open_model(src, log);
     if (demo) opened->description = "built-in demo model (random weights: masks are meaningless) in " + src.model_dir;
     log("model: " + opened->description + (src.engine == "ort" ? " on ONNX Runtime" : ""));
     return *opened;
-  });
+  };
+  if (is_live_input(input))
+    track_live(s, live, get_model);  // "-", a URL or a capture device (track_live.h)
+  else
+    track_video(s, get_model);
   return 0;
 }
 
@@ -254,7 +267,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     if (!quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
 
-  // Everything that can be checked before any output exists: input, start frame, model.
+  // Everything that can be checked before any output exists: formats, input, start frame, model.
+  const std::vector<ExportFormat> formats = parse_export_formats(s.formats);
   auto reader = open_video(input, folder_fps);
   log("input: " + reader->describe());
   const int n = reader->num_frames();
@@ -262,10 +276,11 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
                      ")");
   const std::vector<TrackRequest> requests =
       prepare_track_prompts(popt, prompts, start, direction, n, reader->width(), reader->height());
-  const auto boxes = track_box_exemplars(popt, reader->width(), reader->height());
-  SEGMUX_USAGE_CHECK(boxes.empty() || !popt.frame || *popt.frame == start,
+  const Prompt boxes = track_box_exemplars(popt, reader->width(), reader->height());
+  const bool have_boxes = !boxes.boxes_xywh.empty();
+  SEGMUX_USAGE_CHECK(!have_boxes || !popt.frame || *popt.frame == start,
                      "--box exemplars go on the --start frame: give --start ", popt.frame.value_or(0));
-  if (prompts.empty() && !boxes.empty()) prompts = {kBoxOnlyText};  // official: boxes alone
+  if (prompts.empty() && have_boxes) prompts = {kBoxOnlyText};  // official: boxes alone
   OpenedModel& model = get_model(log);
 
   StagedOutput staged(out_dir);
@@ -278,6 +293,8 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
   opt.prompts = prompts;
   opt.source = input;
   opt.fps = reader->fps();
+  opt.formats = formats;
+  opt.export_context = {.video_id = s.video_id, .fps = opt.fps, .media_name = fs::path(input).filename().string()};
   std::string overlay_final;
   if (overlay == "auto") {
     std::string name = fs::path(input).extension() == ".gif" ? "overlay.gif" : "overlay.mp4";
@@ -294,17 +311,13 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
   }
   TrackWriter writer(staged.stage(), reader->width(), reader->height(), opt);
 
-  ControlConfig ccfg = default_control_config();
-  ccfg.multiplex_count = model.config.multiplex_count;
-  ccfg.bucket_capacity = model.config.multiplex_count;
-  ccfg.max_num_objects = model.config.max_num_objects;
-  ccfg.num_maskmem = model.config.num_maskmem;
-  ccfg.max_obj_ptrs_in_encoder = model.config.max_obj_ptrs_in_encoder;
-  if (is_image_file(input)) {  // official is_image_only: lower new-object threshold, no object cap
-    ccfg.new_det_thresh = ccfg.image_only_det_thresh;
-    ccfg.max_num_objects = std::numeric_limits<int>::max();
-  }
-  ConceptSet predictor(*model.backend, *reader, ccfg);
+  ControlConfig ccfg = control_config_for(model.config);
+  if (is_image_file(input)) ccfg = for_single_image(ccfg);  // official is_image_only
+  // Outputs are kept only for requests (a click or a removal answers with a frame's kept outputs):
+  // a plain run's memory stays flat however long the video.
+  SessionOptions sopt;
+  sopt.keep_outputs = !requests.empty();
+  VideoSession session(*model.model, *reader, ccfg, sopt);  // this video's own model session
 
   // propagate(start, k) covers start..start+k forward and start-1..start-k backward.
   const bool forward = direction != "backward", backward = direction != "forward";
@@ -336,21 +349,24 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
       write(out);
     progress.update(++done, out.frame_index);
   };
-  auto sink = [&](FrameOutput out) {
+  auto take_all = [&](const FrameOutput& out) {
     take(out);
     return true;
   };
   if (!requests.empty()) {
-    predictor.keep_outputs(true);  // remove_object answers with a frame's kept outputs
     for (const TrackRequest& q : requests) {
-      run_track_requests(predictor, {q}, take);
+      run_track_requests(session, {q}, take);
       // The official remove_object response: that frame's last outputs without the object.
       if (q.type == TrackRequest::Type::RemoveObject)
-        if (auto out = predictor.frame_outputs(q.frame_index)) take(*out);
+        if (auto out = session.frame_outputs(q.frame_index)) take(*out);
     }
   } else {
     std::vector<FrameOutput> parts;
-    for (const auto& p : prompts) parts.push_back(predictor.add_text_prompt(start, p, std::nullopt, boxes));
+    for (const auto& text : prompts) {
+      Prompt p = boxes;
+      p.text = text;
+      parts.push_back(session.add_prompt(start, p));
+    }
     const FrameOutput prompted = ConceptSet::merge(std::move(parts));
     // Forward propagation re-delivers the prompted frame; backward starts below it. A one-frame input
     // gives the add_prompt outputs: propagation there hides every object (see docs/track.md).
@@ -358,8 +374,9 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
       take(prompted);
     } else {
       if (!forward) take(prompted);
-      if (forward) predictor.propagate(start, fwd_frames - 1, false, sink);
-      if (backward && bwd_frames > 1) predictor.propagate(start, bwd_frames - 1, true, sink);
+      if (forward) session.propagate({PropagationDirection::Forward, start, fwd_frames - 1}, take_all);
+      if (backward && bwd_frames > 1)
+        session.propagate({PropagationDirection::Backward, start, bwd_frames - 1}, take_all);
     }
   }
   progress.end_line();
@@ -369,7 +386,9 @@ TrackedVideo track_video(const TrackSettings& s, const ModelGetter& get_model) {
     for (int f : spool->frames()) write(spool->get(f, reader->width(), reader->height()));
   }
   writer.finish();
-  staged.commit({"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"});
+  std::vector<std::string> outputs = {"masks", "masks_color", "tracks.json", "overlay.mp4", "overlay.gif"};
+  for (const std::string& name : export_file_names()) outputs.push_back(name);
+  staged.commit(outputs);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (json) {

@@ -7,7 +7,7 @@
 
 #include "apps/cli.h"
 #include "apps/commands.h"
-#include "pipeline/package/package.h"
+#include "deploy/package/package.h"
 #include "verify/package_verify.h"
 
 namespace segmux::apps {

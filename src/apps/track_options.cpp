@@ -118,15 +118,15 @@ std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, con
   return out;
 }
 
-std::vector<sam31::BoxExemplar> track_box_exemplars(const TrackPromptOptions& o, int width, int height) {
-  std::vector<sam31::BoxExemplar> out;
+pipeline::Prompt track_box_exemplars(const TrackPromptOptions& o, int width, int height) {
+  pipeline::Prompt out;
   if (!o.boxes_are_exemplars()) return out;
   for (const auto& text : o.boxes) {
     const BoxArg b = parse_box_arg(text);
     check_box(b, width, height, "--box " + text);
-    // As an official request would carry it: normalised x, y, w, h (float32), then the official conversion.
-    const auto n = normalised(b, width, height);
-    out.push_back(sam31::box_exemplar_from_xywh(n[0], n[1], n[2], n[3], b.positive));
+    // As an official request carries it: normalised x, y, w, h (float32); the session converts it.
+    out.boxes_xywh.push_back(normalised(b, width, height));
+    out.box_labels.push_back(b.positive ? 1 : 0);
   }
   return out;
 }

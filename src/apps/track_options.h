@@ -34,8 +34,8 @@ std::vector<TrackRequest> prepare_track_prompts(const TrackPromptOptions& o, con
                                                 int start, const std::string& direction, int num_frames, int width,
                                                 int height);
 // The box exemplars (--box without --obj-id), normalised to a width x height video and checked against
-// it; they join every --prompt on the prompted frame (--start), or stand alone.
-std::vector<sam31::BoxExemplar> track_box_exemplars(const TrackPromptOptions& o, int width, int height);
+// it; they join every --prompt on the prompted frame (--start), or stand alone. A prompt with the boxes only.
+pipeline::Prompt track_box_exemplars(const TrackPromptOptions& o, int width, int height);
 
 // A single image file (official is_image_type: an image extension), not a video or frame folder.
 bool is_image_file(const std::string& path);

@@ -34,10 +34,10 @@ std::vector<TrackRequest> read_track_requests(const std::string& path, int num_f
   return out;
 }
 
-void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackRequest>& requests,
+void run_track_requests(pipeline::VideoSession& session, const std::vector<TrackRequest>& requests,
                         const std::function<void(const pipeline::FrameOutput&)>& emit) {
   for (const TrackRequest& q : requests)
-    service::run_official_request(concepts, q, [&](const pipeline::FrameOutput& out) {
+    service::run_official_request(session, q, [&](const pipeline::FrameOutput& out) {
       emit(out);
       return true;
     });

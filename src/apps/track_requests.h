@@ -28,9 +28,9 @@ using TrackRequest = service::OfficialRequest;
 // Reads and checks every request against a video of num_frames frames.
 std::vector<TrackRequest> read_track_requests(const std::string& path, int num_frames);
 
-// Runs the requests on `concepts`; every add_prompt and propagation output goes to `emit` (a frame
+// Runs the requests on `session`; every add_prompt and propagation output goes to `emit` (a frame
 // output later in the run replaces an earlier one of the same frame). Errors name the request.
-void run_track_requests(pipeline::ConceptSet& concepts, const std::vector<TrackRequest>& requests,
+void run_track_requests(pipeline::VideoSession& session, const std::vector<TrackRequest>& requests,
                         const std::function<void(const pipeline::FrameOutput&)>& emit);
 
 }  // namespace segmux::apps

@@ -9,7 +9,7 @@
 
 #include "apps/track_options.h"
 #include "core/error.h"
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 
 namespace segmux::apps {
 
@@ -22,6 +22,8 @@ struct TrackSettings {
   std::string rle = "compressed", masks = "ids";
   double folder_fps = 0;
   std::string engine = "smx";  // for the --json summary
+  std::vector<std::string> formats;  // --format: evaluation / annotation files (eval_exports.h)
+  int64_t video_id = 1;              // their YTVIS video id
   // When set, the run stops at the next frame with TrackInterrupted (and leaves no output).
   const std::atomic<bool>* stop = nullptr;
 };

@@ -265,15 +265,10 @@ segmux_status segmux_model_open(const segmux_model_options* o, segmux_model** mo
     if (o->control_config && *o->control_config) {
       cc = pl::load_control_config(o->control_config);
     } else {
-      const auto& mc = m->opened.config;
-      cc = pl::default_control_config();
-      cc.multiplex_count = cc.bucket_capacity = mc.multiplex_count;
-      cc.max_num_objects = mc.max_num_objects;
-      cc.num_maskmem = mc.num_maskmem;
-      cc.max_obj_ptrs_in_encoder = mc.max_obj_ptrs_in_encoder;
+      cc = pl::control_config_for(m->opened.config);
     }
     pl::validate_control_config(cc, o->control_config ? o->control_config : "the model's control settings");
-    m->predictor = std::make_unique<pl::VideoPredictor>(*m->opened.backend, cc);
+    m->control = cc;
     *model = m.release();
     return SEGMUX_OK;
   });
@@ -287,8 +282,9 @@ segmux_status segmux_model_close(segmux_model* model) {
       return st;
     {
       std::lock_guard<std::mutex> lock(model->mu);
-      if (model->session || model->segmenting)
-        return segmux::capi::failed(SEGMUX_ERROR_BUSY, "segmux_model_close: the model's session is still open");
+      if (model->open_sessions > 0 || model->segmenting)
+        return segmux::capi::failed(SEGMUX_ERROR_BUSY, "segmux_model_close: " + std::to_string(model->open_sessions) +
+                                                           " of the model's sessions are still open");
     }
     delete model;
     return SEGMUX_OK;

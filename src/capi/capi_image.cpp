@@ -19,7 +19,7 @@ class ImageUse {
  public:
   explicit ImageUse(segmux_model* m) : m_(m) {
     std::lock_guard<std::mutex> lock(m->mu);
-    ok_ = !m->session && !m->segmenting;
+    ok_ = m->open_sessions == 0 && !m->segmenting;
     if (ok_) m->segmenting = true;
   }
   ~ImageUse() {
@@ -60,9 +60,8 @@ void check_image_prompt(const segmux_image_prompt& p) {
 }
 
 // Every text with the boxes (boxes alone: the official text "visual"); ids 0.. in that order.
-std::unique_ptr<segmux_frame> segment(pl::ModelBackend& backend, const pl::RgbImage& img,
-                                      const segmux_image_prompt& p) {
-  pl::ImageProcessor proc(backend, p.threshold);
+std::unique_ptr<segmux_frame> segment(pl::Model& model, const pl::RgbImage& img, const segmux_image_prompt& p) {
+  pl::ImageProcessor proc(model, p.threshold);
   proc.set_image(img);
   std::vector<segmux::sam31::BoxExemplar> boxes;  // normalised cxcywh in double, as the official gets them
   for (size_t i = 0; i < p.num_boxes; ++i) {
@@ -100,7 +99,7 @@ segmux_status segment_with(segmux_model* model, const char* what, const segmux_i
   if (!use.ok())
     return segmux::capi::failed(SEGMUX_ERROR_BUSY,
                                 std::string(what) + ": the model has an open session (a model serves one at a time)");
-  *result = segment(*model->opened.backend, img, *p).release();
+  *result = segment(*model->opened.model, img, *p).release();
   return SEGMUX_OK;
 }
 

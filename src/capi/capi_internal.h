@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "deploy/model_store/model_store.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/live_source.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 
@@ -60,10 +60,10 @@ struct segmux_frame {
 
 struct segmux_model {
   segmux::pipeline::OpenedModel opened;
-  std::unique_ptr<segmux::pipeline::VideoPredictor> predictor;
-  std::mutex mu;                      // guards `session`
-  segmux_session* session = nullptr;  // the one open session (a backend serves one video at a time)
-  bool segmenting = false;            // an image is being segmented (the backend is in use)
+  segmux::pipeline::ControlConfig control;  // every session's control-plane settings
+  std::mutex mu;                            // guards the two below
+  int open_sessions = 0;                    // each on a model session of its own
+  bool segmenting = false;                  // an image is being segmented
   segmux::capi::LiveHandle<segmux::capi::HandleType::model> registered{
       this};  // last: registered when built, first gone
 };
@@ -86,10 +86,11 @@ struct Pull {
 
 struct segmux_session {
   segmux_model* model = nullptr;
-  std::string id;                                                // the predictor's session id ("" before a live start)
-  segmux::pipeline::FrameSource* source = nullptr;               // the frames (owned by the predictor's session)
-  segmux::pipeline::LiveFrameSource* live = nullptr;             // live sessions: the same source
-  std::unique_ptr<segmux::pipeline::LiveFrameSource> unstarted;  // live: held until the first frame
+  std::unique_ptr<segmux::pipeline::FrameSource> frames;  // a video, or the live frames pushed
+  segmux::pipeline::FrameSource* source = nullptr;        // the same frames
+  segmux::pipeline::LiveFrameSource* live = nullptr;      // live sessions: the same source
+  int keep_frames = 0;                                    // live: frames held
+  std::unique_ptr<segmux::pipeline::VideoSession> video;  // null for a live session before its first frame
   int width = 0;
   int height = 0;
   std::atomic<bool> busy{false};

@@ -48,17 +48,27 @@ segmux_status open_session(segmux_model* model, segmux_session** out, const char
   if (!out) return invalid(std::string(what) + ": session must not be NULL");
   *out = nullptr;
   if (const segmux_status st = segmux::capi::check_handle(model, segmux::capi::HandleType::model, what)) return st;
-  std::lock_guard<std::mutex> lock(model->mu);
-  if (model->session || model->segmenting)
-    return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) +
-                                                       ": the model already has an open session or "
-                                                       "image (a model serves one at a time)");
+  {
+    std::lock_guard<std::mutex> lock(model->mu);
+    if (model->segmenting)
+      return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) + ": the model is segmenting an image");
+  }
   auto s = std::make_unique<segmux_session>();
   s->model = model;
   start(*s);
-  model->session = s.get();
+  std::lock_guard<std::mutex> lock(model->mu);
+  ++model->open_sessions;
   *out = s.release();
   return SEGMUX_OK;
+}
+
+// The session's video session, on a model session of its own (sessions of one model never share state).
+// Outputs are kept, as officially: a click answers with the frame's other objects, a propagation after
+// removals fetches them (RLE masks: a few KB a frame; live sessions keep those of the held frames only).
+void start_video(segmux_session& s) {
+  pl::SessionOptions o;
+  o.live_frames_held = s.live ? s.keep_frames : 0;
+  s.video = std::make_unique<pl::VideoSession>(*s.model->opened.model, *s.source, s.model->control, o);
 }
 
 pl::PropagateRequest request_of(const segmux_propagate_options* o, const segmux_session& s) {
@@ -99,7 +109,7 @@ pl::PropagateRequest request_of(const segmux_propagate_options* o, const segmux_
 }
 
 void require_started(const segmux_session* s, const char* what) {
-  SEGMUX_CHECK(!s->id.empty(), what, ": the live session has no frame yet (push one first)");
+  SEGMUX_CHECK(s->video != nullptr, what, ": the live session has no frame yet (push one first)");
 }
 
 // Stops a pulled propagation and waits for its worker.
@@ -158,11 +168,8 @@ segmux_status segmux_session_open_video(segmux_model* model, const char* path, s
       s.width = reader->width();
       s.height = reader->height();
       s.source = reader.get();
-      s.id = model->predictor->start_session(std::move(reader));
-      model->predictor->keep_decisions(s.id, false);  // the C API never reads them: memory stays bounded
-      // The official predictor keeps its outputs: a propagation after removals re-reads them instead of
-      // running the model (a fetch). RLE masks: a few KB per frame of a video file.
-      model->predictor->keep_outputs(s.id, true);
+      s.frames = std::move(reader);
+      start_video(s);
     });
   });
 }
@@ -175,9 +182,11 @@ segmux_status segmux_session_open_live(segmux_model* model, int width, int heigh
       return invalid("segmux_session_open_live: a frame size of " + std::to_string(width) + "x" +
                      std::to_string(height) + " (at most " + std::to_string(pl::kMaxFramePixels) + " pixels)");
     return open_session(model, session, "segmux_session_open_live", [&](segmux_session& s) {
-      s.unstarted = std::make_unique<pl::LiveFrameSource>(width, height, keep_frames == 0 ? 16 : keep_frames);
-      s.live = s.unstarted.get();
+      s.keep_frames = keep_frames == 0 ? 16 : keep_frames;
+      auto live = std::make_unique<pl::LiveFrameSource>(width, height, s.keep_frames);
+      s.live = live.get();
       s.source = s.live;
+      s.frames = std::move(live);
       s.width = width;
       s.height = height;
     });
@@ -196,11 +205,10 @@ segmux_status segmux_session_push_frame(segmux_session* s, const uint8_t* rgb, i
     if (stride != 0 && stride < size_t(width) * 3)
       return invalid("segmux_session_push_frame: a row stride of " + std::to_string(stride) +
                      " bytes is shorter than a row (" + std::to_string(size_t(width) * 3) + ")");
+    if (s->video && s->video->stream_ended())
+      return invalid("segmux_session_push_frame: the stream has ended (segmux_session_end_stream)");
     const int index = s->live->push(rgb, width, height, stride);
-    if (s->unstarted) {
-      s->id = s->model->predictor->start_session(std::move(s->unstarted));
-      s->model->predictor->keep_decisions(s->id, false);
-    }
+    if (!s->video) start_video(*s);
     if (frame_index) *frame_index = index;
     return SEGMUX_OK;
   });
@@ -235,7 +243,7 @@ segmux_status segmux_session_add_prompt(segmux_session* s, const segmux_prompt* 
       return invalid("segmux_session_add_prompt: boxes/points given without their coordinates or labels");
     require_started(s, "segmux_session_add_prompt");
     const pl::Prompt prompt = checked_prompt(*p, *s);
-    pl::FrameOutput out = s->model->predictor->add_prompt(s->id, p->frame_index, prompt);
+    pl::FrameOutput out = s->video->add_prompt(p->frame_index, prompt);
     if (outputs) *outputs = segmux::capi::make_frame(out, s->width, s->height).release();
     return SEGMUX_OK;
   });
@@ -263,7 +271,7 @@ segmux_status segmux_session_add_mask(segmux_session* s, int frame_index, int64_
       prompt.mask->pixels[i] = mask[i] != 0;
     }
     if (prompt.mask->area() == 0) return invalid("segmux_session_add_mask: the mask has no foreground pixel");
-    pl::FrameOutput out = s->model->predictor->add_prompt(s->id, frame_index, prompt);
+    pl::FrameOutput out = s->video->add_prompt(frame_index, prompt);
     if (outputs) *outputs = segmux::capi::make_frame(out, s->width, s->height).release();
     return SEGMUX_OK;
   });
@@ -285,7 +293,7 @@ segmux_status segmux_session_propagate(segmux_session* s, const segmux_propagate
     if (!on_frame) return invalid("segmux_session_propagate: no callback (use propagate_begin/next_frame to pull)");
     require_started(s, "segmux_session_propagate");
     const pl::PropagateRequest req = request_of(o, *s);
-    s->model->predictor->propagate_in_video(s->id, req, [&](const pl::FrameOutput& out) {
+    s->video->propagate(req, [&](const pl::FrameOutput& out) {
       auto f = segmux::capi::make_frame(out, s->width, s->height);
       return on_frame(user, f.get()) != 0;
     });
@@ -300,14 +308,13 @@ segmux_status segmux_session_propagate_begin(segmux_session* s, const segmux_pro
     const pl::PropagateRequest req = request_of(o, *s);
     auto pull = std::make_unique<segmux::capi::Pull>();
     segmux::capi::Pull* p = pull.get();
-    pl::VideoPredictor* predictor = s->model->predictor.get();
-    const std::string id = s->id;
+    pl::VideoSession* video = s->video.get();
     const int w = s->width, h = s->height;
-    pull->worker = std::thread([p, predictor, id, req, w, h] {
+    pull->worker = std::thread([p, video, req, w, h] {
       segmux_status status = SEGMUX_OK;
       std::string error;
       try {
-        predictor->propagate_in_video(id, req, [&](const pl::FrameOutput& out) {
+        video->propagate(req, [&](const pl::FrameOutput& out) {
           auto f = segmux::capi::make_frame(out, w, h);
           std::unique_lock<std::mutex> lock(p->mu);
           p->cv.wait(lock, [&] { return !p->slot || p->cancel; });
@@ -373,8 +380,18 @@ segmux_status segmux_session_remove_object(segmux_session* s, int64_t obj_id, in
   return guard([&] {
     SEGMUX_SESSION_CALL(s, "segmux_session_remove_object");
     require_started(s, "segmux_session_remove_object");
-    const bool r = obj_id >= 0 && s->model->predictor->remove_object(s->id, obj_id);  // ids are never negative
+    const bool r = obj_id >= 0 && s->video->remove_object(obj_id);  // ids are never negative
     if (removed) *removed = r ? 1 : 0;
+    return SEGMUX_OK;
+  });
+}
+
+segmux_status segmux_session_end_stream(segmux_session* s) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_end_stream");
+    if (!s->live) return invalid("segmux_session_end_stream: not a live session (opened on a video)");
+    require_started(s, "segmux_session_end_stream");
+    s->video->end_stream();
     return SEGMUX_OK;
   });
 }
@@ -382,7 +399,7 @@ segmux_status segmux_session_remove_object(segmux_session* s, int64_t obj_id, in
 segmux_status segmux_session_reset(segmux_session* s) {
   return guard([&] {
     SEGMUX_SESSION_CALL(s, "segmux_session_reset");
-    if (!s->id.empty()) s->model->predictor->reset_session(s->id);
+    if (s->video) s->video->reset();
     return SEGMUX_OK;
   });
 }
@@ -391,12 +408,11 @@ void segmux_session_close(segmux_session* s) {
   if (!segmux::capi::is_live(s, segmux::capi::HandleType::session)) return;  // NULL, or closed before
   try {
     stop_pull(s);
-    if (!s->id.empty()) s->model->predictor->close_session(s->id);
   } catch (...) {  // closing never fails for the caller; the session is gone either way
   }
   {
     std::lock_guard<std::mutex> lock(s->model->mu);
-    s->model->session = nullptr;
+    --s->model->open_sessions;
   }
   delete s;
 }

@@ -610,12 +610,6 @@ ValuePtr Value::make_int(int64_t x) {
   return v;
 }
 
-ValuePtr Value::make_string(std::string x) {
-  auto v = make(Kind::string);
-  v->s = std::move(x);
-  return v;
-}
-
 ValuePtr Value::make_tuple(std::vector<ValuePtr> items) {
   auto v = make(Kind::tuple);
   for (auto& it : items) {

@@ -45,7 +45,6 @@ struct Value {
 
   static ValuePtr make(Kind k);
   static ValuePtr make_int(int64_t v);
-  static ValuePtr make_string(std::string v);
   static ValuePtr make_tuple(std::vector<ValuePtr> items);
   bool is(Kind k) const { return kind == k; }
   // Dict lookup by string key; nullptr when absent (or when this is not a dict).

@@ -1,5 +1,6 @@
 #include "kernels/kernel.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -51,6 +52,20 @@ const Provider& reference_provider() {
     return r;
   }();
   return p;
+}
+
+std::string op_name_of_key(const std::string& table_key) {
+  const size_t sep = table_key.find("::");
+  SEGMUX_CHECK(sep != std::string::npos, "kernel table key '", table_key, "' has no '::'");
+  return sep == 0 ? table_key.substr(2) : table_key.substr(0, sep) + "." + table_key.substr(sep + 2);
+}
+
+std::vector<std::string> reference_kernel_ops() {
+  reference_provider();  // registers them
+  std::vector<std::string> names;
+  for (const auto& [k, factory] : reference_table()) names.push_back(op_name_of_key(k));
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::unique_ptr<Kernel> create_kernel(const std::vector<const Provider*>& providers, const KernelInit& init,

@@ -55,6 +55,14 @@ const Provider& reference_provider();
 // unhandled nodes.
 const Provider& cpu_provider();
 
+// The ops each provider has a kernel for ("Add", "segmux.Linear", ...), sorted; the CUDA provider's
+// list is cuda::cuda_supported_ops(). Every op with a kernel has a schema and a reference kernel, and
+// every schema a reference kernel (tests/kernels_reference/test_op_registration.cpp).
+std::vector<std::string> reference_kernel_ops();
+std::vector<std::string> cpu_kernel_ops();
+// A provider table's key ("::Add", "segmux::Linear") as such a name ("Add", "segmux.Linear").
+std::string op_name_of_key(const std::string& table_key);
+
 // Picks the first provider that handles the node. Throws naming the node if none does.
 std::unique_ptr<Kernel> create_kernel(const std::vector<const Provider*>& providers, const KernelInit& init,
                                       std::string* chosen_provider = nullptr);

@@ -518,14 +518,4 @@ Tensor parse_tensor_proto(const std::string& bytes, const std::string& what) {
   return tensor_from_proto(p, none, what);
 }
 
-Tensor read_tensor_proto_file(const std::string& path) {
-  std::string bytes = read_whole_file(path);
-  onnx::TensorProto p;
-  SEGMUX_CHECK(bytes.size() < size_t(INT_MAX) && p.ParseFromArray(bytes.data(), int(bytes.size())), "'", path,
-               "' is not a serialized ONNX TensorProto");
-  size_t slash = path.rfind('/');
-  ExternalData external(slash == std::string::npos ? "." : path.substr(0, slash));
-  return tensor_from_proto(p, external, "tensor file '" + path + "'");
-}
-
 }  // namespace segmux::onnx_io

@@ -41,15 +41,13 @@ struct ImportOptions {
 ir::Graph import_onnx_file(const std::string& path, const ImportOptions& opt = {});
 ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& what, const ImportOptions& opt = {});
 
+// Parses serialized TensorProto bytes (no external data); `what` names it in errors.
+Tensor parse_tensor_proto(const std::string& bytes, const std::string& what);
+
 // Export writes opset `opt.opset` (plus domain "segmux" version 1 when such nodes exist), initializers as
 // raw_data, value_info for every value with a known type, and runs the ONNX checker on the result.
 // export_onnx_file writes "<path>.data" beside the model when the initializers exceed the threshold;
 // export_onnx_bytes refuses such graphs (a single message cannot hold them).
-// Reads one serialized TensorProto (e.g. the input_0.pb / output_0.pb files of ONNX's backend tests).
-Tensor read_tensor_proto_file(const std::string& path);
-// Parses serialized TensorProto bytes (no external data); `what` names it in errors.
-Tensor parse_tensor_proto(const std::string& bytes, const std::string& what);
-
 void export_onnx_file(const ir::Graph& g, const std::string& path, const ExportOptions& opt = {});
 std::string export_onnx_bytes(const ir::Graph& g, const ExportOptions& opt = {});
 

@@ -214,13 +214,13 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
   return q;
 }
 
-bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest& q,
+bool run_official_request(pipeline::VideoSession& session, const OfficialRequest& q,
                           const std::function<bool(const pipeline::FrameOutput&)>& emit) {
   try {
     switch (q.type) {
       case OfficialRequest::Type::AddPrompt: {
         if (q.tracker) {
-          emit(pipeline::add_prompt_to_concepts(concepts, q.frame_index, *q.tracker));
+          emit(session.add_prompt(q.frame_index, *q.tracker));
           return true;
         }
         pipeline::Prompt p;
@@ -228,25 +228,17 @@ bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest&
         p.boxes_xywh = q.boxes_xywh;
         p.box_labels = q.box_labels;
         p.output_prob_thresh = q.output_prob_thresh;
-        emit(pipeline::add_prompt_to_concepts(concepts, q.frame_index, p));
+        emit(session.add_prompt(q.frame_index, p));
         return true;
       }
       case OfficialRequest::Type::RemoveObject:
-        SEGMUX_CHECK(concepts.remove_object(q.obj_id), "no object ", q.obj_id,
+        SEGMUX_CHECK(session.remove_object(q.obj_id), "no object ", q.obj_id,
                      " is tracked at this point (it was never created, or was removed)");
         return true;
-      case OfficialRequest::Type::Propagate: {
-        const int start = q.start_frame_index.value_or(-1);
-        const int max_frames = q.max_frame_num_to_track.value_or(-1);
-        auto sink = [&](pipeline::FrameOutput out) { return emit(out); };
-        if (q.direction != PropagationDirection::Backward && !concepts.propagate(start, max_frames, false, sink))
-          return false;
-        if (q.direction != PropagationDirection::Forward && !concepts.propagate(start, max_frames, true, sink))
-          return false;
-        return true;
-      }
+      case OfficialRequest::Type::Propagate:
+        return session.propagate({q.direction, q.start_frame_index, q.max_frame_num_to_track}, emit);
       case OfficialRequest::Type::ResetSession:
-        concepts.reset();
+        session.reset();
         return true;
     }
   } catch (const Error& e) {

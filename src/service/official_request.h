@@ -52,9 +52,9 @@ struct OfficialRequest {
 OfficialRequest parse_official_request(const nlohmann::json& r, const std::string& name, int num_frames,
                                        bool& have_prompt, const std::set<std::string>& extra_keys = {"session_id"});
 
-// Runs one request on `concepts`; add_prompt and propagation outputs go to `emit` (false stops a
+// Runs one request on `session`; add_prompt and propagation outputs go to `emit` (false stops a
 // propagation). Returns false when a propagation was stopped (by emit or a cancel). Errors name it.
-bool run_official_request(pipeline::ConceptSet& concepts, const OfficialRequest& q,
+bool run_official_request(pipeline::VideoSession& session, const OfficialRequest& q,
                           const std::function<bool(const pipeline::FrameOutput&)>& emit);
 
 }  // namespace segmux::service

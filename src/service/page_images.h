@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 
 namespace segmux::service {
 

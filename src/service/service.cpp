@@ -14,10 +14,9 @@
 #include "pipeline/media/video_io.h"
 #include "pipeline/outputs/outputs.h"
 #include "pipeline/outputs/tracks_json.h"
-#include "pipeline/predictor/concepts.h"
+#include "pipeline/predictor/session_api.h"
 #include "service/official_request.h"
 #include "service/page_images.h"
-#include "service/session_backend.h"
 
 namespace segmux::service {
 
@@ -64,8 +63,7 @@ void only_fields(const json& r, std::set<std::string> keys, const std::string& t
 struct Session {
   std::string id, resource_path, path;
   std::unique_ptr<VideoReader> reader;  // the model's frames
-  std::unique_ptr<SessionBackend> backend;
-  std::unique_ptr<ConceptSet> concepts;
+  std::unique_ptr<VideoSession> video;  // on a model session of its own
   std::atomic<bool> have_prompt{false};  // written under the model mutex
   bool closed = false;                   // under the model mutex
   std::atomic<int64_t> last_used_ms{0};
@@ -98,11 +96,6 @@ struct InUse {
   Session& s;
 };
 
-class RequestService::Shared : public SharedModel {
- public:
-  using SharedModel::SharedModel;
-};
-
 json frame_response(const FrameOutput& out) {
   json probs = json::array(), boxes = json::array(), masks = json::array();
   for (size_t k = 0; k < out.obj_ids.size(); ++k) {
@@ -127,8 +120,8 @@ json frame_response(const FrameOutput& out) {
 // page picks a new object's id above them, so a click never lands on a hidden detector object), and
 // the colour of each object named (the CLI overlay's: the page draws with it).
 namespace {
-json with_tracked_ids(json response, const ConceptSet& concepts) {
-  std::vector<int64_t> ids = concepts.object_ids();
+json with_tracked_ids(json response, const VideoSession& video) {
+  std::vector<int64_t> ids = video.object_ids();
   response["tracked_obj_ids"] = ids;
   for (int64_t id : response.at("outputs").at("out_obj_ids").get<std::vector<int64_t>>()) ids.push_back(id);
   response["obj_colors"] = object_colors(ids);
@@ -136,13 +129,8 @@ json with_tracked_ids(json response, const ConceptSet& concepts) {
 }
 }  // namespace
 
-RequestService::RequestService(ModelBackend& backend, ControlConfig config, ServiceLimits limits,
-                               ResourceStore& resources)
-    : shared_(std::make_unique<Shared>(backend)),
-      config_(config),
-      limits_(limits),
-      resources_(resources),
-      started_(Clock::now()) {}
+RequestService::RequestService(Model& model, ControlConfig config, ServiceLimits limits, ResourceStore& resources)
+    : model_(model), config_(config), limits_(limits), resources_(resources), started_(Clock::now()) {}
 
 RequestService::~RequestService() { close_all(); }
 
@@ -218,11 +206,9 @@ json RequestService::start_session(const json& r) {
                                 std::to_string(limits_.max_pixels) + ")");
   s->resource_path = resource;
   s->path = path;
-  s->backend = std::make_unique<SessionBackend>(*shared_);
-  s->concepts = std::make_unique<ConceptSet>(*s->backend, *s->reader, config_);
-  // As `segmux track --requests` and the official predictor: a point prompt answers with the frame's
-  // kept outputs, and the propagation after it is the partial one over them.
-  s->concepts->keep_outputs(true);
+  // Outputs kept (the session's default), as `segmux track --requests` and the official predictor: a
+  // point prompt answers with the frame's kept outputs, and the propagation after it is the partial one.
+  s->video = std::make_unique<VideoSession>(model_, *s->reader, config_);
   s->last_used_ms = now_ms();
   std::lock_guard<std::mutex> lock(table_mu_);
   if (int(sessions_.size()) >= limits_.max_sessions)
@@ -245,22 +231,19 @@ json RequestService::start_session(const json& r) {
 }
 
 void RequestService::teardown(Session& s) {
-  std::unique_ptr<ConceptSet> concepts;
-  std::unique_ptr<SessionBackend> backend;
+  std::unique_ptr<VideoSession> video;
   {
     std::lock_guard<std::mutex> lock(table_mu_);  // cancel() reads the pointer under it
     s.closed = true;
-    concepts.swap(s.concepts);
-    backend.swap(s.backend);
+    video.swap(s.video);
   }
-  concepts.reset();  // before the backend it runs on
-  backend.reset();   // drops the session's states and features from the shared model
+  video.reset();  // drops the session's model session: its states and features
 }
 
 void RequestService::cancel(Session& s) {
   std::lock_guard<std::mutex> lock(table_mu_);
   s.cancelled = true;
-  if (s.concepts) s.concepts->cancel();
+  if (s.video) s.video->cancel();
 }
 
 json RequestService::close_session(const json& r) {
@@ -309,7 +292,7 @@ json RequestService::handle(const json& r) {
   if (q.type == OfficialRequest::Type::RemoveObject) {
     // An object the tracker has dropped already (it left the video) is still in the delivered frames:
     // removing it there succeeds too.
-    const bool tracked = s->concepts->remove_object(q.obj_id);
+    const bool tracked = s->video->remove_object(q.obj_id);
     bool delivered = false;
     {
       std::lock_guard<std::mutex> out_lock(s->out_mu);
@@ -335,7 +318,7 @@ json RequestService::handle(const json& r) {
     if (q.remove_frame_index) {  // official 3.1: the frame's outputs after the removal
       // Recomputed without the removed object (the pixels it held go back to the objects it overlapped),
       // as the official answer; the delivered outputs only for a frame the predictor did not keep.
-      std::optional<FrameOutput> recomputed = s->concepts->frame_outputs(*q.remove_frame_index);
+      std::optional<FrameOutput> recomputed = s->video->frame_outputs(*q.remove_frame_index);
       FrameOutput out;
       out.frame_index = *q.remove_frame_index;
       auto it = s->outputs.find(*q.remove_frame_index);
@@ -351,9 +334,9 @@ json RequestService::handle(const json& r) {
   }
   const auto t0 = Clock::now();
   try {
-    run_official_request(*s->concepts, q, [&](const FrameOutput& out) {
+    run_official_request(*s->video, q, [&](const FrameOutput& out) {
       s->store(out);
-      response = with_tracked_ids(frame_response(out), *s->concepts);
+      response = with_tracked_ids(frame_response(out), *s->video);
       return true;
     });
   } catch (const Error& e) {
@@ -387,14 +370,14 @@ RequestService::StreamRun RequestService::stream(const json& r) {
     int sent = 0;
     auto t = Clock::now();
     s->cancelled = false;
-    run_official_request(*s->concepts, q, [&](const FrameOutput& out) {
+    run_official_request(*s->video, q, [&](const FrameOutput& out) {
       if (s->cancelled) return false;
       s->store(out);
       model_micros_ += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
       ++frames_processed_;
       ++sent;
       s->last_used_ms = now_ms();
-      const bool go_on = on_frame(with_tracked_ids(frame_response(out), *s->concepts));
+      const bool go_on = on_frame(with_tracked_ids(frame_response(out), *s->video));
       t = Clock::now();
       return go_on;
     });

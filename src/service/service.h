@@ -2,7 +2,8 @@
 // (one ConceptSet per session, the request mapping of official_request.h) -> official responses
 // (masks as COCO compressed RLE, the tracks.json encoding). Unit-testable without sockets.
 //
-// One model backend serves every session (session_backend.h keeps them apart). The model runs one
+// One model serves every session, each with its own model session (its text, frames and tracker
+// memories: requests of different sessions interleave and each gets what it would alone). The model runs one
 // request at a time: every request that runs the model (add_prompt, propagate_in_video,
 // remove_object, reset_session, close_session) takes one mutex; a request that cannot get it within
 // ServiceLimits::busy_wait_s gets 503 ("the model is busy"). cancel_propagation, frame previews,
@@ -18,7 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
 #include "service/resources.h"
@@ -37,7 +38,8 @@ struct Session;
 
 class RequestService {
  public:
-  RequestService(pipeline::ModelBackend& backend, pipeline::ControlConfig config, ServiceLimits limits,
+  // `model` outlives the service.
+  RequestService(pipeline::Model& model, pipeline::ControlConfig config, ServiceLimits limits,
                  ResourceStore& resources);
   ~RequestService();
 
@@ -87,8 +89,7 @@ class RequestService {
   std::unique_lock<std::timed_mutex> lock_model(const Session& s);
   void export_files(Session& s, const std::string& dir, bool tracks, bool overlay, std::string& overlay_name);
 
-  class Shared;
-  std::unique_ptr<Shared> shared_;
+  pipeline::Model& model_;
   pipeline::ControlConfig config_;
   ServiceLimits limits_;
   ResourceStore& resources_;

@@ -50,8 +50,8 @@ json rounded(const Tensor& t) {
 
 }  // namespace
 
-TrackerOutput CallTraceBackend::propagate(const TrackerStateView& state, int frame, bool reverse) {
-  TrackerOutput r = inner_.propagate(state, frame, reverse);
+TrackerOutput CallTraceSession::propagate(const TrackerStateView& state, int frame, bool reverse) {
+  TrackerOutput r = inner_->propagate(state, frame, reverse);
   json j = {{"call", "propagate"}, {"frame", frame}, {"reverse", reverse}};
   if (state.tracker_only) j["tracker_only"] = true;
   j.update(state_json(state));
@@ -61,17 +61,17 @@ TrackerOutput CallTraceBackend::propagate(const TrackerStateView& state, int fra
   return r;
 }
 
-void CallTraceBackend::encode_memory(const TrackerStateView& state, int frame, const Tensor& masks,
+void CallTraceSession::encode_memory(const TrackerStateView& state, int frame, const Tensor& masks,
                                      const Tensor& object_score_logits) {
   json j = {{"call", "encode_memory"}, {"frame", frame}};
   j.update(state_json(state));
   add_mask_stats(j, masks);
   j["object_scores"] = rounded(object_score_logits);
   out_ << j.dump() << "\n";
-  inner_.encode_memory(state, frame, masks, object_score_logits);
+  inner_->encode_memory(state, frame, masks, object_score_logits);
 }
 
-void CallTraceBackend::add_masks(const TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids,
+void CallTraceSession::add_masks(const TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids,
                                  const Tensor& masks, MaskInputKind kind, bool conditioning) {
   json j = {{"call", kind == MaskInputKind::NewObjects ? "add_masks" : "recondition"},
             {"frame", frame},
@@ -80,21 +80,21 @@ void CallTraceBackend::add_masks(const TrackerStateView& state, int frame, const
   j.update(state_json(state));
   add_mask_stats(j, masks);
   out_ << j.dump() << "\n";
-  inner_.add_masks(state, frame, obj_ids, masks, kind, conditioning);
+  inner_->add_masks(state, frame, obj_ids, masks, kind, conditioning);
 }
 
-void CallTraceBackend::add_mask_prompt(const TrackerStateView& state, int frame, int64_t obj_id,
+void CallTraceSession::add_mask_prompt(const TrackerStateView& state, int frame, int64_t obj_id,
                                        const Tensor& input_mask, const Tensor& video_mask, bool conditioning) {
   json j = {{"call", "add_mask_prompt"}, {"frame", frame}, {"obj_id", obj_id}, {"conditioning", conditioning}};
   j.update(state_json(state));
   add_mask_stats(j, video_mask);
   out_ << j.dump() << "\n";
-  inner_.add_mask_prompt(state, frame, obj_id, input_mask, video_mask, conditioning);
+  inner_->add_mask_prompt(state, frame, obj_id, input_mask, video_mask, conditioning);
 }
 
-TrackerOutput CallTraceBackend::add_points(const TrackerStateView& state, int frame, int64_t obj_id,
+TrackerOutput CallTraceSession::add_points(const TrackerStateView& state, int frame, int64_t obj_id,
                                            const PointInputs& points, bool conditioning) {
-  TrackerOutput r = inner_.add_points(state, frame, obj_id, points, conditioning);
+  TrackerOutput r = inner_->add_points(state, frame, obj_id, points, conditioning);
   json j = {{"call", "add_points"}, {"frame", frame}, {"obj_id", obj_id}, {"conditioning", conditioning}};
   j.update(state_json(state));
   add_mask_stats(j, r.low_res_masks);
@@ -103,27 +103,27 @@ TrackerOutput CallTraceBackend::add_points(const TrackerStateView& state, int fr
   return r;
 }
 
-void CallTraceBackend::relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after,
+void CallTraceSession::relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after,
                                                int64_t obj_id) {
   json j = {{"call", "relayout_refined_object"}, {"obj_id", obj_id}, {"buckets_before", before.buckets}};
   j.update(state_json(after));
   out_ << j.dump() << "\n";
-  inner_.relayout_refined_object(before, after, obj_id);
+  inner_->relayout_refined_object(before, after, obj_id);
 }
 
-void CallTraceBackend::extract_object(const TrackerStateView& source, const TrackerStateView& singleton,
+void CallTraceSession::extract_object(const TrackerStateView& source, const TrackerStateView& singleton,
                                       int64_t obj_id) {
   json j = {{"call", "extract_object"}, {"obj_id", obj_id}, {"source", state_json(source)}};
   j.update(state_json(singleton));
   out_ << j.dump() << "\n";
-  inner_.extract_object(source, singleton, obj_id);
+  inner_->extract_object(source, singleton, obj_id);
 }
 
-void CallTraceBackend::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {
+void CallTraceSession::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {
   json j = {{"call", "remove_objects"}, {"removed_obj_ids", removed}};
   j.update(state_json(state));
   out_ << j.dump() << "\n";
-  inner_.remove_objects(state, removed);
+  inner_->remove_objects(state, removed);
 }
 
 }  // namespace segmux::verify

@@ -1,29 +1,31 @@
-// A ModelBackend decorator that writes one JSON line per tracker call (propagate, encode_memory,
+// A model session decorator that writes one JSON line per tracker call (propagate, encode_memory,
 // add_masks, remove_objects) with what the control plane decided: frame, object ids, bucket slots,
 // memory frames, per-object mask areas and object scores. `segmux parity --video DIR --trace-calls FILE`
 // uses it; tools/fixtures/probe_calls.py writes the same fields from the official tracker, so the first
 // call where the two runs part ways shows up in a diff (held-out traces have no per-frame fixtures).
 #pragma once
+#include <memory>
 #include <ostream>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 
 namespace segmux::verify {
 
-class CallTraceBackend : public pipeline::ModelBackend {
+class CallTraceSession : public pipeline::ModelSession {
  public:
-  CallTraceBackend(pipeline::ModelBackend& inner, std::ostream& out) : inner_(inner), out_(out) {}
+  CallTraceSession(std::unique_ptr<pipeline::ModelSession> inner, std::ostream& out)
+      : inner_(std::move(inner)), out_(out) {}
 
-  pipeline::BackendGeometry geometry() const override { return inner_.geometry(); }
-  void encode_text(const std::vector<std::string>& batch) override { inner_.encode_text(batch); }
-  void run_backbone(int frame, const pipeline::RgbFrame& rgb) override { inner_.run_backbone(frame, rgb); }
-  void release_frame(int frame) override { inner_.release_frame(frame); }
+  pipeline::ModelGeometry geometry() const override { return inner_->geometry(); }
+  void run_backbone(int frame, const pipeline::RgbFrame& rgb) override { inner_->run_backbone(frame, rgb); }
   void run_backbone_input(int frame, const Tensor& image, int w, int h) override {
-    inner_.run_backbone_input(frame, image, w, h);
+    inner_->run_backbone_input(frame, image, w, h);
   }
-  pipeline::DetectorOutput detect(int frame) override { return inner_.detect(frame); }
-  void set_box_exemplars(int frame, const std::vector<sam31::BoxExemplar>& boxes) override {
-    inner_.set_box_exemplars(frame, boxes);
+  bool has_frame(int frame) const override { return inner_->has_frame(frame); }
+  void release_frame(int frame) override { inner_->release_frame(frame); }
+  pipeline::DetectorOutput detect(int frame, const std::vector<std::string>& text_batch,
+                                  const std::vector<sam31::BoxExemplar>& exemplars) override {
+    return inner_->detect(frame, text_batch, exemplars);
   }
   pipeline::TrackerOutput propagate(const pipeline::TrackerStateView& state, int frame, bool reverse) override;
   void encode_memory(const pipeline::TrackerStateView& state, int frame, const Tensor& masks,
@@ -39,11 +41,24 @@ class CallTraceBackend : public pipeline::ModelBackend {
   void extract_object(const pipeline::TrackerStateView& source, const pipeline::TrackerStateView& singleton,
                       int64_t obj_id) override;
   void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed) override;
-  void drop_state(int state_id) override { inner_.drop_state(state_id); }
-  void reset() override { inner_.reset(); }
+  void drop_state(int state_id) override { inner_->drop_state(state_id); }
 
  private:
-  pipeline::ModelBackend& inner_;
+  std::unique_ptr<pipeline::ModelSession> inner_;
+  std::ostream& out_;
+};
+
+// Every session of `inner` traced into `out` (the model and the stream outlive the sessions).
+class CallTraceModel : public pipeline::Model {
+ public:
+  CallTraceModel(pipeline::Model& inner, std::ostream& out) : inner_(inner), out_(out) {}
+  pipeline::ModelGeometry geometry() const override { return inner_.geometry(); }
+  std::unique_ptr<pipeline::ModelSession> new_session() override {
+    return std::make_unique<CallTraceSession>(inner_.new_session(), out_);
+  }
+
+ private:
+  pipeline::Model& inner_;
   std::ostream& out_;
 };
 

@@ -1,4 +1,4 @@
-// Output comparison with the deployment route's verification semantics (docs/deployment-route.md):
+// Output comparison with the deployment route's verification semantics (docs/deploy.md, "Verification"):
 // cosine, max abs, mean abs, max relative |a-b|/(|ref|+1e-8), allclose(atol, rtol), outlier ratio
 // (|a-b| > atol + rtol*|ref|), and the onnx-debug tiers pass / review / fail.
 #pragma once

@@ -4,8 +4,8 @@
 #pragma once
 #include <string>
 
+#include "deploy/model_store/model_store.h"
 #include "models/sam31/config.h"
-#include "pipeline/model_store/model_store.h"
 
 namespace segmux::verify {
 

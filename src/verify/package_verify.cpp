@@ -17,10 +17,10 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "deploy/package/package.h"
 #include "io/child_process.h"
 #include "models/sam31/candidates.h"
 #include "onnx/onnx_io.h"
-#include "pipeline/package/package.h"
 #include "runtime/executor.h"
 #include "runtime/offline_model.h"
 #include "runtime/session.h"
@@ -403,7 +403,7 @@ std::string PackageVerification::to_markdown() const {
   std::ostringstream md;
   md << "# Verification\n\nEvery compiled file on seeded inputs of its contract (seed " << seed
      << "), compared with the reference: " << reference
-     << ". Tiers (docs/deployment-route.md): "
+     << ". Tiers (segmux docs/deploy.md): "
         "cosine >= 0.9999 pass, >= 0.999 review; max abs < 1e-4 pass, < 1e-3 review (fp32); < 1e-2, < 5e-2 "
         "(bf16 and bf16 outputs). Integer outputs must match exactly. A row fails on a contract error, a NaN/Inf "
         "mismatch or a cosine fail; a max-abs fail alone is `review` (the absolute tiers do not scale with the "

@@ -2,7 +2,7 @@
 // contract through the package's .smx files (every precision/target this machine can load), ONNX
 // Runtime on onnx/<file>.onnx and onnx/<file>.slim.onnx, each compared with the reference kernels
 // running onnx/<file>.onnx, with the route's tiers (cosine, max abs: pass / review / fail;
-// docs/deployment-route.md). `segmux deploy` writes it, `segmux verify-package` re-runs it.
+// docs/deploy.md). `segmux deploy` writes it, `segmux verify-package` re-runs it.
 #pragma once
 #include <cstdint>
 #include <map>

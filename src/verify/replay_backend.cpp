@@ -11,12 +11,12 @@
 
 namespace segmux::pipeline {
 
-ReplayBackend::ReplayBackend(std::vector<ReplayRecord> records, BackendGeometry geometry)
+ReplaySession::ReplaySession(std::vector<ReplayRecord> records, ModelGeometry geometry)
     : records_(std::move(records)), geo_(geometry) {}
 
-ReplayBackend ReplayBackend::from_fixture(const std::string& dir) {
+ReplaySession ReplaySession::from_fixture(const std::string& dir) {
   sam31::ModelConfig mc = sam31::load_config(dir + "/config.json");
-  BackendGeometry geo{mc.image_size, mc.low_res_mask_size(), mc.input_mask_size()};
+  ModelGeometry geo{mc.image_size, mc.low_res_mask_size(), mc.input_mask_size()};
   const std::string trace_path = dir + "/video/trace.json";
   nlohmann::json trace = read_untrusted_json_file(trace_path);
   SEGMUX_CHECK(trace.is_object() && trace.contains("frames") && trace["frames"].is_array(), "'", trace_path,
@@ -25,28 +25,32 @@ ReplayBackend ReplayBackend::from_fixture(const std::string& dir) {
   for (const auto& fr : trace["frames"])
     recs.push_back({fr.at("phase").get<std::string>(), fr.at("frame_index").get<int>(),
                     dir + "/video/" + fr.at("raw_file").get<std::string>()});
-  return ReplayBackend(std::move(recs), geo);
+  return ReplaySession(std::move(recs), geo);
 }
 
-const TensorFile& ReplayBackend::current() const {
+const TensorFile& ReplaySession::current() const {
   SEGMUX_CHECK(next_ > 0, "replay: no frame has been detected yet");
   return current_;
 }
-const ReplayRecord& ReplayBackend::current_record() const {
+const ReplayRecord& ReplaySession::current_record() const {
   SEGMUX_CHECK(next_ > 0, "replay: no frame has been detected yet");
   return records_[size_t(next_ - 1)];
 }
 
-void ReplayBackend::encode_text(const std::vector<std::string>& text_batch) {
-  text_ = text_batch;
-  log_.push_back("encode_text n=" + std::to_string(text_batch.size()));
-}
-void ReplayBackend::run_backbone(int frame_index, const RgbFrame&) {
+void ReplaySession::run_backbone(int frame_index, const RgbFrame&) {
+  if (!held_.insert(frame_index).second) return;
   log_.push_back("backbone f=" + std::to_string(frame_index));
 }
-void ReplayBackend::release_frame(int frame_index) { log_.push_back("release f=" + std::to_string(frame_index)); }
+void ReplaySession::release_frame(int frame_index) {
+  held_.erase(frame_index);
+  log_.push_back("release f=" + std::to_string(frame_index));
+}
 
-DetectorOutput ReplayBackend::detect(int frame_index) {
+DetectorOutput ReplaySession::detect(int frame_index, const std::vector<std::string>& text_batch,
+                                     const std::vector<sam31::BoxExemplar>& exemplars) {
+  SEGMUX_CHECK(exemplars.empty(), "this model does not take box exemplars");
+  SEGMUX_CHECK(held_.count(frame_index), "replay: detect on frame ", frame_index, " before its backbone run");
+  text_ = text_batch;
   SEGMUX_CHECK(next_ < int(records_.size()), "replay: frame ", frame_index, " requested after the ", records_.size(),
                " recorded frames");
   const ReplayRecord& rec = records_[size_t(next_)];
@@ -83,7 +87,7 @@ DetectorOutput ReplayBackend::detect(int frame_index) {
   return out;
 }
 
-TrackerOutput ReplayBackend::propagate(const TrackerStateView& state, int frame_index, bool reverse) {
+TrackerOutput ReplaySession::propagate(const TrackerStateView& state, int frame_index, bool reverse) {
   const TensorFile& f = current();
   SEGMUX_CHECK(current_record().frame_index == frame_index, "replay: propagation of frame ", frame_index,
                " while frame ", current_record().frame_index, " is current");
@@ -133,7 +137,7 @@ std::string conditioning_objects(const TrackerStateView& state, int frame_index)
 }
 }  // namespace
 
-void ReplayBackend::encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
+void ReplaySession::encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
                                   const Tensor& object_score_logits) {
   SEGMUX_CHECK(masks.rank() == 3 && masks.dim(0) == int64_t(state.obj_ids.size()) &&
                    masks.dim(1) == geo_.input_mask_size && object_score_logits.numel() == masks.dim(0),
@@ -143,7 +147,7 @@ void ReplayBackend::encode_memory(const TrackerStateView& state, int frame_index
                  " n=" + std::to_string(masks.dim(0)) + " cond=" + conditioning_objects(state, frame_index));
 }
 
-void ReplayBackend::add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
+void ReplaySession::add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
                               const Tensor& masks, MaskInputKind kind, bool conditioning) {
   SEGMUX_CHECK(masks.rank() == 3 && masks.dim(0) == int64_t(obj_ids.size()) && masks.dim(1) == geo_.input_mask_size,
                "add_masks: masks ", shape_str(masks.shape()), " for ", obj_ids.size(), " objects");
@@ -154,12 +158,11 @@ void ReplayBackend::add_masks(const TrackerStateView& state, int frame_index, co
                  (conditioning ? " cond" : " noncond") + " encode cond=" + conditioning_objects(state, frame_index));
 }
 
-void ReplayBackend::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {
+void ReplaySession::remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) {
   std::string ids;
   for (int64_t id : removed) ids += (ids.empty() ? "" : ",") + std::to_string(id);
   log_.push_back("remove state=" + std::to_string(state.state_id) + " ids=" + ids);
 }
-void ReplayBackend::drop_state(int state_id) { log_.push_back("drop_state " + std::to_string(state_id)); }
-void ReplayBackend::reset() { log_.push_back("reset"); }
+void ReplaySession::drop_state(int state_id) { log_.push_back("drop_state " + std::to_string(state_id)); }
 
 }  // namespace segmux::pipeline

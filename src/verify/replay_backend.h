@@ -1,13 +1,16 @@
-// A ModelBackend that serves the raw per-frame model outputs recorded from the official code
+// A model whose sessions serve the raw per-frame model outputs recorded from the official code
 // (fixtures video/raw_frame_*.safetensors), in the order trace.json lists the processed frames. It lets
 // the control plane be tested alone: every detect() call moves to the next recorded frame; propagate()
 // returns the recorded tracker outputs of the state's objects; memory / mask-input calls are logged.
+// Each session replays the recording from its start.
 #pragma once
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "io/safetensors.h"
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 
 namespace segmux::pipeline {
 
@@ -17,17 +20,19 @@ struct ReplayRecord {
   std::string path;
 };
 
-class ReplayBackend : public ModelBackend {
+class ReplaySession : public ModelSession {
  public:
-  ReplayBackend(std::vector<ReplayRecord> records, BackendGeometry geometry);
+  ReplaySession(std::vector<ReplayRecord> records, ModelGeometry geometry);
   // Fixture folder (…/sam31-tiny): sizes from config.json, frame order from video/trace.json.
-  static ReplayBackend from_fixture(const std::string& fixture_dir);
+  static ReplaySession from_fixture(const std::string& fixture_dir);
 
-  BackendGeometry geometry() const override { return geo_; }
-  void encode_text(const std::vector<std::string>& text_batch) override;
+  ModelGeometry geometry() const override { return geo_; }
   void run_backbone(int frame_index, const RgbFrame& frame) override;
+  bool has_frame(int frame_index) const override { return held_.count(frame_index) != 0; }
   void release_frame(int frame_index) override;
-  DetectorOutput detect(int frame_index) override;
+  // Refuses box exemplars: the recording is of a text prompt.
+  DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
+                        const std::vector<sam31::BoxExemplar>& exemplars) override;
   TrackerOutput propagate(const TrackerStateView& state, int frame_index, bool reverse) override;
   void encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
                      const Tensor& object_score_logits) override;
@@ -35,7 +40,6 @@ class ReplayBackend : public ModelBackend {
                  const Tensor& masks, MaskInputKind kind, bool conditioning) override;
   void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) override;
   void drop_state(int state_id) override;
-  void reset() override;
 
   // The record of the frame being processed (after its detect()), with aliases resolved.
   const TensorFile& current() const;
@@ -43,15 +47,29 @@ class ReplayBackend : public ModelBackend {
   int records_consumed() const { return next_; }
   // One line per call, e.g. "propagate f=3 state=0 n=3", for tests of the call sequence.
   const std::vector<std::string>& call_log() const { return log_; }
-  std::vector<std::string> text_batch() const { return text_; }
+  std::vector<std::string> text_batch() const { return text_; }  // of the last detection
 
  private:
   std::vector<ReplayRecord> records_;
-  BackendGeometry geo_;
+  ModelGeometry geo_;
   int next_ = 0;
   TensorFile current_;
   std::vector<std::string> log_;
   std::vector<std::string> text_;
+  std::set<int> held_;  // frames "run" and not released
+};
+
+class ReplayModel : public Model {
+ public:
+  explicit ReplayModel(ReplaySession recording) : recording_(std::move(recording)) {}
+  static ReplayModel from_fixture(const std::string& fixture_dir) {
+    return ReplayModel(ReplaySession::from_fixture(fixture_dir));
+  }
+  ModelGeometry geometry() const override { return recording_.geometry(); }
+  std::unique_ptr<ModelSession> new_session() override { return std::make_unique<ReplaySession>(recording_); }
+
+ private:
+  const ReplaySession recording_;  // never run: each session copies it
 };
 
 }  // namespace segmux::pipeline

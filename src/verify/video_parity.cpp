@@ -9,11 +9,11 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "io/files.h"
 #include "io/json_limits.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/call_trace_backend.h"
@@ -148,14 +148,15 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   // Control-plane settings: the fixture's config over the official defaults.
   ControlConfig ccfg = load_control_config(dir + "/config.json");
   std::ostringstream calls;
-  std::unique_ptr<ModelBackend> traced;
-  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
-  VideoPredictor predictor(traced ? *traced : *model.backend, ccfg);
-  std::string session = predictor.start_session(std::move(frames));
+  std::unique_ptr<Model> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
+  SessionOptions sopt;
+  sopt.keep_outputs = false;  // one propagation: nothing to fetch later
+  VideoSession session(traced ? *traced : *model.model, *frames, ccfg, sopt);
   VideoParityReport rep;
   const int start = trace["add_prompt"].value("frame_index", 0);
   auto t0 = std::chrono::steady_clock::now();
-  FrameOutput first = predictor.add_prompt(session, start, Prompt::from_text(prompt));
+  FrameOutput first = session.add_prompt(start, Prompt::from_text(prompt));
   compare_frame("add_prompt frame " + std::to_string(start), parse_ref(trace["add_prompt"]["outputs"], start), first,
                 rep, log);
   std::map<int, RefFrame> refs;
@@ -164,9 +165,10 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   PropagateRequest req;
   req.direction = PropagationDirection::Forward;
   req.start_frame_index = start;
-  predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
+  session.propagate(req, [&](const FrameOutput& out) {
     ++yielded;
-    if (traced) calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump() << "\n";
+    if (traced)
+      calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump() << "\n";
     auto it = refs.find(out.frame_index);
     if (it == refs.end()) {
       ++rep.id_mismatches;
@@ -183,7 +185,6 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
     ++rep.id_mismatches;
     log << "frame " << f << ": the official predictor emitted it, we did not  MISS\n";
   }
-  predictor.close_session(session);
   if (traced) {
     AtomicFile f(opt.trace_calls);
     f.write(calls.str());
@@ -209,11 +210,11 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   const ModelSource src = fixture_model_source(opt);
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
   std::ostringstream calls;
-  std::unique_ptr<ModelBackend> traced;
-  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceBackend>(*model.backend, calls);
-  VideoPredictor predictor(traced ? *traced : *model.backend, load_control_config(dir + "/config.json"));
-  const std::string session = predictor.start_session(open_video(dir + "/video/frames"));
-  predictor.keep_outputs(session, true);  // remove_object answers with the frame's kept outputs
+  std::unique_ptr<Model> traced;
+  if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
+  auto frames = open_video(dir + "/video/frames");
+  // Outputs kept (the default): remove_object answers with the frame's kept outputs.
+  VideoSession session(traced ? *traced : *model.model, *frames, load_control_config(dir + "/config.json"));
   RequestReplayReport rep;
   int index = 0;
   for (const auto& r : trace["requests"]) {
@@ -240,12 +241,12 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
       }
       p.clear_old_points = r.value("clear_old_points", true);
       const int f = r.at("frame_index").get<int>();
-      compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f),
-                    predictor.add_prompt(session, f, p), one, lines);
+      compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f), session.add_prompt(f, p), one,
+                    lines);
     } else if (type == "remove_object") {
       const int f = r.value("frame_index", 0);  // the official default
-      predictor.remove_object(session, r.at("obj_id").get<int64_t>(), f);
-      FrameOutput got = predictor.frame_outputs(session, f).value_or(FrameOutput{});
+      session.remove_object(r.at("obj_id").get<int64_t>(), f);
+      FrameOutput got = session.frame_outputs(f).value_or(FrameOutput{});
       compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f), got, one, lines);
     } else if (type == "propagate_in_video") {
       std::map<int, RefFrame> refs;
@@ -261,7 +262,7 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
         req.start_frame_index = r["start_frame_index"].get<int>();
       if (r.contains("max_frame_num_to_track") && !r["max_frame_num_to_track"].is_null())
         req.max_frame_num_to_track = r["max_frame_num_to_track"].get<int>();
-      predictor.propagate_in_video(session, req, [&](const FrameOutput& out) {
+      session.propagate(req, [&](const FrameOutput& out) {
         if (traced)
           calls << nlohmann::json{{"call", "yield"}, {"frame", out.frame_index}, {"obj_ids", out.obj_ids}}.dump()
                 << "\n";
@@ -280,8 +281,7 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
         lines << label << " frame " << f << ": emitted officially, not by us  MISS\n";
       }
     } else if (type == "reset_session") {
-      predictor.reset_session(session);
-      predictor.keep_outputs(session, true);
+      session.reset();
     } else {
       fail("'", trace_path, "' request ", index, ": unknown type '", type, "'");
     }
@@ -292,7 +292,6 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
     rep.requests.push_back({type, ok, one});
     ++index;
   }
-  predictor.close_session(session);
   if (traced) {
     AtomicFile f(opt.trace_calls);
     f.write(calls.str());

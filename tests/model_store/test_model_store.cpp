@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "deploy/model_store/cache.h"
+#include "deploy/model_store/model_store.h"
 #include "kernels/isa.h"
 #include "models/sam31/candidates.h"
 #include "pipeline/backends/ort_backend.h"
-#include "pipeline/model_store/cache.h"
-#include "pipeline/model_store/model_store.h"
 
 namespace segmux::pipeline {
 namespace {
@@ -52,7 +52,7 @@ TEST(ModelStore, CompilesOnceRecoversFromDamageAndRemovesAbandonedFolders) {
   std::vector<std::string> log;
   auto logger = [&](const std::string& s) { log.push_back(s); };
   OpenedModel first = open_model(fixture_source(tmp.path), logger);
-  ASSERT_TRUE(first.backend);
+  ASSERT_TRUE(first.model);
   const fs::path dir = first.model_dir;
   EXPECT_TRUE(fs::exists(dir / "model.json"));
   for (const auto& f : sam31::compiled_files()) EXPECT_TRUE(fs::exists(dir / (f.file + ".smx"))) << f.file;
@@ -74,7 +74,7 @@ TEST(ModelStore, CompilesOnceRecoversFromDamageAndRemovesAbandonedFolders) {
   }
   log.clear();
   OpenedModel second = open_model(fixture_source(tmp.path), logger);
-  ASSERT_TRUE(second.backend);
+  ASSERT_TRUE(second.model);
   EXPECT_EQ(fs::path(second.model_dir), dir);
   bool said_damaged = false;
   for (const auto& l : log) said_damaged |= l.find("damaged") != std::string::npos;
@@ -127,7 +127,7 @@ TEST(ModelStore, OrtEngineEntriesExportOnnxAndCompileNothing) {
   ModelSource src = fixture_source(tmp.path);
   src.engine = "ort";
   OpenedModel m = open_model(src, [&](const std::string& s) { log.push_back(s); });
-  ASSERT_TRUE(m.backend);
+  ASSERT_TRUE(m.model);
   const fs::path dir = m.model_dir;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     EXPECT_NE(e.path().extension(), ".smx") << e.path() << ": compiled although the engine is ort";
@@ -175,7 +175,7 @@ TEST(ModelStore, TheCommandAndTheLibraryShareCacheEntries) {
   ASSERT_EQ(entries(cache).size(), 1u);
   std::vector<std::string> log;
   OpenedModel m = open_model(fixture_source(cache), [&](const std::string& s) { log.push_back(s); });
-  ASSERT_TRUE(m.backend);
+  ASSERT_TRUE(m.model);
   EXPECT_EQ(entries(cache).size(), 1u);
   ASSERT_FALSE(log.empty());
   EXPECT_NE(log[0].find("using compiled candidates cached in"), std::string::npos) << log[0];

@@ -1,7 +1,7 @@
-// The backend's runner of one .smx file (pipeline/backends/smx_runner.h): the file is verified when it
+// The model's runner of one .smx file (pipeline/backends/smx_runner.h): the file is verified when it
 // is opened (a flipped byte is refused then, before any run), the executor is made on the first run and
 // dropped by release(); a run after release() gives the same values; wanted outputs limit the result.
-// And the backend glue asks for that: the text encoder is released once frames are processed, and the
+// And the model glue asks for that: the text encoder is released once frames are processed, and the
 // backbone and detector return only what the glue reads.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/tokenizer.h"
-#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/candidate_model.h"
 #include "pipeline/backends/smx_runner.h"
 #include "runtime/offline_model.h"
 #include "runtime/verified_memo.h"
@@ -126,6 +126,12 @@ class FakeRunner : public CandidateRunner {
     if (names.empty()) names = {te::kLanguageFeatures, te::kLanguageMask};
     std::map<std::string, Tensor> out;
     for (const auto& n : names) out[n] = Tensor(DType::f32, {1});
+    if (file_ == "detector") {  // one query, in the layouts the glue reshapes
+      namespace det = sam31::names::detector;
+      out[det::kPredLogits] = Tensor(DType::f32, {1, 1});
+      out[det::kPredBoxesXyxy] = Tensor(DType::f32, {1, 1, 4});
+      out[det::kPredMasks] = Tensor(DType::f32, {1, 1, 2, 2});
+    }
     return out;
   }
   void set_wanted_outputs(std::vector<std::string> names) override { calls_.wanted[file_] = std::move(names); }
@@ -139,13 +145,13 @@ class FakeRunner : public CandidateRunner {
   Calls& calls_;
 };
 
-TEST(CompiledBackendGlue, TextEncoderReleasedForFramesAndOnlyUsedOutputsAsked) {
+TEST(CandidateModelGlue, TextEncoderReleasedForFramesAndOnlyUsedOutputsAsked) {
   const std::string fixtures = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   sam31::ModelConfig cfg = sam31::load_config(fixtures + "/config.json");
   sam31::Tokenizer tok =
       sam31::Tokenizer::load(fixtures + "/tokenizer/bpe_simple_vocab_16e6.txt.gz", cfg.text_context_length);
   Calls calls;
-  auto backend = open_backend(
+  auto model = open_candidate_model(
       cfg, [&](const sam31::CompiledFile& f) { return std::make_unique<FakeRunner>(f.file, calls); }, tok);
   namespace bb = sam31::names::backbone;
   const auto& bb_wanted = calls.wanted["backbone"];
@@ -156,15 +162,29 @@ TEST(CompiledBackendGlue, TextEncoderReleasedForFramesAndOnlyUsedOutputsAsked) {
   EXPECT_EQ(bb_set.count(bb::kVitTrunk), 0u);
   EXPECT_EQ(bb_set.count(bb::kHighResS0Cached), 1u);
   EXPECT_EQ(calls.wanted["detector"].size(), 4u);
-  backend->encode_text({"dog", "visual", "geometric"});
+  const std::vector<std::string> dog = {"dog", "visual", "geometric"};
+  auto session = model->new_session();
+  const Tensor image(DType::f32, {1, 3, cfg.image_size, cfg.image_size});
+  session->run_backbone_input(0, image, 8, 8);
+  ASSERT_EQ(calls.order.size(), 2u);
+  EXPECT_EQ(calls.order[0], "release text_encoder") << "released before the backbone runs";
+  EXPECT_EQ(calls.order[1], "run backbone");
+  session->detect(0, dog, {});
   EXPECT_EQ(calls.runs["text_encoder"], 1);
-  EXPECT_EQ(calls.releases["text_encoder"], 0) << "kept while prompts are encoded";
-  backend->run_backbone_input(0, Tensor(DType::f32, {1, 3, cfg.image_size, cfg.image_size}), 8, 8);
-  ASSERT_GE(calls.order.size(), 3u);
-  EXPECT_EQ(calls.order[1], "release text_encoder") << "released before the backbone runs";
-  EXPECT_EQ(calls.order[2], "run backbone");
-  backend->encode_text({"dog", "visual", "geometric"});  // cached features: the encoder is not run again
+  EXPECT_EQ(calls.runs["detector"], 1);
+  session->detect(0, dog, {});  // the session keeps the encoding: the encoder is not run again
   EXPECT_EQ(calls.runs["text_encoder"], 1);
+  EXPECT_EQ(calls.releases["text_encoder"], 1) << "kept while the frame's prompts are detected";
+  session->run_backbone_input(1, image, 8, 8);
+  EXPECT_EQ(calls.order.end()[-2], "release text_encoder");
+  EXPECT_EQ(calls.order.end()[-1], "run backbone");
+  // Another session of the model has encodings of its own; the model's runners are shared.
+  auto other = model->new_session();
+  other->run_backbone_input(0, image, 8, 8);
+  other->detect(0, dog, {});
+  EXPECT_EQ(calls.runs["text_encoder"], 2);
+  EXPECT_EQ(calls.runs["backbone"], 3);
+  EXPECT_THROW(other->detect(1, dog, {}), Error) << "frame 1 is the first session's";
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "deploy/package/package.h"
 #include "io/sha256.h"
 #include "models/sam31/config.h"
-#include "pipeline/package/package.h"
 
 namespace segmux {
 namespace {

@@ -1,5 +1,5 @@
 // add_prompt's box exemplars (session API): conversion as the official add_prompt does it, and the
-// errors that name the box at fault; a backend without geometry refuses them instead of ignoring them.
+// errors that name the box at fault; a model without geometry refuses them instead of ignoring them.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -48,20 +48,20 @@ TEST(BoxPrompts, BadBoxesNameTheBox) {
   expect_error(with_boxes({{-0.1f, 0.1f, 0.2f, 0.2f}}, {0}), "not inside the frame");
 }
 
-TEST(BoxPrompts, SessionRefusesWhatTheBackendCannotDo) {
+TEST(BoxPrompts, SessionRefusesWhatTheModelCannotDo) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);  // recorded text run: no geometry
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
-  const std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
+  ReplayModel model = ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
   Prompt p = with_boxes({{0.1f, 0.1f, 0.2f, 0.2f}}, {1});
   try {
-    predictor.add_prompt(id, 0, p);
+    session.add_prompt(0, p);
     ADD_FAILURE() << "boxes were ignored";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("does not take box exemplars"), std::string::npos) << e.what();
   }
   p.points_xy.push_back({0.5f, 0.5f});
   p.point_labels.push_back(1);
-  EXPECT_THROW(predictor.add_prompt(id, 0, p), Error);
+  EXPECT_THROW(session.add_prompt(0, p), Error);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/concepts.h"
@@ -17,51 +18,19 @@ namespace {
 constexpr int kLow = 16, kIn = 32, kVideo = 64;
 
 // Detects one square per concept (at a place that depends on the text) and tracks every object as
-// that square; counts the model calls.
-class CountingBackend : public ModelBackend {
+// that square; counts the model calls of all its sessions.
+class CountingModel : public Model {
  public:
   std::map<int, int> backbone_runs;  // frame -> runs
-  int text_encodings = 0;
-  std::vector<std::string> current;
+  int text_encodings = 0;            // text batches encoded (each session encodes a batch once)
+  std::vector<std::string> current;  // the last detection's text
   std::map<int, std::vector<int64_t>> state_objects;  // every state id seen -> its objects
-  BackendGeometry geometry() const override { return {kLow * 4, kLow, kIn}; }
-  void encode_text(const std::vector<std::string>& batch) override {
-    ++text_encodings;
-    current = batch;
-  }
-  void run_backbone(int f, const RgbFrame&) override { ++backbone_runs[f]; }
-  void set_box_exemplars(int, const std::vector<sam31::BoxExemplar>& boxes) override { box_exemplars += boxes.size(); }
-  size_t box_exemplars = 0;  // box exemplars the detector was given
-  void release_frame(int) override {}
-  static int offset(const std::string& text) { return text == "dog" ? 1 : 9; }
-  DetectorOutput detect(int) override {
-    DetectorOutput o;
-    const int at = offset(current.at(0));
-    o.pred_logits = Tensor::from_vector<float>({1}, {4.f});
-    o.boxes_xyxy = Tensor::from_vector<float>(
-        {1, 4}, {float(at) / kLow, float(at) / kLow, float(at + 5) / kLow, float(at + 5) / kLow});
-    o.mask_logits = square(1, at);
-    return o;
-  }
-  TrackerOutput propagate(const TrackerStateView& st, int, bool) override {
-    state_objects[st.state_id] = st.obj_ids;
-    const int64_t n = int64_t(st.obj_ids.size());
-    // Every object keeps the square of the concept whose state this is (states are per concept).
-    const int at = text_of_state.count(st.state_id) ? offset(text_of_state[st.state_id]) : 1;
-    return {square(n, at), Tensor::from_vector<float>({n}, std::vector<float>(size_t(n), 5.f))};
-  }
-  void encode_memory(const TrackerStateView&, int, const Tensor&, const Tensor&) override {}
-  void add_masks(const TrackerStateView& st, int, const std::vector<int64_t>&, const Tensor&, MaskInputKind,
-                 bool) override {
-    text_of_state[st.state_id] = current.at(0);
-  }
-  void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {}
-  void drop_state(int s) override { dropped.push_back(s); }
-  void reset() override {}
+  size_t box_exemplars = 0;                           // box exemplars the detector was given
   std::map<int, std::string> text_of_state;
   std::vector<int> dropped;
-
- private:
+  ModelGeometry geometry() const override { return {kLow * 4, kLow, kIn}; }
+  std::unique_ptr<ModelSession> new_session() override;
+  static int offset(const std::string& text) { return text == "dog" ? 1 : 9; }
   static Tensor square(int64_t n, int at) {
     Tensor t(DType::f32, {n, kLow, kLow});
     float* d = t.data<float>();
@@ -72,6 +41,53 @@ class CountingBackend : public ModelBackend {
     return t;
   }
 };
+
+class CountingSession : public ModelSession {
+ public:
+  explicit CountingSession(CountingModel& m) : m_(m) {}
+  ModelGeometry geometry() const override { return m_.geometry(); }
+  void run_backbone(int f, const RgbFrame&) override {
+    if (held_.insert(f).second) ++m_.backbone_runs[f];
+  }
+  bool has_frame(int f) const override { return held_.count(f) != 0; }
+  void release_frame(int f) override { held_.erase(f); }
+  DetectorOutput detect(int f, const std::vector<std::string>& text,
+                        const std::vector<sam31::BoxExemplar>& boxes) override {
+    SEGMUX_CHECK(held_.count(f), "detect on frame ", f, " without its features");
+    if (encoded_.insert(text).second) ++m_.text_encodings;
+    m_.current = text;
+    m_.box_exemplars += boxes.size();
+    DetectorOutput o;
+    const int at = CountingModel::offset(text.at(0));
+    o.pred_logits = Tensor::from_vector<float>({1}, {4.f});
+    o.boxes_xyxy = Tensor::from_vector<float>(
+        {1, 4}, {float(at) / kLow, float(at) / kLow, float(at + 5) / kLow, float(at + 5) / kLow});
+    o.mask_logits = CountingModel::square(1, at);
+    return o;
+  }
+  TrackerOutput propagate(const TrackerStateView& st, int f, bool) override {
+    SEGMUX_CHECK(held_.count(f), "propagate on frame ", f, " without its features");
+    m_.state_objects[st.state_id] = st.obj_ids;
+    const int64_t n = int64_t(st.obj_ids.size());
+    // Every object keeps the square of the concept whose state this is (states are per concept).
+    const int at = m_.text_of_state.count(st.state_id) ? CountingModel::offset(m_.text_of_state[st.state_id]) : 1;
+    return {CountingModel::square(n, at), Tensor::from_vector<float>({n}, std::vector<float>(size_t(n), 5.f))};
+  }
+  void encode_memory(const TrackerStateView&, int, const Tensor&, const Tensor&) override {}
+  void add_masks(const TrackerStateView& st, int, const std::vector<int64_t>&, const Tensor&, MaskInputKind,
+                 bool) override {
+    m_.text_of_state[st.state_id] = m_.current.at(0);
+  }
+  void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {}
+  void drop_state(int s) override { m_.dropped.push_back(s); }
+
+ private:
+  CountingModel& m_;
+  std::set<int> held_;
+  std::set<std::vector<std::string>> encoded_;
+};
+
+std::unique_ptr<ModelSession> CountingModel::new_session() { return std::make_unique<CountingSession>(*this); }
 
 ControlConfig small_config() {
   ControlConfig c;
@@ -84,9 +100,10 @@ ControlConfig small_config() {
 }  // namespace
 
 TEST(Concepts, TwoConceptsShareTheBackboneAndGetDistinctIds) {
-  CountingBackend be;
+  CountingModel be;
   auto src = make_blank_frame_source(6, kVideo, kVideo);
-  ConceptSet set(be, *src, small_config());
+  auto session = be.new_session();
+  ConceptSet set(*session, *src, small_config());
   FrameOutput dog = set.add_text_prompt(0, "dog");
   FrameOutput cat = set.add_text_prompt(0, "cat");
   EXPECT_EQ(dog.obj_ids, (std::vector<int64_t>{0}));
@@ -107,17 +124,18 @@ TEST(Concepts, TwoConceptsShareTheBackboneAndGetDistinctIds) {
   EXPECT_EQ(outs.back().obj_ids, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(outs.back().prompts, (std::vector<std::string>{"dog", "cat"}));
   EXPECT_EQ(outs.back().stats.num_obj_tracked, 2);
-  EXPECT_LE(be.text_encodings, 2 + 2 * 7) << "text re-selected at most once per concept and frame";
+  EXPECT_EQ(be.text_encodings, 2) << "each concept's text encoded once in the session, then kept";
   EXPECT_EQ(set.prompt_of(1), std::optional<std::string>("cat"));
   EXPECT_EQ(set.object_ids(), (std::vector<int64_t>{0, 1}));
-  // Tracker states of different concepts never share an id at the backend.
+  // Tracker states of different concepts never share an id in the session.
   EXPECT_EQ(be.state_objects.size(), 2u);
 }
 
 TEST(Concepts, RemoveRestartResetAndThreshold) {
-  CountingBackend be;
+  CountingModel be;
   auto src = make_blank_frame_source(4, kVideo, kVideo);
-  ConceptSet set(be, *src, small_config());
+  auto session = be.new_session();
+  ConceptSet set(*session, *src, small_config());
   set.add_text_prompt(0, "dog");
   set.add_text_prompt(0, "cat");
   EXPECT_TRUE(set.remove_object(1));
@@ -139,28 +157,27 @@ TEST(Concepts, RemoveRestartResetAndThreshold) {
 }
 
 TEST(Concepts, SessionApiCancelAndRemoveWithFrame) {
-  CountingBackend be;
-  VideoPredictor predictor(be, small_config());
-  std::string id = predictor.start_session(make_blank_frame_source(40, kVideo, kVideo));
-  predictor.add_prompt(id, 0, Prompt::from_text("dog"));
-  predictor.add_prompt(id, 0, Prompt::from_text("cat"));
-  predictor.keep_outputs(id, true);
+  CountingModel be;
+  auto video = make_blank_frame_source(40, kVideo, kVideo);
+  VideoSession session(be, *video, small_config());
+  session.add_prompt(0, Prompt::from_text("dog"));
+  session.add_prompt(0, Prompt::from_text("cat"));
   int delivered = 0;
-  predictor.propagate_in_video(id, {PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
-    if (++delivered == 1) predictor.cancel_propagation(id);  // as another thread would
+  session.propagate({PropagationDirection::Forward, 0, std::nullopt}, [&](const FrameOutput&) {
+    if (++delivered == 1) session.cancel();  // as another thread would
     return true;
   });
   EXPECT_LT(be.backbone_runs.size(), 40u) << "cancel_propagation stops the run";
-  EXPECT_THROW(predictor.remove_object(id, 0, 40), Error);  // frame out of range
-  auto before = predictor.frame_outputs(id, 3);
+  EXPECT_THROW(session.remove_object(0, 40), Error);  // frame out of range
+  auto before = session.frame_outputs(3);
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->obj_ids, (std::vector<int64_t>{0, 1}));
-  EXPECT_FALSE(predictor.frame_outputs(id, 39).has_value()) << "not propagated";
-  EXPECT_TRUE(predictor.remove_object(id, 0, 3));
+  EXPECT_FALSE(session.frame_outputs(39).has_value()) << "not propagated";
+  EXPECT_TRUE(session.remove_object(0, 3));
   // The official remove_object response: the frame's outputs without the object.
-  EXPECT_EQ(predictor.frame_outputs(id, 3)->obj_ids, (std::vector<int64_t>{1}));
-  EXPECT_EQ(predictor.frame_outputs(id, 3)->prompts, (std::vector<std::string>{"cat"}));
-  EXPECT_FALSE(predictor.remove_object(id, 0, 3));
+  EXPECT_EQ(session.frame_outputs(3)->obj_ids, (std::vector<int64_t>{1}));
+  EXPECT_EQ(session.frame_outputs(3)->prompts, (std::vector<std::string>{"cat"}));
+  EXPECT_FALSE(session.remove_object(0, 3));
 }
 
 namespace {
@@ -214,9 +231,10 @@ TEST(ActionHistory, PicksTheOfficialPropagation) {
 // After remove_object the official propagation only fetches the kept outputs (nothing runs, the object
 // is gone from every frame); a second full run happens only where the official runs one.
 TEST(ActionHistory, PropagationAfterARemovalFetchesTheKeptOutputs) {
-  CountingBackend be;
+  CountingModel be;
   auto src = make_blank_frame_source(6, kVideo, kVideo);
-  ConceptSet set(be, *src, small_config());
+  auto session = be.new_session();
+  ConceptSet set(*session, *src, small_config());
   set.keep_outputs(true);
   set.add_text_prompt(0, "dog");
   set.add_text_prompt(0, "cat");
@@ -249,19 +267,19 @@ TEST(ActionHistory, PropagationAfterARemovalFetchesTheKeptOutputs) {
 // Official add_prompt: boxes go to the detector as a visual prompt even with an obj_id (unused there);
 // only points (or segmux's object_box extension) prompt the tracker for that object.
 TEST(Concepts, BoxesWithAnObjIdAreTheDetectorsVisualPrompt) {
-  CountingBackend be;
-  VideoPredictor predictor(be, small_config());
-  const std::string id = predictor.start_session(make_blank_frame_source(4, kVideo, kVideo));
+  CountingModel be;
+  auto video = make_blank_frame_source(4, kVideo, kVideo);
+  VideoSession session(be, *video, small_config());
   Prompt p;
   p.obj_id = 7;
   p.boxes_xywh = {{0.1f, 0.1f, 0.2f, 0.2f}};
   p.box_labels = {1};
-  const FrameOutput out = predictor.add_prompt(id, 0, p);
+  const FrameOutput out = session.add_prompt(0, p);
   EXPECT_EQ(out.obj_ids, (std::vector<int64_t>{0})) << "the detector's object, numbered by the session";
   EXPECT_EQ(out.prompts, (std::vector<std::string>{"<text placeholder>"}));
   EXPECT_EQ(be.box_exemplars, 1u);
   Prompt clicks_and_boxes = p;
   clicks_and_boxes.points_xy = {{0.5f, 0.5f}};
   clicks_and_boxes.point_labels = {1};
-  EXPECT_THROW(predictor.add_prompt(id, 0, clicks_and_boxes), Error);  // official: points exclude boxes
+  EXPECT_THROW(session.add_prompt(0, clicks_and_boxes), Error);  // official: points exclude boxes
 }

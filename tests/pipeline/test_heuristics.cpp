@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/masks/rle.h"
@@ -156,15 +157,16 @@ struct ScriptedFrame {
   std::map<int64_t, std::array<int, 4>> trk;     // object id -> square (absent -> empty mask)
 };
 
-class ScriptedBackend : public ModelBackend {
+class ScriptedSession : public ModelSession {
  public:
   std::map<int, ScriptedFrame> frames;
   std::vector<std::string> log;
-  BackendGeometry geometry() const override { return {kLow * 4, kLow, kIn}; }
-  void encode_text(const std::vector<std::string>&) override {}
-  void run_backbone(int, const RgbFrame&) override {}
-  void release_frame(int) override {}
-  DetectorOutput detect(int f) override {
+  ModelGeometry geometry() const override { return {kLow * 4, kLow, kIn}; }
+  void run_backbone(int f, const RgbFrame&) override { held.insert(f); }
+  bool has_frame(int f) const override { return held.count(f) != 0; }
+  void release_frame(int f) override { held.erase(f); }
+  std::set<int> held;
+  DetectorOutput detect(int f, const std::vector<std::string>&, const std::vector<sam31::BoxExemplar>&) override {
     const ScriptedFrame& s = frames.at(f);
     const int64_t q = int64_t(s.det_logits.size());
     DetectorOutput o;
@@ -212,7 +214,6 @@ class ScriptedBackend : public ModelBackend {
   }
   void remove_objects(const TrackerStateView&, const std::vector<int64_t>&) override {}
   void drop_state(int) override {}
-  void reset() override {}
 };
 
 ControlConfig small_config() {
@@ -225,7 +226,7 @@ ControlConfig small_config() {
 }  // namespace
 
 TEST(ControlPlane, AssociationNewObjectsHotStartRemovalAndConfirmation) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(12, kVideo, kVideo);
   // Frame 0: one detection -> object 0. Frames 1..: the detection stays on object 0; object 0 is tracked.
   for (int f = 0; f < 12; ++f) {
@@ -286,7 +287,7 @@ TEST(ControlPlane, AssociationNewObjectsHotStartRemovalAndConfirmation) {
 // The library's sessions keep only the latest frame's decisions: the same outputs, bounded memory.
 TEST(ControlPlane, KeepingOnlyTheLatestDecisionsChangesNoOutput) {
   auto run = [](bool keep, size_t& kept) {
-    ScriptedBackend be;
+    ScriptedSession be;
     auto src = make_blank_frame_source(12, kVideo, kVideo);
     for (int f = 0; f < 12; ++f) {
       ScriptedFrame s;
@@ -320,7 +321,7 @@ TEST(ControlPlane, KeepingOnlyTheLatestDecisionsChangesNoOutput) {
 }
 
 TEST(ControlPlane, DuplicateTracksRemovedByOverlapCount) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(8, kVideo, kVideo);
   for (int f = 0; f < 8; ++f) {
     ScriptedFrame s;
@@ -346,7 +347,7 @@ TEST(ControlPlane, DuplicateTracksRemovedByOverlapCount) {
 }
 
 TEST(ControlPlane, OcclusionSuppressionPrefersTheLongerVisibleObject) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(6, kVideo, kVideo);
   for (int f = 0; f < 6; ++f) {
     ScriptedFrame s;
@@ -374,7 +375,7 @@ TEST(ControlPlane, OcclusionSuppressionPrefersTheLongerVisibleObject) {
 }
 
 TEST(ControlPlane, ObjectCountCapKeepsHighestScores) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(2, kVideo, kVideo);
   ScriptedFrame s;
   s.det_logits = {1.f, 3.f, 2.f};
@@ -395,7 +396,7 @@ TEST(ControlPlane, ObjectCountCapKeepsHighestScores) {
 // (objects added to it later are non-conditioning inputs). The control plane promotes the remaining
 // objects' input frames to conditioning frames and keeps tracking them.
 TEST(ControlPlane, StateWhoseConditioningObjectsWereRemovedKeepsTracking) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(8, kVideo, kVideo);
   for (int f = 0; f < 8; ++f) {
     ScriptedFrame s;
@@ -432,7 +433,7 @@ TEST(ControlPlane, StateWhoseConditioningObjectsWereRemovedKeepsTracking) {
 }
 
 TEST(ControlPlane, ReconditionEveryNthFrameAndNewStateWhenFull) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(3, kVideo, kVideo);
   for (int f = 0; f < 3; ++f) {
     ScriptedFrame s;
@@ -461,7 +462,7 @@ TEST(ControlPlane, ReconditionEveryNthFrameAndNewStateWhenFull) {
 }
 
 TEST(ControlPlane, ReversePropagationOrderAndHotStartWindow) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(10, kVideo, kVideo);
   for (int f = 0; f < 10; ++f) {
     ScriptedFrame s;
@@ -487,7 +488,7 @@ TEST(ControlPlane, ReversePropagationOrderAndHotStartWindow) {
 }
 
 TEST(ControlPlane, SinkCanStopAndBadBackendOutputIsAnError) {
-  ScriptedBackend be;
+  ScriptedSession be;
   auto src = make_blank_frame_source(6, kVideo, kVideo);
   for (int f = 0; f < 6; ++f) {
     ScriptedFrame s;
@@ -507,9 +508,10 @@ TEST(ControlPlane, SinkCanStopAndBadBackendOutputIsAnError) {
   cp.propagate(0, -1, false, [&](FrameOutput) { return ++seen < 2; });
   EXPECT_EQ(seen, 2);
   // A detector whose masks do not match the declared low-res size is rejected with a clear error.
-  struct BadBackend : ScriptedBackend {
-    DetectorOutput detect(int f) override {
-      DetectorOutput o = ScriptedBackend::detect(f);
+  struct BadBackend : ScriptedSession {
+    DetectorOutput detect(int f, const std::vector<std::string>& text,
+                          const std::vector<sam31::BoxExemplar>& boxes) override {
+      DetectorOutput o = ScriptedSession::detect(f, text, boxes);
       o.mask_logits = Tensor(DType::f32, {o.mask_logits.dim(0), kLow + 1, kLow});
       return o;
     }

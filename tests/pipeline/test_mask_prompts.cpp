@@ -108,22 +108,22 @@ TEST(MaskPrompts, BadMasksGetErrorsNamingTheProblem) {
 TEST(MaskPrompts, RefusedMaskPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
-  const std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 16, mask_prompt(small_mask())); }),
+  ReplayModel model = ReplayModel::from_fixture(fixture);
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  EXPECT_HAS(error_of([&] { session.add_prompt(16, mask_prompt(small_mask())); }),
              "add_prompt: frame_index 16 is out of range");
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 0, mask_prompt(BinaryMask(240, 320))); }), "no foreground pixel");
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 0, mask_prompt(small_mask(), -1)); }), "obj_id -1 is outside");
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, mask_prompt(BinaryMask(240, 320))); }), "no foreground pixel");
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, mask_prompt(small_mask(), -1)); }), "obj_id -1 is outside");
   // The session answers as a fresh one does: the official replayed run.
-  const FrameOutput first = predictor.add_prompt(id, 0, Prompt::from_text("shape"));
+  const FrameOutput first = session.add_prompt(0, Prompt::from_text("shape"));
   EXPECT_EQ(first.obj_ids, (std::vector<int64_t>{0, 1, 2}));
   // The three objects share one tracker state: the official tracker cannot take a mask for one of them.
   BinaryMask video_size(240, 320);
   video_size.at(100, 100) = 1;
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 0, mask_prompt(video_size, 1)); }),
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, mask_prompt(video_size, 1)); }),
              "add_prompt: object 1 shares its tracker state with other objects");
   int frames = 0;
-  predictor.propagate_in_video(id, {}, [&](const FrameOutput&) { return ++frames, true; });
+  session.propagate({}, [&](const FrameOutput&) { return ++frames, true; });
   EXPECT_EQ(frames, 16);
 }

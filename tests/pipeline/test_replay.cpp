@@ -80,15 +80,15 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
   if (!probe.good()) GTEST_SKIP() << "fixtures not found at " << kFixture;
   json trace = load_json(kFixture + "/video/trace.json");
   ControlConfig cfg = load_control_config(kFixture + "/video/trace.json");
-  ReplayBackend backend = ReplayBackend::from_fixture(kFixture);
+  ReplaySession replay = ReplaySession::from_fixture(kFixture);
   const auto& first = trace["add_prompt"]["outputs"]["masks_rle"][0]["size"];
   const int H = first[0].get<int>(), W = first[1].get<int>();
   auto frames = make_blank_frame_source(int(trace["outputs"].size()), W, H);
-  VideoControlPlane cp(backend, *frames, cfg);
+  VideoControlPlane cp(replay, *frames, cfg);
 
   Agreement agg;
   FrameOutput prompt_out = cp.add_text_prompt(trace["add_prompt"]["frame_index"].get<int>(), trace["prompt"]);
-  EXPECT_EQ(backend.text_batch(), (std::vector<std::string>{"shape", "visual", "geometric"}));
+  EXPECT_EQ(replay.text_batch(), (std::vector<std::string>{"shape", "visual", "geometric"}));
   expect_output(trace["add_prompt"]["outputs"], prompt_out, W, H, agg, "add_prompt");
 
   std::vector<FrameOutput> outputs;
@@ -197,12 +197,12 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
     return true;
   });
   check_new_decisions();
-  EXPECT_EQ(backend.records_consumed(), int(trace["frames"].size()));
+  EXPECT_EQ(replay.records_consumed(), int(trace["frames"].size()));
 
   // Tracker calls per processed frame: one propagation per state and the memory encodings with their
   // conditioning objects, in the official order (tracker_steps of trace.json).
   std::vector<std::vector<std::string>> calls_per_frame;
-  for (const std::string& line : backend.call_log()) {
+  for (const std::string& line : replay.call_log()) {
     if (line.rfind("detect ", 0) == 0) calls_per_frame.emplace_back();
     if (calls_per_frame.empty()) continue;
     if (line.rfind("propagate ", 0) == 0) calls_per_frame.back().push_back("propagation");
@@ -247,9 +247,9 @@ TEST(Replay, DivergingDecisionsAreDetected) {
   if (!probe.good()) GTEST_SKIP() << "fixtures not found at " << kFixture;
   ControlConfig cfg = load_control_config(kFixture + "/video/trace.json");
   cfg.hotstart_unmatch_thresh = 9;
-  ReplayBackend backend = ReplayBackend::from_fixture(kFixture);
+  ReplaySession replay = ReplaySession::from_fixture(kFixture);
   auto frames = make_blank_frame_source(16, 320, 240);
-  VideoControlPlane cp(backend, *frames, cfg);
+  VideoControlPlane cp(replay, *frames, cfg);
   cp.add_text_prompt(0, "shape");
   try {
     cp.propagate(-1, -1, false, [](FrameOutput) { return true; });

@@ -12,17 +12,17 @@ using namespace segmux::pipeline;
 TEST(Session, ReplayedRunThroughTheRequestApi) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
-  std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
-  EXPECT_THROW(predictor.add_prompt(id, 0, Prompt{}), Error);
+  ReplayModel model = ReplayModel::from_fixture(fixture);
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  EXPECT_THROW(session.add_prompt(0, Prompt{}), Error);
   Prompt boxes = Prompt::from_text("shape");
   boxes.boxes_xywh.push_back({0.1f, 0.1f, 0.2f, 0.2f});
-  EXPECT_THROW(predictor.add_prompt(id, 0, boxes), Error);
-  FrameOutput first = predictor.add_prompt(id, 0, Prompt::from_text("shape"));
+  EXPECT_THROW(session.add_prompt(0, boxes), Error);
+  FrameOutput first = session.add_prompt(0, Prompt::from_text("shape"));
   EXPECT_EQ(first.obj_ids, (std::vector<int64_t>{0, 1, 2}));
   std::vector<int> frames;
-  predictor.propagate_in_video(id, {}, [&](const FrameOutput& o) {
+  session.propagate({}, [&](const FrameOutput& o) {
     frames.push_back(o.frame_index);
     EXPECT_EQ(o.masks.size(), o.obj_ids.size());
     if (!o.masks.empty()) {
@@ -33,13 +33,11 @@ TEST(Session, ReplayedRunThroughTheRequestApi) {
   });
   ASSERT_EQ(frames.size(), 16u);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(frames[size_t(i)], i);
-  EXPECT_EQ(predictor.decisions(id).size(), 17u);
-  EXPECT_TRUE(predictor.remove_object(id, 0));
-  EXPECT_FALSE(predictor.remove_object(id, 0));
-  predictor.close_session(id);
-  predictor.close_session(id);  // idempotent
-  EXPECT_THROW(predictor.reset_session(id), Error);
-  EXPECT_THROW(predictor.start_session(nullptr), Error);
+  EXPECT_EQ(session.decisions().size(), 1u);  // the latest frame's only, by default
+  EXPECT_TRUE(session.remove_object(0));
+  EXPECT_FALSE(session.remove_object(0));
+  auto none = make_blank_frame_source(0, 320, 240);
+  EXPECT_THROW(VideoSession(model, *none, load_control_config(fixture + "/config.json")), Error);
 }
 
 TEST(ControlConfig, DefaultsAndFixtureValues) {

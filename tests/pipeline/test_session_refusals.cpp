@@ -34,30 +34,29 @@ std::string error_of(const std::function<void()>& fn) {
 TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayBackend backend = ReplayBackend::from_fixture(fixture);
-  VideoPredictor predictor(backend, load_control_config(fixture + "/config.json"));
-  const std::string id = predictor.start_session(make_blank_frame_source(16, 320, 240));
+  ReplayModel model = ReplayModel::from_fixture(fixture);
+  auto video = make_blank_frame_source(16, 320, 240);
+  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
 
   // A text the tokenizer cannot read stayed as a concept before: every later propagation failed.
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 0, Prompt::from_text("sh\xff\xfe")); }),
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, Prompt::from_text("sh\xff\xfe")); }),
              "add_prompt: the text \"sh\\xFF\\xFE\" is not valid UTF-8");
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 16, Prompt::from_text("shape")); }),
+  EXPECT_HAS(error_of([&] { session.add_prompt(16, Prompt::from_text("shape")); }),
              "add_prompt: frame_index 16 is out of range for a video of 16 frames");
   Prompt huge;
   huge.obj_id = INT64_MAX;  // the next ids wrapped to -2^63 before
   huge.points_xy = {{0.5f, 0.5f}};
   huge.point_labels = {1};
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 0, huge); }),
-             "obj_id 9223372036854775807 is outside 0..2147483647");
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, huge); }), "obj_id 9223372036854775807 is outside 0..2147483647");
   huge.obj_id = -1;
-  EXPECT_HAS(error_of([&] { predictor.add_prompt(id, 0, huge); }), "obj_id -1 is outside");
-  EXPECT_HAS(error_of([&] { predictor.remove_object(id, int64_t(1) << 40); }), "remove_object: obj_id 1099511627776");
+  EXPECT_HAS(error_of([&] { session.add_prompt(0, huge); }), "obj_id -1 is outside");
+  EXPECT_HAS(error_of([&] { session.remove_object(int64_t(1) << 40); }), "remove_object: obj_id 1099511627776");
 
   // The session answers as a fresh one does: the official replayed run, all 16 frames.
-  const FrameOutput first = predictor.add_prompt(id, 0, Prompt::from_text("shape"));
+  const FrameOutput first = session.add_prompt(0, Prompt::from_text("shape"));
   EXPECT_EQ(first.obj_ids, (std::vector<int64_t>{0, 1, 2}));
   int frames = 0;
-  predictor.propagate_in_video(id, {}, [&](const FrameOutput&) { return ++frames, true; });
+  session.propagate({}, [&](const FrameOutput&) { return ++frames, true; });
   EXPECT_EQ(frames, 16);
 }
 

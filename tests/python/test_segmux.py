@@ -31,6 +31,15 @@ IMAGE_MODEL = dict(checkpoint=os.path.join(IMAGE_SET, "weights.safetensors"),
 
 def read_png_gray(path):
     """A grayscale PNG (8 or 16 bit, non-interlaced) as a numpy array: enough for the id masks."""
+    return read_png(path, colors=(0,))
+
+
+def read_png_rgb(path):
+    """An 8-bit RGB PNG (non-interlaced) as an H x W x 3 uint8 array: the fixture frames."""
+    return read_png(path, colors=(2,))
+
+
+def read_png(path, colors):
     with open(path, "rb") as f:
         data = f.read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", path
@@ -40,12 +49,13 @@ def read_png_gray(path):
         body = data[pos + 8:pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert color == 0 and interlace == 0 and depth in (8, 16), (path, color, depth)
+            assert color in colors and interlace == 0 and depth in (8, 16), (path, color, depth)
         elif kind == b"IDAT":
             idat += body
         pos += 12 + length
     raw = zlib.decompress(idat)
-    bpp = depth // 8
+    channels = 3 if color == 2 else 1
+    bpp = depth // 8 * channels
     stride = width * bpp
     out = np.zeros((height, stride), np.uint8)
     prev = np.zeros(stride, np.int32)
@@ -72,6 +82,9 @@ def read_png_gray(path):
             cur[x] = (line[x] + pred) & 0xFF
         out[y] = cur
         prev = cur
+    if channels == 3:
+        assert depth == 8, (path, depth)
+        return out.reshape(height, width, 3)
     if bpp == 2:
         return (out[:, 0::2].astype(np.uint32) << 8 | out[:, 1::2]).astype(np.uint16)
     return out
@@ -140,9 +153,6 @@ class TrackParity(unittest.TestCase):
                 break  # the generator cancels the propagation
             self.assertEqual(f.frame_index, 0)
             self.assertFalse(session.remove_object(12345))
-            with self.assertRaises(segmux.SegmuxError) as e:
-                model.start_session(FRAMES)  # one session per model
-            self.assertEqual(e.exception.status, "SEGMUX_ERROR_BUSY")
             session.close()
             with self.assertRaises(segmux.SegmuxError) as e:
                 model.start_session(os.path.join(FIXTURE, "no-such-video.mp4"))
@@ -174,11 +184,94 @@ class TrackParity(unittest.TestCase):
             with model.start_session(stream, keep_frames=2) as session:
                 session.add_prompt(frame_index=0, text="shape")
                 seen = [f.frame_index for f in session.propagate()]
-                self.assertEqual(seen, [1, 2, 3])
+                self.assertEqual(seen, [0, 1, 2, 3])  # as from a folder: the prompted frame again, then on
                 self.assertEqual(session.num_frames, 4)
                 with self.assertRaises(segmux.SegmuxError) as e:
                     session.add_prompt(frame_index=0, text="shape")  # only the last 2 frames are held
                 self.assertIn("no longer held", str(e.exception))
+
+
+def same_frames(test, got, want, what):
+    test.assertEqual([f.frame_index for f in got], [f.frame_index for f in want], what)
+    for g, w in zip(got, want):
+        test.assertEqual(list(g.obj_ids), list(w.obj_ids), f"{what}, frame {w.frame_index}")
+        test.assertTrue(np.array_equal(g.scores, w.scores), f"{what}, frame {w.frame_index}: scores")
+        test.assertTrue(np.array_equal(g.boxes_xywh, w.boxes_xywh), f"{what}, frame {w.frame_index}: boxes")
+        test.assertTrue(np.array_equal(g.masks, w.masks), f"{what}, frame {w.frame_index}: masks")
+
+
+class Sessions(unittest.TestCase):
+    """One session type behind every front door (issue 21): frames from a list equal frames from a
+    folder, sessions of one model interleave as if alone, clicks answer with the frame's other objects."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = segmux.Model(cache_dir=CACHE, **MODEL)
+        names = sorted(os.listdir(FRAMES))
+        cls.frames = [read_png_rgb(os.path.join(FRAMES, n)) for n in names]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.model.close()
+
+    def run_session(self, resource, keep_frames=16, click=None):
+        with self.model.start_session(resource, keep_frames=keep_frames) as session:
+            first = session.add_prompt(frame_index=0, text="shape")
+            frames = [first] + list(session.propagate(direction="forward"))
+            if click is not None:
+                frames.append(session.add_prompt(frame_index=6, points=[[0.6125, 0.375]], obj_id=click))
+        return frames
+
+    def test_a_list_of_frames_gives_what_the_folder_gives(self):
+        want = self.run_session(FRAMES)
+        self.assertGreater(sum(len(f.obj_ids) for f in want), 0)
+        # Before: frame 0 never came, frame 1 had no object, new objects came two frames late.
+        same_frames(self, self.run_session(list(self.frames), keep_frames=2), want, "list of frames")
+        with self.model.start_session(tuple(self.frames)) as session:  # a video: every direction
+            session.add_prompt(frame_index=5, text="shape")
+            both = [f.frame_index for f in session.propagate()]
+        self.assertEqual(sorted(both), list(range(16)))
+
+    def test_a_stream_is_tracked_as_it_arrives(self):
+        # Frames from a generator (a camera): each tracked as it arrives, the outputs released by the
+        # hot-start rule as from a folder (the same frames, starting with the prompted one); two held.
+        want = self.run_session(FRAMES)
+        pulled = []
+
+        def camera():
+            for frame in self.frames:
+                pulled.append(len(pulled))
+                yield frame
+
+        with self.model.start_session(camera(), keep_frames=2) as session:
+            session.add_prompt(frame_index=0, text="shape")
+            got = []
+            for f in session.propagate(direction="forward"):
+                got.append(f)
+                if len(got) == 1:
+                    self.assertEqual(len(pulled), 16)  # the hot-start rule held frame 0 back until then
+        self.assertEqual([f.frame_index for f in got], [f.frame_index for f in want[1:]])
+        self.assertGreater(len(got[1].obj_ids), 0)  # before: no object on frame 1
+
+    def test_clicks_answer_with_the_frames_other_objects(self):
+        want = self.run_session(FRAMES, click=2)
+        shown = set(want[1 + 6].obj_ids) - {2}  # frame 6 of the propagation, but the clicked object
+        self.assertTrue(shown)
+        self.assertTrue(shown <= set(want[-1].obj_ids), (shown, list(want[-1].obj_ids)))
+        same_frames(self, self.run_session(list(self.frames), click=2), want, "list of frames, click")
+
+    def test_sessions_of_one_model_interleave_as_if_alone(self):
+        want = self.run_session(FRAMES)
+        a = self.model.start_session(FRAMES)
+        b = self.model.start_session(list(self.frames))
+        got_a, got_b = [a.add_prompt(frame_index=0, text="shape")], [b.add_prompt(frame_index=0, text="shape")]
+        for fa, fb in zip(a.propagate(direction="forward"), b.propagate(direction="forward")):
+            got_a.append(fa)
+            got_b.append(fb)
+        a.close()
+        b.close()
+        same_frames(self, got_a, want, "session a")
+        same_frames(self, got_b, want, "session b")
 
 
 class HostileInput(unittest.TestCase):

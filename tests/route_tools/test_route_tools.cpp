@@ -7,6 +7,7 @@
 #include <set>
 
 #include "compiler/slim.h"
+#include "deploy/model_store/engine_backend.h"
 #include "engines/ort/ort_model.h"
 #include "ir/builder.h"
 #include "models/sam31/candidates.h"
@@ -15,7 +16,6 @@
 #include "onnx/extract.h"
 #include "onnx/onnx_io.h"
 #include "pipeline/backends/ort_backend.h"
-#include "pipeline/model_store/engine_backend.h"
 #include "runtime/session.h"
 #include "verify/compare.h"
 #include "verify/graph_equivalence.h"

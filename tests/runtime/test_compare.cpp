@@ -1,4 +1,4 @@
-// The verification tiers of docs/deployment-route.md.
+// The verification tiers of docs/deploy.md (the deployment route's).
 #include <gtest/gtest.h>
 
 #include <cmath>

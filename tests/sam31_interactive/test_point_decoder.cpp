@@ -168,17 +168,4 @@ TEST(PointDecoder, BadPromptsAreClearErrors) {
   EXPECT_THROW(point_decoder_prompt_inputs(cfg, PointPrompt{{1.f}, {1}}), Error);
 }
 
-// docs/contracts/point_decoder.md holds the generated contract (full-size configuration); when it is out
-// of date the generated one is written to the build folder for copying.
-TEST(PointDecoder, ContractDocIsInSyncWithTheCode) {
-  const std::string md = point_decoder_contract(default_config());
-  std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/point_decoder.md");
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (text.find(md) == std::string::npos) {
-    std::ofstream(std::string(SEGMUX_BINARY_DIR) + "/point_decoder.md") << md;
-    ADD_FAILURE() << "docs/contracts/point_decoder.md is out of date (generated: " << SEGMUX_BINARY_DIR
-                  << "/point_decoder.md)";
-  }
-}
-
 }  // namespace

@@ -147,13 +147,6 @@ TEST(PropagationDecoder, NoMemoryPassesImageFeaturesThrough) {
     ASSERT_TRUE(std::isfinite(out.at("masks").data<float>()[i])) << "non-finite mask logit at " << i;
 }
 
-TEST(PropagationDecoder, ContractNamesEveryInput) {
-  Model& m = model();
-  std::string md = propagation_decoder_contract(m.cfg);
-  for (int v : m.session->graph().inputs) EXPECT_NE(md.find(m.session->graph().value(v).name), std::string::npos);
-  for (int v : m.session->graph().outputs) EXPECT_NE(md.find(m.session->graph().value(v).name), std::string::npos);
-}
-
 // The production route: compiler passes (folding, fusion, ...) on the graph, then our runtime.
 TEST(PropagationDecoder, ParityAfterCompilation) {
   Model& m = model();
@@ -187,13 +180,4 @@ TEST(PropagationDecoder, SmallerSlotVariantMatches) {
   for (const char* k : {"obj_ptrs", "obj_ptr_tpos", "obj_ptr_valid"}) in[k] = shrink(in.at(k), P);
   expect_case_passes(c, small.run(in), "segmux-small-slots");
   EXPECT_THROW(build_propagation_decoder_for_slots(m.cfg, m.w, 0, P), Error);
-}
-
-// docs/contracts/propagation_decoder.md holds the generated contract (full-size configuration) verbatim.
-TEST(PropagationDecoder, WrittenContractIsInSync) {
-  std::ifstream f(std::string(SEGMUX_SOURCE_DIR) + "/docs/contracts/propagation_decoder.md");
-  ASSERT_TRUE(f.good());
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find(propagation_decoder_contract(default_config())), std::string::npos)
-      << "docs/contracts/propagation_decoder.md is out of date";
 }

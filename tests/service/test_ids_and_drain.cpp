@@ -14,7 +14,7 @@
 #include <regex>
 #include <set>
 
-#include "pipeline/model_store/model_store.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 
@@ -146,7 +146,7 @@ class Drain : public ::testing::Test {
   }
   void SetUp() override {
     store_ = std::make_unique<ResourceStore>((root_ / "allowed").string(), 1 << 20);
-    svc_ = std::make_unique<RequestService>(*model_->backend, pl::load_control_config(kTiny + "/config.json"),
+    svc_ = std::make_unique<RequestService>(*model_->model, pl::load_control_config(kTiny + "/config.json"),
                                             segmux::service::ServiceLimits{}, *store_);
   }
   int status_of(const json& r) {

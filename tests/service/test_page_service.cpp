@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/outputs/outputs.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/page_images.h"
@@ -110,7 +110,7 @@ TEST(PageAnswers, CarryTheColorOfEveryObjectTheyName) {
   src.cache_dir = (root / "cache").string();
   pl::OpenedModel model = pl::open_model(src, [](const std::string&) {});
   sv::ResourceStore store((root / "allowed").string(), 1 << 20);
-  sv::RequestService svc(*model.backend, pl::load_control_config(kTiny + "/config.json"), {}, store);
+  sv::RequestService svc(*model.model, pl::load_control_config(kTiny + "/config.json"), {}, store);
   const std::string id = svc.handle({{"type", "start_session"}, {"resource_path", "frames"}})["session_id"];
   auto expect_colors = [](const json& answer) {
     std::vector<int64_t> ids = answer.at("tracked_obj_ids");

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "deploy/model_store/model_store.h"
 #include "io/json_limits.h"
 #include "pipeline/masks/coco_rle.h"
 #include "pipeline/masks/rle.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 
@@ -60,7 +60,7 @@ class Service : public ::testing::Test {
   void SetUp() override {
     store_ = std::make_unique<ResourceStore>((root_ / "allowed").string(), 1 << 20);
     limits_.max_sessions = 2;
-    svc_ = std::make_unique<RequestService>(*model_->backend, pl::load_control_config(kTiny + "/config.json"), limits_,
+    svc_ = std::make_unique<RequestService>(*model_->model, pl::load_control_config(kTiny + "/config.json"), limits_,
                                             *store_);
   }
   void TearDown() override {
@@ -239,7 +239,7 @@ TEST_F(Service, LimitsRemoveCancelAndExpiry) {
   EXPECT_EQ(svc_->expire_idle(), 0);
   svc_.reset();
   limits_.session_timeout_s = 0.05;
-  svc_ = std::make_unique<RequestService>(*model_->backend, pl::default_control_config(), limits_, *store_);
+  svc_ = std::make_unique<RequestService>(*model_->model, pl::default_control_config(), limits_, *store_);
   const std::string c = start();
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   EXPECT_EQ(svc_->expire_idle(), 1);

@@ -1,4 +1,4 @@
-// The session API (VideoPredictor::add_prompt, what the C and Python APIs call) with box exemplars on
+// The session API (VideoSession::add_prompt, what every front door calls) with box exemplars on
 // the fixture model, on our runtime and on ONNX Runtime (exported ONNX): every case of
 // tests/fixtures/sam31-tiny-prompts/video/exemplar_cases.json gives the official add_prompt ids, scores
 // and masks on the prompted frame.
@@ -9,10 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "deploy/model_store/model_store.h"
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "pipeline/model_store/model_store.h"
 #include "pipeline/predictor/session_api.h"
 
 namespace fs = std::filesystem;
@@ -34,7 +34,7 @@ void run_cases(const std::string& engine) {
   src.cache_dir = (root / "cache").string();
   src.engine = engine;
   OpenedModel model = open_model(src, [](const std::string&) {});
-  VideoPredictor predictor(*model.backend, load_control_config(kTiny + "/config.json"));
+  const ControlConfig config = load_control_config(kTiny + "/config.json");
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     const auto& q = c["request"];
@@ -42,9 +42,9 @@ void run_cases(const std::string& engine) {
     if (q.contains("text")) p.text = q["text"].get<std::string>();
     for (const auto& b : q["bounding_boxes"]) p.boxes_xywh.push_back({b[0], b[1], b[2], b[3]});
     for (const auto& l : q["bounding_box_labels"]) p.box_labels.push_back(l.get<int>());
-    const std::string id = predictor.start_session(open_video(kTiny + "/video/frames"));
-    const FrameOutput out = predictor.add_prompt(id, q["frame_index"], p);
-    predictor.close_session(id);
+    auto video = open_video(kTiny + "/video/frames");
+    VideoSession session(*model.model, *video, config);  // a fresh session per case
+    const FrameOutput out = session.add_prompt(q["frame_index"], p);
     const auto& ref = c["outputs"];
     const std::string what = engine + " " + c["name"].get<std::string>();
     ASSERT_EQ(out.obj_ids, ref["obj_ids"].get<std::vector<int64_t>>()) << what;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -100,20 +101,29 @@ TEST_F(Precision, HelpNamesTheDefault) {
   }
 }
 
-// bf16 on the fixture video with `--prompt shape` (docs/track.md): every frame is emitted and the
-// detection frame keeps the official ids with every mask IoU >= 0.9 (measured 0.939-0.990 after the
-// box-exemplar detector was merged; 0.967 before). Later frames are not bounded: on this tiny model bf16
-// finds an extra object from frame 1 and the tracker's masks drift (13 of 17 frames with other ids), which
-// is why fp32 stays the default. fp32 explicitly given equals the default, and bf16 output differs from it
-// (the option reaches the compiler).
-TEST_F(Precision, Bf16TrackStaysWithinItsToleranceOfTheOfficialTrace) {
-  const fs::path trace_path = kTiny + "/video/trace.json";
-  if (!fs::exists(trace_path)) GTEST_SKIP() << "no fixture at " << kTiny;
+// bf16 on the fixture video with `--prompt shape` against the official predictor run the same way
+// (bf16 autocast: tests/fixtures/sam31-tiny-bf16/orig-bf16, tools/fixtures/gen_bf16_trace.py; the
+// figures of every frame are in docs/bf16.md): the detection frame has the official bf16 run's ids
+// and every mask IoU >= 0.9 (measured 0.948). The official fp32 trace is not the reference for bf16:
+// the official code itself keeps 1 of its 3 objects there in bf16. Later frames are not bounded: on
+// this tiny model bf16 rounding (official or ours) changes the tracking within a few frames, which is
+// why fp32 stays the default. fp32 explicitly given equals the default, and bf16 output differs from
+// it (the option reaches the compiler).
+TEST_F(Precision, Bf16TrackMatchesTheOfficialBf16RunOnTheDetectionFrame) {
+  const fs::path trace_path = fs::path(SEGMUX_SOURCE_DIR) / "tests/fixtures/sam31-tiny-bf16/orig-bf16/video/trace.json";
+  if (!fs::exists(kTiny + "/video/frames")) GTEST_SKIP() << "no fixture at " << kTiny;
+  // Without AVX512_BF16 the attention of bf16 nodes stays f32 (kernels/cpu/attention.cpp): another
+  // rounding than the official run's, which this test does not describe.
+  const char* isa = std::getenv("SEGMUX_ISA");
+  if (!__builtin_cpu_supports("avx512bf16") || (isa && std::string(isa) != "avx512"))
+    GTEST_SKIP() << "no AVX512_BF16 attention here";
   const nlohmann::json trace = nlohmann::json::parse(slurp(trace_path));
-  ASSERT_EQ(trace["prompt"], "shape");
-  std::map<int, nlohmann::json> official;
-  for (const auto& f : trace["outputs"]) official[f["frame_index"].get<int>()] = f;
-  const int prompted = trace["add_prompt"]["frame_index"].get<int>();
+  const nlohmann::json& requests = trace["requests"];
+  ASSERT_EQ(requests.size(), 2u);
+  ASSERT_EQ(requests[0]["text"], "shape");
+  const int prompted = requests[0]["frame_index"].get<int>();
+  std::map<int, nlohmann::json> official;  // the propagation's output of each frame
+  for (const auto& f : requests[1]["yields"]) official[f["frame_index"].get<int>()] = f;
 
   Result r = track(tmp("bf16"), "--precision bf16");
   ASSERT_EQ(r.code, 0) << r.err;

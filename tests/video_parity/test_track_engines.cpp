@@ -10,10 +10,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/backends/ort_backend.h"
-#include "pipeline/model_store/model_store.h"
 #include "common/run_command.h"
 #include "common/tracks_compare.h"
+#include "deploy/model_store/model_store.h"
+#include "pipeline/backends/ort_backend.h"
 
 using namespace segmux::pipeline;
 namespace fs = std::filesystem;

@@ -82,6 +82,5 @@ void require_float(const InferContext& ctx, size_t i) {
   require_dtype(ctx, i, {DType::f32, DType::f16, DType::bf16, DType::f64}, "a float type");
 }
 void require_int(const InferContext& ctx, size_t i) { require_dtype(ctx, i, {DType::i64, DType::i32}, "i64 or i32"); }
-bool is_numeric(DType t) { return t != DType::boolean; }
 
 }  // namespace segmux::ir::schema_util

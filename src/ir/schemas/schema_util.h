@@ -39,6 +39,5 @@ bool shapes_known(const InferContext& ctx, std::initializer_list<size_t> inputs)
 void require_dtype(const InferContext& ctx, size_t i, std::initializer_list<DType> allowed, const char* what);
 void require_float(const InferContext& ctx, size_t i);
 void require_int(const InferContext& ctx, size_t i);  // i64 or i32
-bool is_numeric(DType t);                             // everything but bool
 
 }  // namespace segmux::ir::schema_util

@@ -1,5 +1,6 @@
 // The optimized CPU provider: oneDNN for GEMM/conv, our vectorised kernels elsewhere. A factory returns
 // nullptr for nodes (or dtypes) it does not handle, and the session falls back to the reference kernel.
+#include <algorithm>
 #include <map>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -39,6 +40,13 @@ const std::map<std::string, Factory>& cpu_table() {
   return t;
 }
 }  // namespace
+
+std::vector<std::string> cpu_kernel_ops() {
+  std::vector<std::string> names;
+  for (const auto& [k, factory] : cpu_table()) names.push_back(op_name_of_key(k));
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 const Provider& cpu_provider() {
   static Provider p{"cpu", [](const KernelInit& init) -> std::unique_ptr<Kernel> {

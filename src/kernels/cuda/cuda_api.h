@@ -76,7 +76,6 @@ enum class Step : int32_t {
   clip,
   round_bf16
 };
-constexpr bool step_is_binary(Step s) { return int32_t(s) <= int32_t(Step::min); }
 
 struct PointwiseProgram {
   int count = 0;

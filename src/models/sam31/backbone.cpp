@@ -215,55 +215,49 @@ ir::Graph build_backbone_variant(const ModelConfig& cfg, const Weights& w, const
   return build_backbone(cfg, w, o);
 }
 
-std::string backbone_contract(const ModelConfig& cfg) {
-  const int64_t S = cfg.image_size, G = cfg.token_grid(), D = cfg.d_model;
-  contract::Table t("backbone",
-                    "SAM 3.1 vision backbone: ViT trunk (" + std::to_string(cfg.vit_depth) + " blocks, width " +
-                        std::to_string(cfg.vit_dim) + ", windows of " + std::to_string(cfg.vit_window) +
-                        ", global blocks at the config's vit_global, 2-D axial RoPE, official bf16 fc1+GELU) and "
-                        "the TriHead ViTDet neck (detector / interactive / propagation heads, 3 levels each). "
-                        "Batch 1 (one frame per run).");
-  t.input("image", {1, 3, S, S}, "f32",
-          "frame resized to image_size x image_size, normalised (x/255 - 0.5) / 0.5 (the official loader "
-          "stores it as fp16 first)",
-          "pipeline frame loader");
-  t.output("vit_trunk", {1, cfg.vit_dim, G, G}, "f32", "raw ViT output (last global block, NCHW)", "debug / parity");
+contract::Description backbone_contract(const ModelConfig& cfg) {
+  namespace n = names::backbone;
+  contract::Description d;
+  d.summary = "SAM 3.1 vision backbone: ViT trunk (" + std::to_string(cfg.vit_depth) + " blocks, width " +
+              std::to_string(cfg.vit_dim) + ", windows of " + std::to_string(cfg.vit_window) +
+              ", global blocks at the config's vit_global, 2-D axial RoPE, official bf16 fc1+GELU) and "
+              "the TriHead ViTDet neck (detector / interactive / propagation heads, 3 levels each). "
+              "Batch 1 (one frame per run).";
+  d.inputs[n::kImage] = {
+      "frame resized to image_size x image_size, normalised (x/255 - 0.5) / 0.5 (the official loader "
+      "stores it as fp16 first)",
+      "pipeline frame loader"};
+  d.outputs[n::kVitTrunk] = {"raw ViT output (last global block, NCHW)", "debug / parity"};
   const char* what[3] = {"detector head ('convs')", "interactive head ('interactive_convs')",
                          "propagation head ('propagation_convs')"};
   const char* who[3] = {"detector inputs fpn0..2 (level 2 also feeds the geometry and fusion encoders)",
                         "interactive (point/box) tracker path", "tracker: propagation_decoder / memory_encoder"};
   const int levels = int(cfg.neck_scale_factors.size());
   for (int head = 0; head < 3; ++head)
-    for (int lvl = 0; lvl < levels; ++lvl) {
-      const int64_t n = level_size(G, cfg.neck_scale_factors[size_t(lvl)]);
-      t.output(names::backbone::fpn(names::backbone::Head(head), lvl), {1, D, n, n}, "f32",
-               std::string(what[head]) + ", level " + std::to_string(lvl) + " (stride " +
-                   std::to_string(cfg.patch_size) + "/" + std::to_string(int(cfg.neck_scale_factors[size_t(lvl)])) +
-                   ")",
-               who[head]);
-    }
-  for (int lvl = 0; lvl < levels; ++lvl) {
-    const int64_t n = level_size(G, cfg.neck_scale_factors[size_t(lvl)]);
-    t.output("pos" + std::to_string(lvl), {1, D, n, n}, "f32",
-             "DETR sine position encoding of level " + std::to_string(lvl) + " (same for all heads; a constant)",
-             lvl == 2 ? "detector input pos2; tracker" : "tracker");
-  }
-  const int64_t s0 = level_size(G, cfg.neck_scale_factors[0]), s1 = level_size(G, cfg.neck_scale_factors[1]);
-  t.output("propagation_high_res_s0", {1, D / 8, s0, s0}, "f32",
-           "tracker.model.sam_mask_decoder.conv_s0(propagation_fpn0)", "propagation_decoder high-res features 0");
-  t.output("propagation_high_res_s1", {1, D / 4, s1, s1}, "f32",
-           "tracker.model.sam_mask_decoder.conv_s1(propagation_fpn1)", "propagation_decoder high-res features 1");
-  t.output("propagation_high_res_s0_bf16_fpn", {1, D / 8, s0, s0}, "f32", "conv_s0(propagation_fpn0 rounded to bf16)",
-           "propagation_decoder high-res features 0 in the interactive propagation (official cached bf16 features)");
-  t.output("propagation_high_res_s1_bf16_fpn", {1, D / 4, s1, s1}, "f32", "conv_s1(propagation_fpn1 rounded to bf16)",
-           "propagation_decoder high-res features 1 in the interactive propagation");
-  t.note(
+    for (int lvl = 0; lvl < levels; ++lvl)
+      d.outputs[n::fpn(n::Head(head), lvl)] = {std::string(what[head]) + ", level " + std::to_string(lvl) +
+                                                   " (stride " + std::to_string(cfg.patch_size) + "/" +
+                                                   std::to_string(int(cfg.neck_scale_factors[size_t(lvl)])) + ")",
+                                               who[head]};
+  for (int lvl = 0; lvl < levels; ++lvl)
+    d.outputs[n::pos(lvl)] = {
+        "DETR sine position encoding of level " + std::to_string(lvl) + " (same for all heads; a constant)",
+        lvl == 2 ? "detector input pos2; tracker" : "tracker"};
+  d.outputs[n::kHighResS0] = {"tracker.model.sam_mask_decoder.conv_s0(propagation_fpn0)",
+                              "propagation_decoder high-res features 0"};
+  d.outputs[n::kHighResS1] = {"tracker.model.sam_mask_decoder.conv_s1(propagation_fpn1)",
+                              "propagation_decoder high-res features 1"};
+  d.outputs[n::kHighResS0Cached] = {
+      "conv_s0(propagation_fpn0 rounded to bf16)",
+      "propagation_decoder high-res features 0 in the interactive propagation (official cached bf16 features)"};
+  d.outputs[n::kHighResS1Cached] = {"conv_s1(propagation_fpn1 rounded to bf16)",
+                                    "propagation_decoder high-res features 1 in the interactive propagation"};
+  d.notes = {
       "Build variant `fp32_mlp`: fc1 + GELU in fp32 instead of the official bf16 addmm_act; used only to "
-      "check the trunk at fp32 tolerance.");
-  t.note(
+      "check the trunk at fp32 tolerance.",
       "RoPE tables are computed in C++ from the config (real cos/sin), not read from the checkpoint's "
-      "complex freqs_cis buffers (tests check they agree).");
-  return t.markdown();
+      "complex freqs_cis buffers (tests check they agree)."};
+  return d;
 }
 
 }  // namespace segmux::sam31

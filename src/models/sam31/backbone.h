@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -29,7 +30,7 @@ ir::Graph build_backbone(const ModelConfig& cfg, const Weights& w, const Backbon
 inline constexpr const char* kBackboneFp32MlpVariant = "fp32_mlp";
 ir::Graph build_backbone_default(const ModelConfig& cfg, const Weights& w);
 ir::Graph build_backbone_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant);
-std::string backbone_contract(const ModelConfig& cfg);
+contract::Description backbone_contract(const ModelConfig& cfg);
 
 // The absolute position embedding the trunk adds after the patch embedding, [1, g, g, vit_dim]: the
 // checkpoint's pos_embed without its CLS row, tiled (not interpolated) to the token grid.

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/sam31/backbone.h"
+#include "models/sam31/bucket_batch.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/interactive_decoder.h"
 #include "models/sam31/memory_encoder.h"
@@ -111,6 +112,11 @@ std::vector<Candidate> make_table() {
 
 ir::Graph Candidate::build(const ModelConfig& cfg, const Weights& w, const std::string& variant) const {
   if (variant.empty()) return build_default(cfg, w);
+  // Several buckets in one call (bucket_batch.h): "[<variant>.]buckets<B>" of a tracker candidate.
+  std::string base;
+  int buckets = 0;
+  if (has_bucket_variants(id) && parse_bucket_variant(variant, &base, &buckets))
+    return replicate_over_buckets(build(cfg, w, base), buckets, per_bucket_inputs(id));
   bool known = false;
   std::string list;
   for (const auto& v : variants) {
@@ -120,6 +126,32 @@ ir::Graph Candidate::build(const ModelConfig& cfg, const Weights& w, const std::
   SEGMUX_CHECK(known && build_variant != nullptr, "candidate ", name, " has no build variant '", variant, "'",
                list.empty() ? std::string(" (it has none)") : " (known: " + list + ")");
   return build_variant(cfg, w, variant);
+}
+
+namespace {
+
+std::vector<std::string> port_names(const ir::Graph& g, const std::vector<int>& ports) {
+  std::vector<std::string> out;
+  for (int id : ports) out.push_back(g.value(id).name);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::string Candidate::contract(const ModelConfig& cfg, const ir::Graph& default_build) const {
+  const std::vector<std::string> ins = port_names(default_build, default_build.inputs);
+  const std::vector<std::string> outs = port_names(default_build, default_build.outputs);
+  SEGMUX_CHECK(ins == inputs, "candidate ", name, ": the graph's inputs (", joined(ins),
+               ") are not the candidate table's (", joined(inputs), ")");
+  SEGMUX_CHECK(outs == outputs, "candidate ", name, ": the graph's outputs (", joined(outs),
+               ") are not the candidate table's (", joined(outputs), ")");
+  return contract::markdown(name, describe(cfg), default_build);
 }
 
 const std::vector<Candidate>& candidates() {

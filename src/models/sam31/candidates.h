@@ -1,7 +1,7 @@
 // The SAM 3.1 deployment candidates: ONE typed table (name, when the predictor runs it, graph builder,
-// build variants, input and output names, written contract) used by the compiler driver, the compiled
-// backend, export and verification. A model folder holds one compiled file per entry of
-// compiled_files(): every candidate, plus the memory encoder's image-size-masks variant.
+// build variants, input and output names, what the written contract says beyond the graph) used by the compiler driver,
+// the compiled backend, export and verification. A model folder holds one compiled file per entry of compiled_files():
+// every candidate, plus the memory encoder's image-size-masks variant.
 #pragma once
 #include <string>
 #include <string_view>
@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -32,10 +33,15 @@ struct Candidate {
   std::vector<std::string> outputs;   // graph output names of the default build, in graph order
   ir::Graph (*build_default)(const ModelConfig& cfg, const Weights& w);
   ir::Graph (*build_variant)(const ModelConfig& cfg, const Weights& w, const std::string& variant);  // or null
-  std::string (*contract_markdown)(const ModelConfig& cfg);  // the written contract
+  contract::Description (*describe)(const ModelConfig& cfg);  // what the contract says beyond the graph
 
   // The default build ("") or a named variant; an unknown variant is an error naming the known ones.
   ir::Graph build(const ModelConfig& cfg, const Weights& w, const std::string& variant = "") const;
+  // The written contract (markdown) of `default_build` (this candidate's build("") at `cfg`): names,
+  // order, shapes and dtypes from the graph, the rest from describe(cfg). The graph's input and output
+  // names must be this table's `inputs` and `outputs`, and every one described: an error names the first
+  // that is not.
+  std::string contract(const ModelConfig& cfg, const ir::Graph& default_build) const;
 };
 
 // A compiled file of a model folder: `file`.smx holds `candidate` built as `variant`.

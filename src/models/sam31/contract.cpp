@@ -1,10 +1,15 @@
 #include "models/sam31/contract.h"
 
+#include <set>
 #include <sstream>
+
+#include "core/error.h"
 
 namespace segmux::sam31::contract {
 
-static std::string dims(const std::vector<int64_t>& s) {
+namespace {
+
+std::string dims(const Shape& s) {
   std::ostringstream os;
   os << "[";
   for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
@@ -12,30 +17,38 @@ static std::string dims(const std::vector<int64_t>& s) {
   return os.str();
 }
 
-void Table::input(const std::string& name, const std::vector<int64_t>& shape, const std::string& dtype,
-                  const std::string& meaning, const std::string& producer) {
-  inputs_.push_back({name, dims(shape), dtype, meaning, producer});
+// The rows of `ports` (graph value ids) described by `described`; `kind` is "input" or "output".
+void write_rows(std::ostringstream& os, const std::string& name, const ir::Graph& g, const std::vector<int>& ports,
+                const std::map<std::string, Port>& described, const std::string& kind) {
+  std::set<std::string> seen;
+  for (int id : ports) {
+    const ir::Value& v = g.value(id);
+    auto it = described.find(v.name);
+    SEGMUX_CHECK(it != described.end(), "contract of ", name, ": graph ", kind, " '", v.name, "' has no description");
+    SEGMUX_CHECK(v.has_shape, "contract of ", name, ": graph ", kind, " '", v.name, "' has no shape");
+    os << "| `" << v.name << "` | " << dims(v.shape) << " | " << dtype_name(v.dtype) << " | " << it->second.meaning
+       << " | " << it->second.who << " |\n";
+    seen.insert(v.name);
+  }
+  for (const auto& [port, unused] : described)
+    SEGMUX_CHECK(seen.count(port) != 0, "contract of ", name, " describes ", kind, " '", port,
+                 "' that the graph does not have");
 }
 
-void Table::output(const std::string& name, const std::vector<int64_t>& shape, const std::string& dtype,
-                   const std::string& meaning, const std::string& consumer) {
-  outputs_.push_back({name, dims(shape), dtype, meaning, consumer});
-}
+}  // namespace
 
-std::string Table::markdown() const {
+std::string markdown(const std::string& name, const Description& d, const ir::Graph& g) {
   std::ostringstream os;
-  os << "# Candidate `" << name_ << "`\n\n" << summary_ << "\n\n";
+  os << "# Candidate `" << name << "`\n\n" << d.summary << "\n\n";
   os << "Shapes are for the configuration the contract was generated from; every size comes from "
         "`sam31::ModelConfig`.\n\n";
   os << "## Inputs\n\n| name | shape | dtype | meaning | producer |\n|---|---|---|---|---|\n";
-  for (auto& r : inputs_)
-    os << "| `" << r.name << "` | " << r.shape << " | " << r.dtype << " | " << r.meaning << " | " << r.who << " |\n";
+  write_rows(os, name, g, g.inputs, d.inputs, "input");
   os << "\n## Outputs\n\n| name | shape | dtype | meaning | consumer |\n|---|---|---|---|---|\n";
-  for (auto& r : outputs_)
-    os << "| `" << r.name << "` | " << r.shape << " | " << r.dtype << " | " << r.meaning << " | " << r.who << " |\n";
-  if (!notes_.empty()) {
+  write_rows(os, name, g, g.outputs, d.outputs, "output");
+  if (!d.notes.empty()) {
     os << "\n## Notes\n\n";
-    for (auto& n : notes_) os << "- " << n << "\n";
+    for (const auto& n : d.notes) os << "- " << n << "\n";
   }
   return os.str();
 }

@@ -1,30 +1,30 @@
-// A candidate's written contract (docs/contracts/<name>.md): its inputs and outputs with shapes, dtypes,
-// meaning, producer and consumer, rendered as markdown.
+// A candidate's written contract (docs/contracts/<name>.md, contracts/<name>.md of a package): its inputs
+// and outputs with shapes, dtypes, meaning, producer and consumer, rendered as markdown. Names, order,
+// shapes and dtypes are read from the built graph; only what the graph cannot say (what a tensor means,
+// who makes or reads it, notes) is written by hand, keyed by the tensor_names.h constants.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "ir/graph.h"
 
 namespace segmux::sam31::contract {
 
-class Table {
- public:
-  Table(std::string name, std::string summary) : name_(std::move(name)), summary_(std::move(summary)) {}
-  void input(const std::string& name, const std::vector<int64_t>& shape, const std::string& dtype,
-             const std::string& meaning, const std::string& producer);
-  void output(const std::string& name, const std::vector<int64_t>& shape, const std::string& dtype,
-              const std::string& meaning, const std::string& consumer);
-  void note(const std::string& text) { notes_.push_back(text); }
-  std::string markdown() const;
-
- private:
-  struct Row {
-    std::string name, shape, dtype, meaning, who;
-  };
-  std::string name_, summary_;
-  std::vector<Row> inputs_, outputs_;
-  std::vector<std::string> notes_;
+// What one graph input (output) means and who produces (consumes) it.
+struct Port {
+  std::string meaning, who;
 };
+
+struct Description {
+  std::string summary;
+  std::map<std::string, Port> inputs, outputs;  // keyed by tensor name
+  std::vector<std::string> notes;
+};
+
+// The contract of candidate `name` for graph `g`: one row per graph input and output, in graph order. A
+// graph port without a description, or a description of a port the graph does not have, is an error
+// naming it (the written contract cannot drift from the graph).
+std::string markdown(const std::string& name, const Description& d, const ir::Graph& g);
 
 }  // namespace segmux::sam31::contract

@@ -306,55 +306,47 @@ ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const Detecto
 
 ir::Graph build_detector_default(const ModelConfig& cfg, const Weights& w) { return build_detector(cfg, w); }
 
-std::string detector_contract(const ModelConfig& cfg) {
-  const DetectorOptions o;
-  const int64_t B = o.batch, D = cfg.d_model, G = cfg.token_grid(), T = cfg.text_context_length;
-  const int64_t Q = cfg.num_queries, M = cfg.low_res_mask_size();
+contract::Description detector_contract(const ModelConfig& cfg) {
+  namespace n = names::detector;
   const int64_t N = cfg.detector_max_boxes;
-  contract::Table t("detector",
-                    "SAM 3.1 grounding (Sam3Image.forward_grounding) for a text prompt and up to " + std::to_string(N) +
-                        " box exemplars: geometry encoder (boxes: label embedding, direct projection, RoIAlign " +
-                        std::to_string(cfg.geo_roi_size) + "x" + std::to_string(cfg.geo_roi_size) +
-                        " pooling, sine box encoding; CLS token; " + std::to_string(cfg.geo_layers) +
-                        " layers), fusion encoder (" + std::to_string(cfg.fusion_enc_layers) +
-                        " layers), DETR decoder (" + std::to_string(cfg.dec_layers) + " layers, " + std::to_string(Q) +
-                        " queries, presence token, boxRPB log), dot-product scoring with the joint presence "
-                        "logit, segmentation head. Batch B = " +
-                        std::to_string(B) + " frame(s), each grounding one prompt of the text batch.");
+  contract::Description d;
+  d.summary = "SAM 3.1 grounding (Sam3Image.forward_grounding) for a text prompt and up to " + std::to_string(N) +
+              " box exemplars: geometry encoder (boxes: label embedding, direct projection, RoIAlign " +
+              std::to_string(cfg.geo_roi_size) + "x" + std::to_string(cfg.geo_roi_size) +
+              " pooling, sine box encoding; CLS token; " + std::to_string(cfg.geo_layers) +
+              " layers), fusion encoder (" + std::to_string(cfg.fusion_enc_layers) + " layers), DETR decoder (" +
+              std::to_string(cfg.dec_layers) + " layers, " + std::to_string(cfg.num_queries) +
+              " queries, presence token, boxRPB log), dot-product scoring with the joint presence "
+              "logit, segmentation head. Batch B = " +
+              std::to_string(DetectorOptions{}.batch) + " frame(s), each grounding one prompt of the text batch.";
   const std::vector<int> sizes = cfg.neck_levels();
-  for (size_t lvl = 0; lvl < sizes.size(); ++lvl) {
-    const int64_t n = sizes[lvl];
-    t.input("fpn" + std::to_string(lvl), {B, D, n, n}, "f32", "detector-head neck level " + std::to_string(lvl),
-            "backbone det_fpn" + std::to_string(lvl));
-  }
-  t.input("pos2", {B, D, G, G}, "f32", "sine position encoding of level 2", "backbone pos2");
-  t.input("language_features", {T, o.num_texts, D}, "f32", "the encoded text batch (seq-first)",
-          "text_encoder language_features");
-  t.input("language_mask", {o.num_texts, T}, "bool", "True = padding", "text_encoder language_mask");
-  t.input("text_ids", {B}, "i64", "which prompt of the text batch each batch entry grounds (0 = the text prompt)",
-          "pipeline");
-  t.input("boxes", {B, N, 4}, "f32", "box exemplars, normalised cxcywh (x, y over the frame's width, height)",
-          "pipeline (request boxes)");
-  t.input("box_labels", {B, N}, "i64", "1 = positive exemplar, 0 = negative", "pipeline");
-  t.input("box_padding", {B, N}, "bool", "True = empty slot (all True = text only)", "pipeline");
-  t.output("pred_logits", {B, Q, 1}, "f32",
-           "final joint logits inverse_sigmoid(sigmoid(cls) * sigmoid(presence)), clamped to +-10",
-           "pipeline detection scores (sigmoid)");
-  t.output("pred_boxes", {B, Q, 4}, "f32", "final boxes, normalised cxcywh", "pipeline");
-  t.output("pred_boxes_xyxy", {B, Q, 4}, "f32", "final boxes, normalised xyxy", "pipeline NMS / association");
-  t.output("pred_masks", {B, Q, M, M}, "f32", "instance mask logits at 4x the token grid", "pipeline");
-  t.output("presence_logit_dec", {B, 1}, "f32", "final presence logit", "pipeline");
-  t.output("queries", {B, Q, D}, "f32", "final (normed) query states", "debug / parity");
-  t.output("semantic_seg", {B, 1, M, M}, "f32", "semantic logits (unused downstream)", "none");
-  t.note(
+  for (size_t lvl = 0; lvl < sizes.size(); ++lvl)
+    d.inputs[n::fpn(int(lvl))] = {"detector-head neck level " + std::to_string(lvl),
+                                  "backbone det_fpn" + std::to_string(lvl)};
+  d.inputs[n::kPos2] = {"sine position encoding of level 2", "backbone pos2"};
+  d.inputs[n::kLanguageFeatures] = {"the encoded text batch (seq-first)", "text_encoder language_features"};
+  d.inputs[n::kLanguageMask] = {"True = padding", "text_encoder language_mask"};
+  d.inputs[n::kTextIds] = {"which prompt of the text batch each batch entry grounds (0 = the text prompt)", "pipeline"};
+  d.inputs[n::kBoxes] = {"box exemplars, normalised cxcywh (x, y over the frame's width, height)",
+                         "pipeline (request boxes)"};
+  d.inputs[n::kBoxLabels] = {"1 = positive exemplar, 0 = negative", "pipeline"};
+  d.inputs[n::kBoxPadding] = {"True = empty slot (all True = text only)", "pipeline"};
+  d.outputs[n::kPredLogits] = {"final joint logits inverse_sigmoid(sigmoid(cls) * sigmoid(presence)), clamped to +-10",
+                               "pipeline detection scores (sigmoid)"};
+  d.outputs[n::kPredBoxes] = {"final boxes, normalised cxcywh", "pipeline"};
+  d.outputs[n::kPredBoxesXyxy] = {"final boxes, normalised xyxy", "pipeline NMS / association"};
+  d.outputs[n::kPredMasks] = {"instance mask logits at 4x the token grid", "pipeline"};
+  d.outputs[n::kPresenceLogit] = {"final presence logit", "pipeline"};
+  d.outputs[n::kQueries] = {"final (normed) query states", "debug / parity"};
+  d.outputs[n::kSemanticSeg] = {"semantic logits (unused downstream)", "none"};
+  d.notes = {
       "Box exemplars are the geometry prompt of the official detector (points are the tracker's). Empty slots "
       "are masked everywhere the prompt is used, so a run with every slot empty is the text-only grounding "
       "(geometry = the CLS token). The official video path grounds a box-only prompt with the literal text "
-      "'<text placeholder>' (text_ids stays 0); the caller encodes that text.");
-  t.note(
+      "'<text placeholder>' (text_ids stays 0); the caller encodes that text.",
       "The decoder runs in eval mode: no DAC query doubling; the presence-logit clamp of the official "
-      "code is a no-op and is not applied.");
-  return t.markdown();
+      "code is a no-op and is not applied."};
+  return d;
 }
 
 }  // namespace segmux::sam31

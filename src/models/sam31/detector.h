@@ -13,6 +13,7 @@
 
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -25,6 +26,6 @@ struct DetectorOptions {
 
 ir::Graph build_detector(const ModelConfig& cfg, const Weights& w, const DetectorOptions& opt = {});
 ir::Graph build_detector_default(const ModelConfig& cfg, const Weights& w);
-std::string detector_contract(const ModelConfig& cfg);
+contract::Description detector_contract(const ModelConfig& cfg);
 
 }  // namespace segmux::sam31

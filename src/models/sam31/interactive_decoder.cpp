@@ -103,20 +103,21 @@ ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w) {
   return graph;
 }
 
-std::string interactive_decoder_contract(const ModelConfig& cfg) {
-  const int64_t D = cfg.d_model, g = cfg.token_grid(), Hi = cfg.input_mask_size();
-  contract::Table t("interactive_decoder",
-                    "The tracker's mask-as-output path for one object: the object pointer stored for a frame "
-                    "where a mask is given (new objects, reconditioning).");
-  t.input("image", {1, D, g, g}, "f32", "interactive-head level-2 features of the frame (NCHW)", "backbone");
-  t.input("mask", {1, 1, Hi, Hi}, "f32", "the object's binary mask (0/1) at input_mask_size", "predictor");
-  t.output("obj_ptr", {1, D}, "f32", "object pointer for the memory bank (data space)", "memory bank");
-  t.output("object_score_logit", {1, 1}, "f32", "+10 if the mask is non-empty else -10", "predictor");
-  t.output("sam_object_score_logit", {1, 1}, "f32", "the SAM head's own object score (checks only)", "tests");
-  t.note(
+contract::Description interactive_decoder_contract(const ModelConfig&) {
+  namespace n = names::interactive_decoder;
+  contract::Description d;
+  d.summary =
+      "The tracker's mask-as-output path for one object: the object pointer stored for a frame "
+      "where a mask is given (new objects, reconditioning).";
+  d.inputs[n::kImage] = {"interactive-head level-2 features of the frame (NCHW)", "backbone"};
+  d.inputs[n::kMask] = {"the object's binary mask (0/1) at input_mask_size", "predictor"};
+  d.outputs[n::kObjPtr] = {"object pointer for the memory bank (data space)", "memory bank"};
+  d.outputs[n::kObjectScoreLogit] = {"+10 if the mask is non-empty else -10", "predictor"};
+  d.outputs[n::kSamObjectScoreLogit] = {"the SAM head's own object score (checks only)", "tests"};
+  d.notes = {
       "Run once per object; the predictor mixes nothing else in. The stored low-res mask of the frame is "
-      "mask * 20 - 10 resized (antialiased) by the predictor, not by this graph.");
-  return t.markdown();
+      "mask * 20 - 10 resized (antialiased) by the predictor, not by this graph."};
+  return d;
 }
 
 }  // namespace segmux::sam31

@@ -15,12 +15,13 @@
 #include "ir/builder.h"
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/sam_heads.h"  // the SAM pieces this candidate is built from (moved there)
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
 
 ir::Graph build_interactive_decoder(const ModelConfig& cfg, const Weights& w);
-std::string interactive_decoder_contract(const ModelConfig& cfg);
+contract::Description interactive_decoder_contract(const ModelConfig& cfg);
 
 }  // namespace segmux::sam31

@@ -163,32 +163,31 @@ ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w,
   return build_memory_encoder_for_mask_size(cfg, w, cfg.image_size);
 }
 
-std::string memory_encoder_contract(const ModelConfig& cfg) {
-  const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count, S = cfg.input_mask_size();
-  contract::Table t("memory_encoder",
-                    "SAM 3.1 multiplex mask-memory encoder (_encode_new_memory + SimpleMaskEncoder) for ONE bucket: "
-                    "mask logits of the bucket's object slots -> memory features kept in the memory bank.");
+contract::Description memory_encoder_contract(const ModelConfig&) {
+  namespace n = names::memory_encoder;
+  contract::Description d;
+  d.summary =
+      "SAM 3.1 multiplex mask-memory encoder (_encode_new_memory + SimpleMaskEncoder) for ONE bucket: "
+      "mask logits of the bucket's object slots -> memory features kept in the memory bank.";
   const std::string glue = "tracker_io::assemble_memory_encoder_inputs";
-  t.input("pix_feat", {1, D, g, g}, "f32",
-          "propagation level-2 features of the frame (bf16-rounded values where the official keeps them as bf16)",
-          "backbone / memory bank");
-  t.input("mask_logits", {1, M, S, S}, "f32",
-          "mux-space mask logits at input_mask_size (variant image_size_masks: image_size)", glue);
-  t.input("slot_valid", {1, M}, "f32", "1 = slot holds an object (empty/removed slots are zeroed)", glue);
-  t.input("slot_conditioning", {1, M}, "f32", "1 = the object's mask is a conditioning input on this frame", glue);
-  t.input("slot_object_score", {1, M}, "f32", "mux-space object-score logits (absent if <= 0)", glue);
-  t.output("maskmem_features", {1, D, g, g}, "f32", "memory features after no_obj_embed_spatial (fp32)", "tests");
-  t.output("maskmem_features_bf16", {1, D, g, g}, "bf16", "the stored copy (official .to(bfloat16))",
-           "memory bank (StoredFrame::maskmem_features, stacked over buckets)");
-  t.note(
+  d.inputs[n::kPixFeat] = {
+      "propagation level-2 features of the frame (bf16-rounded values where the official keeps them as bf16)",
+      "backbone / memory bank"};
+  d.inputs[n::kMaskLogits] = {"mux-space mask logits at input_mask_size (variant image_size_masks: image_size)", glue};
+  d.inputs[n::kSlotValid] = {"1 = slot holds an object (empty/removed slots are zeroed)", glue};
+  d.inputs[n::kSlotConditioning] = {"1 = the object's mask is a conditioning input on this frame", glue};
+  d.inputs[n::kSlotObjectScore] = {"mux-space object-score logits (absent if <= 0)", glue};
+  d.outputs[n::kMaskmemFeatures] = {"memory features after no_obj_embed_spatial (fp32)", "tests"};
+  d.outputs[n::kMaskmemFeaturesBf16] = {"the stored copy (official .to(bfloat16))",
+                                        "memory bank (StoredFrame::maskmem_features, stacked over buckets)"};
+  d.notes = {
       "Mask input: sigmoid(logit) * 2 - 1 per slot (0 in unused slots), then M conditioning channels (1.0 / 0.0), "
       "(1, 2M, H, W). Variant image_size_masks resizes to input_mask_size with PyTorch's antialiased bilinear "
-      "weights (align_corners=False) as Gather/Mul/Add along each axis (exact, standard ONNX).");
-  t.note(
+      "weights (align_corners=False) as Gather/Mul/Add along each axis (exact, standard ONNX).",
       "no_obj_embed_spatial[s] is added for every slot whose object is absent (logit <= 0) or that is empty: the "
       "official muxes a 0 logit into empty slots. The sine position encoding of the SimpleMaskEncoder is not "
-      "an output: it is constant and the propagation never reads it.");
-  return t.markdown();
+      "an output: it is constant and the propagation never reads it."};
+  return d;
 }
 
 }  // namespace segmux::sam31

@@ -9,6 +9,7 @@
 
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -25,7 +26,7 @@ constexpr const char* kMemoryEncoderImageSizeVariant = "image_size_masks";
 ir::Graph build_memory_encoder_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant);
 
 // The written contract (docs/contracts/memory_encoder.md).
-std::string memory_encoder_contract(const ModelConfig& cfg);
+contract::Description memory_encoder_contract(const ModelConfig& cfg);
 
 // PyTorch's antialiased bilinear (align_corners=False) resize weights for one axis: for output i,
 // taps[i] source indices and weights (normalized). Exposed for tests.

@@ -211,42 +211,41 @@ PointDecoderPromptInputs point_decoder_prompt_inputs(const ModelConfig& cfg, con
   return in;
 }
 
-std::string point_decoder_contract(const ModelConfig& cfg) {
-  const int64_t D = cfg.d_model, g = cfg.token_grid(), N = point_decoder_slots(cfg);
+contract::Description point_decoder_contract(const ModelConfig& cfg) {
+  namespace n = names::point_decoder;
   const int64_t T = cfg.num_multimask_outputs + 1;
-  contract::Table t("point_decoder",
-                    "The tracker's interactive SAM head with point / box prompts for ONE object on one frame "
-                    "(official add_new_points -> _forward_sam_heads, interactive branch): masks, IoU, object score "
-                    "and the object pointer of a conditioning frame made by clicks.");
+  contract::Description d;
+  d.summary =
+      "The tracker's interactive SAM head with point / box prompts for ONE object on one frame "
+      "(official add_new_points -> _forward_sam_heads, interactive branch): masks, IoU, object score "
+      "and the object pointer of a conditioning frame made by clicks.";
   const std::string bb = "backbone (interactive head)", pred = "predictor (point_decoder_prompt_inputs)";
-  t.input("image", {1, D, g, g}, "f32", "interactive-head level-2 features (NCHW)", bb);
-  t.input("fpn0", {1, D, 4 * g, 4 * g}, "f32", "interactive-head level 0 (conv_s0 is applied here)", bb);
-  t.input("fpn1", {1, D, 2 * g, 2 * g}, "f32", "interactive-head level 1 (conv_s1 is applied here)", bb);
-  t.input("point_coords", {1, N, 2}, "f32", "x, y in model-input pixels (relative * image_size); 0 in unused slots",
-          pred);
-  t.input("point_labels", {1, N}, "i64",
-          "1 positive, 0 negative, 2 / 3 box corners; -1 = SAM's pad point (slot P) and unused slots", pred);
-  t.input("point_valid", {1, N}, "f32", "1 for the P points and the pad point, 0 for unused slots", pred);
-  t.input("multimask", {1}, "f32", "1 = multimask output (multimask_min_pt_num <= P <= multimask_max_pt_num)", pred);
+  d.inputs[n::kImage] = {"interactive-head level-2 features (NCHW)", bb};
+  d.inputs[n::kFpn0] = {"interactive-head level 0 (conv_s0 is applied here)", bb};
+  d.inputs[n::kFpn1] = {"interactive-head level 1 (conv_s1 is applied here)", bb};
+  d.inputs[n::kPointCoords] = {"x, y in model-input pixels (relative * image_size); 0 in unused slots", pred};
+  d.inputs[n::kPointLabels] = {
+      "1 positive, 0 negative, 2 / 3 box corners; -1 = SAM's pad point (slot P) and unused slots", pred};
+  d.inputs[n::kPointValid] = {"1 for the P points and the pad point, 0 for unused slots", pred};
+  d.inputs[n::kMultimask] = {"1 = multimask output (multimask_min_pt_num <= P <= multimask_max_pt_num)", pred};
   const std::string who = "predictor (tracker state, memory encoder)";
-  t.output("masks", {1, T, 4 * g, 4 * g}, "f32", "mask logits of every mask token (0 = single, 1.. = multimask)",
-           "tests");
-  t.output("iou_pred", {1, T}, "f32", "IoU predictions of every mask token", "tests");
-  t.output("object_score_logit", {1, 1}, "f32", "object-score logit; <= 0 is 'no object'", who);
-  t.output("best_mask_index", {1, 1}, "i64", "the chosen mask token", who);
-  t.output("mask", {1, 1, 4 * g, 4 * g}, "f32", "the chosen mask before the object-score gating", "tests");
-  t.output("iou", {1, 1}, "f32", "IoU prediction of the chosen mask", who);
-  t.output("low_res_mask", {1, 1, 4 * g, 4 * g}, "f32", "the chosen mask, -1024 where the object is absent", who);
-  t.output("obj_ptr", {1, D}, "f32", "interactive_obj_ptr_proj(token), no_obj_ptr_linear mix when absent", who);
-  t.note("Selection: multimask -> argmax IoU over tokens 1.." + std::to_string(T - 1) +
-         "; single -> token 0 unless its stability score (area(logit > delta) / area(logit > -delta)) is below "
-         "multimask_stability_thresh, then the best multimask token. The pointer uses the best multimask token in "
-         "multimask mode, token 0 otherwise (use_multimask_token_for_obj_ptr).");
-  t.note("Unused prompt slots (point_valid 0) get -1e30 on their attention keys: exactly zero weight.");
-  t.note(
+  d.outputs[n::kMasks] = {"mask logits of every mask token (0 = single, 1.. = multimask)", "tests"};
+  d.outputs[n::kIouPred] = {"IoU predictions of every mask token", "tests"};
+  d.outputs[n::kObjectScoreLogit] = {"object-score logit; <= 0 is 'no object'", who};
+  d.outputs[n::kBestMaskIndex] = {"the chosen mask token", who};
+  d.outputs[n::kMask] = {"the chosen mask before the object-score gating", "tests"};
+  d.outputs[n::kIou] = {"IoU prediction of the chosen mask", who};
+  d.outputs[n::kLowResMask] = {"the chosen mask, -1024 where the object is absent", who};
+  d.outputs[n::kObjPtr] = {"interactive_obj_ptr_proj(token), no_obj_ptr_linear mix when absent", who};
+  d.notes = {
+      "Selection: multimask -> argmax IoU over tokens 1.." + std::to_string(T - 1) +
+          "; single -> token 0 unless its stability score (area(logit > delta) / area(logit > -delta)) is below "
+          "multimask_stability_thresh, then the best multimask token. The pointer uses the best multimask token in "
+          "multimask mode, token 0 otherwise (use_multimask_token_for_obj_ptr).",
+      "Unused prompt slots (point_valid 0) get -1e30 on their attention keys: exactly zero weight.",
       "Variant `features` takes `image_embeddings` (level 2 + interactivity_no_mem_embed), `high_res_s0` and "
-      "`high_res_s1` (after conv_s0 / conv_s1) instead of image / fpn0 / fpn1: the official fixtures' tensors.");
-  return t.markdown();
+      "`high_res_s1` (after conv_s0 / conv_s1) instead of image / fpn0 / fpn1: the official fixtures' tensors."};
+  return d;
 }
 
 }  // namespace segmux::sam31

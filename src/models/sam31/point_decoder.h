@@ -22,6 +22,7 @@
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -35,7 +36,7 @@ int point_decoder_slots(const ModelConfig& cfg);
 
 ir::Graph build_point_decoder(const ModelConfig& cfg, const Weights& w);
 ir::Graph build_point_decoder_variant(const ModelConfig& cfg, const Weights& w, const std::string& variant);
-std::string point_decoder_contract(const ModelConfig& cfg);
+contract::Description point_decoder_contract(const ModelConfig& cfg);
 
 // One object's prompt on one frame, in model-input pixels (official: relative coords * image_size).
 struct PointPrompt {

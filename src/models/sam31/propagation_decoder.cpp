@@ -284,51 +284,47 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
   return graph;
 }
 
-std::string propagation_decoder_contract(const ModelConfig& cfg) {
-  const int64_t D = cfg.d_model, g = cfg.token_grid(), M = cfg.multiplex_count;
-  const int64_t S = propagation_memory_slots(cfg), P = propagation_pointer_slots(cfg);
-  const int64_t nm = cfg.num_multimask_outputs;
-  const auto hr = cfg.tracker_high_res_channels();
-  contract::Table t("propagation_decoder",
-                    "One multiplexed propagation step of the SAM 3.1 tracker for ONE bucket of multiplex_count "
-                    "object slots: memory attention over padded memory/pointer slots, the multiplex mask decoder, "
-                    "best-mask selection and object pointers. Buckets are processed by calling it once per bucket.");
+contract::Description propagation_decoder_contract(const ModelConfig&) {
+  namespace n = names::propagation_decoder;
+  contract::Description d;
+  d.summary =
+      "One multiplexed propagation step of the SAM 3.1 tracker for ONE bucket of multiplex_count "
+      "object slots: memory attention over padded memory/pointer slots, the multiplex mask decoder, "
+      "best-mask selection and object pointers. Buckets are processed by calling it once per bucket.";
   const std::string bb = "backbone (propagation head)", glue = "tracker_io::assemble_propagation_inputs";
-  t.input("image", {1, D, g, g}, "f32", "current frame, propagation-head level-2 features (NCHW)", bb);
-  t.input("image_pos", {1, D, g, g}, "f32", "its sine position encoding (also the stored frames' image pos enc)", bb);
-  t.input("high_res_s0", {1, hr[0], 4 * g, 4 * g}, "f32", "sam_mask_decoder.conv_s0(propagation level 0)", bb);
-  t.input("high_res_s1", {1, hr[1], 2 * g, 2 * g}, "f32", "sam_mask_decoder.conv_s1(propagation level 1)", bb);
-  t.input("memory_maskmem", {S, D, g, g}, "bf16", "stored mask memories of the selected frames, this bucket", glue);
-  t.input("memory_image", {S, D, g, g}, "f32", "stored image features of the selected frames", glue);
-  t.input("memory_tpos_index", {S}, "i64", "row of maskmem_tpos_enc per slot (use_maskmem_tpos_v2)", glue);
-  t.input("memory_valid", {S}, "f32", "1 = slot holds a memory frame, 0 = padding", glue);
-  t.input("obj_ptrs", {P, M, D}, "f32", "stored object pointers (mux space) of the selected pointer frames", glue);
-  t.input("obj_ptr_tpos", {P}, "f32", "temporal offset / (min(num_frames, max_obj_ptrs) - 1)", glue);
-  t.input("obj_ptr_valid", {P}, "f32", "1 = slot holds a pointer frame, 0 = padding", glue);
-  t.input("slot_valid", {1, M}, "f32", "1 = slot holds an object (output_valid_embed), else output_invalid_embed",
-          glue);
+  d.inputs[n::kImage] = {"current frame, propagation-head level-2 features (NCHW)", bb};
+  d.inputs[n::kImagePos] = {"its sine position encoding (also the stored frames' image pos enc)", bb};
+  d.inputs[n::kHighResS0] = {"sam_mask_decoder.conv_s0(propagation level 0)", bb};
+  d.inputs[n::kHighResS1] = {"sam_mask_decoder.conv_s1(propagation level 1)", bb};
+  d.inputs[n::kMemoryMaskmem] = {"stored mask memories of the selected frames, this bucket", glue};
+  d.inputs[n::kMemoryImage] = {"stored image features of the selected frames", glue};
+  d.inputs[n::kMemoryTposIndex] = {"row of maskmem_tpos_enc per slot (use_maskmem_tpos_v2)", glue};
+  d.inputs[n::kMemoryValid] = {"1 = slot holds a memory frame, 0 = padding", glue};
+  d.inputs[n::kObjPtrs] = {"stored object pointers (mux space) of the selected pointer frames", glue};
+  d.inputs[n::kObjPtrTpos] = {"temporal offset / (min(num_frames, max_obj_ptrs) - 1)", glue};
+  d.inputs[n::kObjPtrValid] = {"1 = slot holds a pointer frame, 0 = padding", glue};
+  d.inputs[n::kSlotValid] = {"1 = slot holds an object (output_valid_embed), else output_invalid_embed", glue};
   const std::string out = "tracker_io::demux_propagation_outputs";
-  t.output("pix_feat_with_mem", {1, D, g, g}, "f32", "memory-conditioned features (image features if no memory)", out);
-  t.output("masks", {1, M, nm, 4 * g, 4 * g}, "f32", "mux-space mask logits of the decoder", out);
-  t.output("iou_pred", {1, M, nm}, "f32", "mux-space IoU predictions", out);
-  t.output("object_score_logits", {1, M, 1}, "f32", "mux-space object-score logits", out);
-  t.output("sam_tokens", {1, M, nm, D}, "f32", "mux-space mask output tokens", out);
-  t.output("obj_ptr", {1, M, D}, "f32",
-           "obj_ptr_proj(best token), no_obj_ptr_linear mix when logit <= 0; zero in unused slots (= stored value)",
-           out + ", memory bank");
-  t.output("best_mask_index", {1, M}, "i64", "argmax of iou_pred (first on ties)", out);
-  t.note(
+  d.outputs[n::kPixFeatWithMem] = {"memory-conditioned features (image features if no memory)", out};
+  d.outputs[n::kMasks] = {"mux-space mask logits of the decoder", out};
+  d.outputs[n::kIouPred] = {"mux-space IoU predictions", out};
+  d.outputs[n::kObjectScoreLogits] = {"mux-space object-score logits", out};
+  d.outputs[n::kSamTokens] = {"mux-space mask output tokens", out};
+  d.outputs[n::kObjPtr] = {
+      "obj_ptr_proj(best token), no_obj_ptr_linear mix when logit <= 0; zero in unused slots (= stored value)",
+      out + ", memory bank"};
+  d.outputs[n::kBestMaskIndex] = {"argmax of iou_pred (first on ties)", out};
+  d.notes = {
       "Slots: S = max_cond_frames_in_attn + num_maskmem - 1 memory frames, P = max_cond_frames_in_attn + "
       "max_obj_ptrs_in_encoder - 1 pointer frames (M tokens each). Padded slots get an additive -1e30 on their "
       "keys: their softmax weight is exactly 0, so results equal the official unpadded computation. With no "
-      "valid memory frame the official skips the memory attention; the graph then outputs the image features.");
-  t.note(
+      "valid memory frame the official skips the memory attention; the graph then outputs the image features.",
       "Keys: image_k_proj(memory_image) + k_proj(memory) + memory_image_pos, where memory_image_pos = image_pos + "
       "maskmem_tpos_enc[index] for spatial tokens and obj_ptr_tpos_proj(sine(obj_ptr_tpos)) for pointer tokens "
       "(whose image features are zero). The stored maskmem_pos_enc does not enter the computation. RoPE on "
-      "queries and spatial keys (repeated per frame), none on pointer tokens.");
-  t.note("Masks forced to -1024 for absent objects and the best mask are applied by the demux (exact selections).");
-  return t.markdown();
+      "queries and spatial keys (repeated per frame), none on pointer tokens.",
+      "Masks forced to -1024 for absent objects and the best mask are applied by the demux (exact selections)."};
+  return d;
 }
 
 }  // namespace segmux::sam31

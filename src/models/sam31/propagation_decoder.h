@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -35,7 +36,7 @@ ir::Graph build_propagation_decoder_for_slots(const ModelConfig& cfg, const Weig
                                               int pointer_slots);
 
 // The written contract (docs/contracts/propagation_decoder.md).
-std::string propagation_decoder_contract(const ModelConfig& cfg);
+contract::Description propagation_decoder_contract(const ModelConfig& cfg);
 
 // The dense random-Fourier positional encoding of the mask decoder, (1, D, g, g), computed from
 // tracker.model.image_pe_layer.positional_encoding_gaussian_matrix as the official code does in fp32.

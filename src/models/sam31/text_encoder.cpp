@@ -76,26 +76,24 @@ ir::Graph build_text_encoder(const ModelConfig& cfg, const Weights& w, const Tex
 
 ir::Graph build_text_encoder_default(const ModelConfig& cfg, const Weights& w) { return build_text_encoder(cfg, w); }
 
-std::string text_encoder_contract(const ModelConfig& cfg) {
-  const int B = TextEncoderOptions{}.batch;
-  const int T = cfg.text_context_length;
-  contract::Table t("text_encoder",
-                    "SAM 3.1 VETextEncoder: token embedding + learned positional embedding, " +
-                        std::to_string(cfg.text_layers) +
-                        " pre-LN causal CLIP blocks (GELU-erf MLP), ln_final, resizer Linear(text_width -> d_model). "
-                        "Batch B = " +
-                        std::to_string(B) +
-                        " prompts per run (the video run encodes [prompt, \"visual\", \"geometric\"]); "
-                        "outputs are sequence-first as in the official code.");
-  t.input("token_ids", {B, T}, "i64", "SimpleTokenizer ids: [SOT] text [EOT], zero-padded to the context length",
-          "tokenizer (tokenizer.h)");
-  t.output("language_features", {T, B, cfg.d_model}, "f32", "text tokens after ln_final and the resizer (seq-first)",
-           "detector input language_features");
-  t.output("language_mask", {B, T}, "bool", "True = padding position (token id == 0)", "detector input language_mask");
-  t.output("language_embeds", {T, B, cfg.text_width}, "f32",
-           "raw token embeddings (encoder input before the positional embedding, seq-first)",
-           "kept for the official API; unused by the video pipeline");
-  return t.markdown();
+contract::Description text_encoder_contract(const ModelConfig& cfg) {
+  namespace n = names::text_encoder;
+  contract::Description d;
+  d.summary = "SAM 3.1 VETextEncoder: token embedding + learned positional embedding, " +
+              std::to_string(cfg.text_layers) +
+              " pre-LN causal CLIP blocks (GELU-erf MLP), ln_final, resizer Linear(text_width -> d_model). "
+              "Batch B = " +
+              std::to_string(TextEncoderOptions{}.batch) +
+              " prompts per run (the video run encodes [prompt, \"visual\", \"geometric\"]); "
+              "outputs are sequence-first as in the official code.";
+  d.inputs[n::kTokenIds] = {"SimpleTokenizer ids: [SOT] text [EOT], zero-padded to the context length",
+                            "tokenizer (tokenizer.h)"};
+  d.outputs[n::kLanguageFeatures] = {"text tokens after ln_final and the resizer (seq-first)",
+                                     "detector input language_features"};
+  d.outputs[n::kLanguageMask] = {"True = padding position (token id == 0)", "detector input language_mask"};
+  d.outputs[n::kLanguageEmbeds] = {"raw token embeddings (encoder input before the positional embedding, seq-first)",
+                                   "kept for the official API; unused by the video pipeline"};
+  return d;
 }
 
 }  // namespace segmux::sam31

@@ -8,6 +8,7 @@
 
 #include "ir/graph.h"
 #include "models/sam31/config.h"
+#include "models/sam31/contract.h"
 #include "models/sam31/weights.h"
 
 namespace segmux::sam31 {
@@ -19,6 +20,6 @@ struct TextEncoderOptions {
 ir::Graph build_text_encoder(const ModelConfig& cfg, const Weights& w, const TextEncoderOptions& opt = {});
 // Candidate entry points (candidates.cpp).
 ir::Graph build_text_encoder_default(const ModelConfig& cfg, const Weights& w);
-std::string text_encoder_contract(const ModelConfig& cfg);
+contract::Description text_encoder_contract(const ModelConfig& cfg);
 
 }  // namespace segmux::sam31

@@ -30,12 +30,6 @@ class Weights {
   // True when the checkpoint stored this tensor as complex (a .pt complex64 buffer). Safetensors
   // files carry no such marker, so their f32 [..., 2] RoPE tables report false.
   bool is_complex(const std::string& key) const { return complex_.count(key) != 0; }
-  void set_complex(const std::string& key, bool c) {
-    if (c)
-      complex_.insert(key);
-    else
-      complex_.erase(key);
-  }
   // Keys in the order the file stored them (state_dict order for .pt, data order for safetensors).
   const std::vector<std::string>& file_order() const { return file_order_; }
 

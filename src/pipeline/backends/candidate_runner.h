@@ -1,6 +1,6 @@
-// One deployment candidate as the backend glue sees it: named tensors in, named tensors out. The glue
+// One deployment candidate as the model glue sees it: named tensors in, named tensors out. The glue
 // (tracker memory bank, multiplex buckets, demux) is the same whatever engine runs the candidates:
-// our runtime on the .smx files (compiled_backend.h) or ONNX Runtime on the ONNX files (ort_backend.h).
+// our runtime on the .smx files (candidate_model.h) or ONNX Runtime on the ONNX files (ort_backend.h).
 #pragma once
 #include <functional>
 #include <map>

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "engines/ort/ort_model.h"
-#include "pipeline/backends/compiled_backend.h"
+#include "pipeline/backends/candidate_model.h"
 
 namespace segmux::pipeline {
 
@@ -35,11 +35,11 @@ std::string onnx_candidate_path(const std::string& model_dir, const std::string&
   return model_dir + "/onnx/" + file + ".onnx";
 }
 
-std::unique_ptr<ModelBackend> open_ort_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
-                                               sam31::Tokenizer tokenizer, int num_threads) {
+std::shared_ptr<Model> open_ort_model(const sam31::ModelConfig& cfg, const std::string& model_dir,
+                                      sam31::Tokenizer tokenizer, int num_threads) {
   std::string why;
   SEGMUX_CHECK(engine_available("ort", &why), why);
-  // By value: the backend keeps the factory for candidates it loads later (point prompts).
+  // By value: the model keeps the factory for candidates it loads later (point prompts).
   auto open = [model_dir, num_threads](const sam31::CompiledFile& f) -> std::unique_ptr<CandidateRunner> {
     const std::string path = onnx_candidate_path(model_dir, f.file);
     SEGMUX_CHECK(std::filesystem::exists(path), "model folder '", model_dir, "' lacks onnx/", f.file,
@@ -50,7 +50,7 @@ std::unique_ptr<ModelBackend> open_ort_backend(const sam31::ModelConfig& cfg, co
       fail("'", path, "': ", e.what());
     }
   };
-  return open_backend(cfg, open, std::move(tokenizer));
+  return open_candidate_model(cfg, open, std::move(tokenizer));
 }
 
 }  // namespace segmux::pipeline

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 
 namespace segmux::pipeline {
 

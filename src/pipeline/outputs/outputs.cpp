@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "pipeline/masks/mask_ops.h"
+#include "pipeline/outputs/eval_inputs.h"
 #include "pipeline/outputs/label_font.h"
 
 namespace segmux::pipeline {
@@ -134,6 +135,8 @@ RgbImage draw_overlay(const RgbImage& frame, const FrameOutput& out) {
 
 TrackWriter::TrackWriter(const std::string& out_dir, int width, int height, const OutputOptions& opt)
     : dir_(out_dir), width_(width), height_(height), opt_(opt) {
+  SEGMUX_CHECK(opt_.formats.empty() || opt_.write_json,
+               "evaluation and annotation formats are made from tracks.json, which this run does not write");
   std::error_code ec;
   fs::create_directories(dir_, ec);
   SEGMUX_CHECK(!ec && fs::is_directory(dir_), "cannot create output folder '", dir_, "': ", ec.message());
@@ -192,6 +195,8 @@ void TrackWriter::finish() {
     json_->write("\n]}\n");
     json_->commit();
     json_.reset();
+    if (!opt_.formats.empty())
+      write_exports(dir_, read_eval_json(dir_ + "/tracks.json"), opt_.formats, opt_.export_context);
   }
   if (overlay_) overlay_->finish();
   overlay_.reset();

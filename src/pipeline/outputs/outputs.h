@@ -7,6 +7,8 @@
 //   DIR/tracks.json      per frame: time, ids, scores, boxes (normalised xywh, official), COCO RLE masks
 //                        (compressed string counts by default; tracks_json.h)
 //   DIR/overlay.gif|mp4  the frames with coloured masks, boxes and ids
+//   DIR/ytvis_results.json ...  optional evaluation and annotation formats made from tracks.json
+//                        (eval_exports.h)
 // Every file is written atomically: a failure leaves nothing half-written.
 #pragma once
 #include <array>
@@ -19,6 +21,7 @@
 
 #include "io/files.h"
 #include "pipeline/media/video_io.h"
+#include "pipeline/outputs/eval_exports.h"
 #include "pipeline/outputs/tracks_json.h"
 #include "pipeline/predictor/control_plane.h"
 
@@ -44,6 +47,8 @@ struct OutputOptions {
   std::string prompt;  // recorded in the JSON
   std::vector<std::string> prompts;  // every concept's prompt (recorded as "prompts" when > 1)
   std::string source;  // recorded in the JSON
+  std::vector<ExportFormat> formats;  // made from tracks.json at finish() (needs write_json)
+  ExportContext export_context;
 };
 
 class TrackWriter {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/error.h"
@@ -86,147 +87,22 @@ PropagationAction::Type plan_propagation(const std::vector<PropagationAction>& h
   return ids.empty() ? T::Fetch : T::Partial;
 }
 
-// Per concept, the one real backend: backbone features are reference-counted across concepts (run
-// once per frame, released when no concept holds them), tracker state ids are renumbered so that
-// concepts never collide, and the concept's text batch is selected again before each detection.
-class ConceptSet::SharedBackend {
- public:
-  explicit SharedBackend(ModelBackend& real) : real_(real) {}
-  ModelBackend& real() { return real_; }
-  void acquire(int concept_id, int frame, const RgbFrame& rgb) {
-    auto& holders = holders_[frame];
-    if (holders.empty()) real_.run_backbone(frame, rgb);
-    holders.insert(concept_id);
-  }
-  void release(int concept_id, int frame) {
-    auto it = holders_.find(frame);
-    if (it == holders_.end()) return;
-    it->second.erase(concept_id);
-    if (it->second.empty()) {
-      real_.release_frame(frame);
-      holders_.erase(it);
-    }
-  }
-  void release_all(int concept_id) {
-    std::vector<int> frames;
-    for (const auto& [f, h] : holders_)
-      if (h.count(concept_id)) frames.push_back(f);
-    for (int f : frames) release(concept_id, f);
-  }
-  void select_text(const std::vector<std::string>& batch) {
-    if (batch != current_text_) real_.encode_text(batch);
-    current_text_ = batch;
-  }
-  int state_id(int concept_id, int local) {
-    auto [it, added] = state_ids_.try_emplace({concept_id, local}, next_state_);
-    if (added) ++next_state_;
-    return it->second;
-  }
-  void forget_state(int concept_id, int local) { state_ids_.erase({concept_id, local}); }
-  std::vector<int> states_of(int concept_id) const {
-    std::vector<int> out;
-    for (const auto& [k, v] : state_ids_)
-      if (k.first == concept_id) out.push_back(k.second);
-    return out;
-  }
-
- private:
-  ModelBackend& real_;
-  std::map<int, std::set<int>> holders_;
-  std::vector<std::string> current_text_;
-  std::map<std::pair<int, int>, int> state_ids_;
-  int next_state_ = 0;
-};
-
-namespace {
-
-class ConceptBackend : public ModelBackend {
- public:
-  ConceptBackend(ConceptSet::SharedBackend& shared, int id) : shared_(shared), id_(id) {}
-  BackendGeometry geometry() const override { return shared_.real().geometry(); }
-  void encode_text(const std::vector<std::string>& batch) override {
-    text_ = batch;
-    shared_.select_text(batch);
-  }
-  void run_backbone(int frame, const RgbFrame& rgb) override { shared_.acquire(id_, frame, rgb); }
-  void release_frame(int frame) override { shared_.release(id_, frame); }
-  DetectorOutput detect(int frame) override {
-    shared_.select_text(text_);
-    return detect_with_exemplars(shared_.real(), frame, boxes_);
-  }
-  void set_box_exemplars(int frame, const std::vector<sam31::BoxExemplar>& boxes) override {
-    set_frame_exemplars(boxes_, frame, boxes);
-  }
-  TrackerOutput propagate(const TrackerStateView& state, int frame, bool reverse) override {
-    return shared_.real().propagate(global(state), frame, reverse);
-  }
-  void encode_memory(const TrackerStateView& state, int frame, const Tensor& masks, const Tensor& scores) override {
-    shared_.real().encode_memory(global(state), frame, masks, scores);
-  }
-  void add_masks(const TrackerStateView& state, int frame, const std::vector<int64_t>& obj_ids, const Tensor& masks,
-                 MaskInputKind kind, bool conditioning) override {
-    shared_.real().add_masks(global(state), frame, obj_ids, masks, kind, conditioning);
-  }
-  void add_mask_prompt(const TrackerStateView& state, int frame, int64_t obj_id, const Tensor& input_mask,
-                       const Tensor& video_mask, bool conditioning) override {
-    shared_.real().add_mask_prompt(global(state), frame, obj_id, input_mask, video_mask, conditioning);
-  }
-  TrackerOutput add_points(const TrackerStateView& state, int frame, int64_t obj_id, const PointInputs& points,
-                           bool conditioning) override {
-    return shared_.real().add_points(global(state), frame, obj_id, points, conditioning);
-  }
-  void extract_object(const TrackerStateView& source, const TrackerStateView& singleton, int64_t obj_id) override {
-    shared_.real().extract_object(global(source), global(singleton), obj_id);
-  }
-  void relayout_refined_object(const TrackerStateView& before, const TrackerStateView& after, int64_t obj_id) override {
-    shared_.real().relayout_refined_object(global(before), global(after), obj_id);
-  }
-  void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed) override {
-    shared_.real().remove_objects(global(state), removed);
-  }
-  void drop_state(int state_id) override {
-    shared_.real().drop_state(shared_.state_id(id_, state_id));
-    shared_.forget_state(id_, state_id);
-  }
-  // A concept's reset leaves the other concepts' text, frames and states alone.
-  void reset() override {
-    boxes_.clear();
-    for (int s : shared_.states_of(id_)) drop_state(s);
-    shared_.release_all(id_);
-  }
-
- private:
-  TrackerStateView global(const TrackerStateView& state) {
-    TrackerStateView v = state;
-    v.state_id = shared_.state_id(id_, state.state_id);
-    return v;
-  }
-  ConceptSet::SharedBackend& shared_;
-  const int id_;
-  std::vector<std::string> text_;
-  FrameExemplars boxes_;
-};
-
-}  // namespace
-
 struct ConceptSet::Concept {
   std::string text;
   int prompt_frame = 0;
   std::optional<float> output_prob_thresh;
-  std::unique_ptr<ConceptBackend> backend;
   std::unique_ptr<VideoControlPlane> control;
   std::deque<FrameOutput> ready;  // propagate(): this concept's outputs not yet merged
 };
 
-ConceptSet::ConceptSet(ModelBackend& backend, FrameSource& frames, ControlConfig config)
-    : backend_(backend),
+ConceptSet::ConceptSet(ModelSession& model, FrameSource& frames, ControlConfig config)
+    : model_(model),
       frames_(frames),
       cfg_(config),
-      shared_(std::make_unique<SharedBackend>(backend)),
       cached_frames_(std::make_unique<LastFrameCache>(frames)),
       max_id_(std::make_shared<int64_t>(-1)) {}
 
-ConceptSet::~ConceptSet() = default;
+ConceptSet::~ConceptSet() { open_.reset(); }
 
 std::vector<std::string> ConceptSet::prompts() const {
   std::vector<std::string> out;
@@ -284,8 +160,7 @@ ConceptSet::Concept& ConceptSet::concept_for(const std::string& text) {
   if (it == concepts_.end()) {
     auto c = std::make_unique<Concept>();
     c->text = text;
-    c->backend = std::make_unique<ConceptBackend>(*shared_, int(concepts_.size()));
-    c->control = std::make_unique<VideoControlPlane>(*c->backend, *cached_frames_, cfg_);
+    c->control = std::make_unique<VideoControlPlane>(model_, *cached_frames_, cfg_);
     c->control->share_object_ids(max_id_);
     c->control->keep_decisions(keep_decisions_);
     concepts_.push_back(std::move(c));
@@ -353,58 +228,130 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
   return done;
 }
 
-bool ConceptSet::propagate_full(int start_frame, int max_frames, bool reverse,
-                                const std::function<bool(FrameOutput)>& sink) {
-  propagated_ = true;
-  bool stopped = false;
-  // Every concept runs the same frames: by default from the earliest prompted frame.
-  if (start_frame < 0)
-    for (const auto& c : concepts_)
-      start_frame = start_frame < 0 ? c->prompt_frame : std::min(start_frame, c->prompt_frame);
-  std::vector<std::unique_ptr<VideoControlPlane::Propagation>> runs;
-  for (auto& c : concepts_) {
-    c->ready.clear();
-    Concept* cp = c.get();
-    runs.push_back(c->control->start_propagation(start_frame, max_frames, reverse, [cp, &stopped](FrameOutput out) {
-      cp->ready.push_back(std::move(out));
-      return !stopped;
-    }));
+// Every concept's full propagation over the same frames, one merged output per frame to the sink.
+// An open run (live input) takes its frames as they arrive (extend_to) and lives across calls, so
+// each call names its sink.
+class ConceptSet::MergedRun {
+ public:
+  MergedRun(ConceptSet& set, int start_frame, int max_frames, bool reverse, bool open) : set_(set) {
+    for (auto& c : set.concepts_) {
+      c->ready.clear();
+      Concept* cp = c.get();
+      auto to_ready = [cp, this](FrameOutput out) {
+        cp->ready.push_back(std::move(out));
+        return !stopped_;
+      };
+      runs_.push_back(open ? c->control->start_open_propagation(start_frame, to_ready)
+                           : c->control->start_propagation(start_frame, max_frames, reverse, to_ready));
+    }
   }
+  ~MergedRun() {
+    for (auto& c : set_.concepts_) c->ready.clear();
+  }
+  void extend_to(int last_frame) {
+    for (auto& r : runs_) r->extend_to(last_frame);
+  }
+  // Processes every frame the run has; false when stopped (by the sink or cancel()).
+  bool step_all(const FrameSink& sink) {
+    while (going() && std::any_of(runs_.begin(), runs_.end(), [](const auto& r) { return !r->done(); })) {
+      for (auto& r : runs_) r->step();
+      deliver(sink);
+    }
+    return going();
+  }
+  // Releases the outputs still held back (the end of the run).
+  bool finish(const FrameSink& sink) {
+    if (going()) {
+      for (auto& r : runs_) r->finish();
+      deliver(sink);
+    }
+    return going();
+  }
+
+ private:
+  bool going() const { return !stopped_ && !set_.cancel_; }
   // Frames every concept has delivered go to the sink merged (all concepts run the same frames with
   // the same output delay, so they deliver the same frames in the same order).
-  auto deliver = [&] {
-    while (!stopped &&
-           std::all_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return !c->ready.empty(); })) {
-      FrameOutput merged;
-      merged.frame_index = concepts_.front()->ready.front().frame_index;
+  void deliver(const FrameSink& sink) {
+    auto& concepts = set_.concepts_;
+    while (!stopped_ &&
+           std::all_of(concepts.begin(), concepts.end(), [](const auto& c) { return !c->ready.empty(); })) {
+      const int frame_index = concepts.front()->ready.front().frame_index;
       std::vector<FrameOutput> parts;
-      for (auto& c : concepts_) {
-        SEGMUX_CHECK(c->ready.front().frame_index == merged.frame_index, "concepts delivered frames ",
-                     merged.frame_index, " and ", c->ready.front().frame_index, " together");
-        parts.push_back(labelled(*c, std::move(c->ready.front())));
+      for (auto& c : concepts) {
+        SEGMUX_CHECK(c->ready.front().frame_index == frame_index, "concepts delivered frames ", frame_index, " and ",
+                     c->ready.front().frame_index, " together");
+        parts.push_back(set_.labelled(*c, std::move(c->ready.front())));
         c->ready.pop_front();
       }
-      merged = merge(std::move(parts));
-      if (keep_outputs_) {
-        KeptFrame& k = kept_[merged.frame_index];
-        k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
-                      merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
-        for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
-      }
-      if (!sink(std::move(merged))) stopped = true;
+      FrameOutput merged = merge(std::move(parts));
+      if (set_.keep_outputs_) set_.keep(merged);
+      if (!sink(std::move(merged))) stopped_ = true;
     }
-  };
-  while (!stopped && !cancel_ && std::any_of(runs.begin(), runs.end(), [](const auto& r) { return !r->done(); })) {
-    for (auto& r : runs) r->step();
-    deliver();
   }
-  if (!stopped && !cancel_) {
-    for (auto& r : runs) r->finish();
-    deliver();
-  }
-  for (auto& c : concepts_) c->ready.clear();
-  return !stopped && !cancel_;
+
+  ConceptSet& set_;
+  std::vector<std::unique_ptr<VideoControlPlane::Propagation>> runs_;
+  bool stopped_ = false;
+};
+
+void ConceptSet::keep(const FrameOutput& merged) {
+  KeptFrame& k = kept_[merged.frame_index];
+  k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
+                merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
+  for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
 }
+
+int ConceptSet::first_prompted_frame() const {
+  int first = -1;
+  for (const auto& c : concepts_) first = first < 0 ? c->prompt_frame : std::min(first, c->prompt_frame);
+  return first;
+}
+
+bool ConceptSet::propagate_full(int start_frame, int max_frames, bool reverse, const FrameSink& sink) {
+  propagated_ = true;
+  // Every concept runs the same frames: by default from the earliest prompted frame.
+  if (start_frame < 0) start_frame = first_prompted_frame();
+  MergedRun run(*this, start_frame, max_frames, reverse, false);
+  return run.step_all(sink) && run.finish(sink);
+}
+
+bool ConceptSet::propagate_open(int start_frame, int max_frames, const FrameSink& sink) {
+  SEGMUX_CHECK(!concepts_.empty(), "propagate_in_video: no prompt was added");
+  cancel_ = false;
+  if (start_frame < 0) start_frame = open_ || open_stopped_ ? open_start_ : first_prompted_frame();
+  if (open_ && start_frame != open_start_ && !close_open_run(sink)) return false;
+  if (!open_) {
+    // A run of the same start that the sink stopped goes on from where it stopped, as a new run.
+    const int first = open_stopped_ && start_frame == open_start_ ? open_next_ : start_frame;
+    history_.push_back({PropagationAction::Type::Full, first, {}});
+    propagated_ = true;
+    open_ = std::make_unique<MergedRun>(*this, first, -1, false, true);
+    open_start_ = start_frame;
+    open_next_ = first;
+  }
+  open_stopped_ = false;
+  const int range_end = max_frames < 0 ? std::numeric_limits<int>::max() : start_frame + max_frames;
+  const int last = std::min(num_frames() - 1, range_end);
+  if (last >= open_next_) {
+    open_->extend_to(last);
+    open_next_ = last + 1;
+    if (!open_->step_all(sink)) {
+      open_.reset();  // stopped: its held outputs are dropped, as a stopped propagation's
+      open_stopped_ = true;
+      return false;
+    }
+  }
+  return last < range_end || close_open_run(sink);  // the whole range tracked: the run ends
+}
+
+bool ConceptSet::close_open_run(const FrameSink& sink) {
+  if (!open_) return true;
+  std::unique_ptr<MergedRun> run = std::move(open_);
+  return run->finish(sink);
+}
+
+void ConceptSet::forget_kept_before(int frame) { kept_.erase(kept_.begin(), kept_.lower_bound(frame)); }
 
 FrameOutput ConceptSet::merge(std::vector<FrameOutput> parts) {
   FrameOutput merged;
@@ -538,12 +485,7 @@ FrameOutput ConceptSet::add_object_prompt(
     for (size_t i = 0; i < merged.obj_ids.size(); ++i) merged.masks[i] = rle_decode(merged.pre_overlap_masks[i]);
     object_wise_non_overlap(merged.masks, merged.overlap_probs);
   }
-  if (keep_outputs_) {
-    KeptFrame& k = kept_[frame_index];
-    k = KeptFrame{merged.obj_ids, merged.probs, merged.boxes_xywh,    {},
-                  merged.prompts, merged.stats, merged.overlap_probs, merged.pre_overlap_masks};
-    for (const auto& m : merged.masks) k.masks.push_back(rle_encode(m));
-  }
+  if (keep_outputs_) keep(merged);
   return merged;
 }
 
@@ -627,6 +569,8 @@ bool ConceptSet::propagate_partial(const std::vector<int>& order, const std::set
 }
 
 void ConceptSet::reset() {
+  open_.reset();
+  open_stopped_ = false;
   for (auto& c : concepts_) c->control->reset();
   concepts_.clear();
   kept_.clear();

@@ -1,8 +1,9 @@
 // Several text concepts tracked at once in one video ("--prompt dog --prompt cat"): one
-// VideoControlPlane per concept, all on one model backend. The backbone runs once per frame for all
-// of them (the concepts take turns on each frame and share the frame's features), each concept keeps
-// its own text encoding, tracker states and hot-start / confirmation bookkeeping, and object ids are
-// unique across concepts (one shared counter). Every output object carries the prompt that found it.
+// VideoControlPlane per concept, all on the video's model session. The backbone runs once per frame for
+// all of them (the concepts take turns on each frame and share the session's frame features), each
+// concept keeps its own text, tracker states (ids unique in the session) and hot-start / confirmation
+// bookkeeping, and object ids are unique across concepts (one shared counter). Every output object carries the prompt
+// that found it.
 //
 // The official SAM 3.1 predictor resets the session on a new text prompt; Hugging Face keeps a
 // prompt -> ids map; here every concept is kept until reset() (a text prompt for a concept already
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
@@ -43,7 +44,7 @@ PropagationAction::Type plan_propagation(const std::vector<PropagationAction>& h
 
 class ConceptSet {
  public:
-  ConceptSet(ModelBackend& backend, FrameSource& frames, ControlConfig config);
+  ConceptSet(ModelSession& model, FrameSource& frames, ControlConfig config);
   ~ConceptSet();
 
   // Adds the concept `text` prompted on `frame_index` (or restarts it if present) and returns its
@@ -72,6 +73,18 @@ class ConceptSet {
   // them a full propagation runs (the official raises KeyError there). start_frame < 0: not given.
   // Returns false if stopped by the sink or cancel().
   bool propagate(int start_frame, int max_frames, bool reverse, const std::function<bool(FrameOutput)>& sink);
+  // Live input (frames arrive while the video is tracked): one forward full propagation kept open
+  // across calls. propagate_open() tracks the frames from start_frame (< 0: the open run's start, else
+  // the first prompted frame) to start_frame + max_frames (< 0: no end) that are there and not yet
+  // tracked, continuing the open run of that start (a run open from another start ends first). Outputs
+  // reach `sink` as the hot-start rule releases them, exactly as one propagation over the same frames
+  // delivers them; the run ends (every held output delivered) when its range is tracked, or by
+  // close_open_run() (the end of the stream). Return false if stopped by the sink or cancel().
+  bool propagate_open(int start_frame, int max_frames, const std::function<bool(FrameOutput)>& sink);
+  bool close_open_run(const std::function<bool(FrameOutput)>& sink);
+  bool has_open_run() const { return open_ != nullptr; }
+  // Forgets the kept outputs of frames before `frame` (live input: frames no longer held).
+  void forget_kept_before(int frame);
   // Stops a running propagate() after the frame in progress (callable from another thread).
   void cancel() { cancel_ = true; }
 
@@ -91,11 +104,11 @@ class ConceptSet {
   void reset();  // forgets every concept; ids start at 0 again
 
   bool empty() const { return concepts_.empty(); }
-  int image_size() const { return backend_.geometry().image_size; }  // model input (point coordinates)
+  int image_size() const { return model_.geometry().image_size; }  // model input (point coordinates)
   int num_frames() const { return frames_.num_frames(); }
   int video_height() const { return frames_.height(); }
   int video_width() const { return frames_.width(); }
-  int input_mask_size() const { return backend_.geometry().input_mask_size; }  // the tracker's mask inputs
+  int input_mask_size() const { return model_.geometry().input_mask_size; }  // the tracker's mask inputs
   std::vector<std::string> prompts() const;
   std::vector<int64_t> object_ids() const;  // every concept's, ascending
   // The concept holding `obj_id`, if any.
@@ -107,8 +120,6 @@ class ConceptSet {
 
   // One frame's outputs of several concepts as one (objects by ascending id, stats summed).
   static FrameOutput merge(std::vector<FrameOutput> parts);
-
-  class SharedBackend;  // concepts.cpp: the backend as each concept sees it
 
  private:
   struct Concept;
@@ -128,6 +139,13 @@ class ConceptSet {
     std::vector<float> overlap_probs;        // FrameOutput::overlap_probs (empty if unknown)
     std::vector<RleMask> pre_overlap_masks;  // FrameOutput::pre_overlap_masks (empty if unknown)
   };
+  using FrameSink = std::function<bool(FrameOutput)>;
+  class MergedRun;
+  void keep(const FrameOutput& merged);  // into kept_
+  int first_prompted_frame() const;      // -1: no concept
+  std::unique_ptr<MergedRun> open_;      // propagate_open()'s run
+  int open_start_ = 0, open_next_ = 0;   // the open run's start (as asked) and next frame
+  bool open_stopped_ = false;            // the sink stopped the open run
   bool keep_outputs_ = false;
   std::map<int, KeptFrame> kept_;
   // The official action history: what the next propagation does (plan_propagation).
@@ -142,10 +160,9 @@ class ConceptSet {
   // Official propagation_fetch: the kept outputs of the frames (frame_outputs), nothing run.
   bool propagate_fetch(const std::vector<int>& order, const std::function<bool(FrameOutput)>& sink);
 
-  ModelBackend& backend_;
+  ModelSession& model_;
   FrameSource& frames_;
   ControlConfig cfg_;
-  std::unique_ptr<SharedBackend> shared_;
   std::unique_ptr<FrameSource> cached_frames_;
   std::shared_ptr<int64_t> max_id_;
   std::vector<std::unique_ptr<Concept>> concepts_;

@@ -1,6 +1,7 @@
 #include "pipeline/predictor/control_config.h"
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -10,6 +11,22 @@
 namespace segmux::pipeline {
 
 ControlConfig default_control_config() { return ControlConfig{}; }
+
+ControlConfig control_config_for(const sam31::ModelConfig& model) {
+  ControlConfig c = default_control_config();
+  c.multiplex_count = model.multiplex_count;
+  c.bucket_capacity = model.multiplex_count;
+  c.max_num_objects = model.max_num_objects;
+  c.num_maskmem = model.num_maskmem;
+  c.max_obj_ptrs_in_encoder = model.max_obj_ptrs_in_encoder;
+  return c;
+}
+
+ControlConfig for_single_image(ControlConfig c) {
+  c.new_det_thresh = c.image_only_det_thresh;
+  c.max_num_objects = std::numeric_limits<int>::max();
+  return c;
+}
 
 namespace {
 using nlohmann::json;

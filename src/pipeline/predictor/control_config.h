@@ -5,6 +5,8 @@
 #pragma once
 #include <string>
 
+#include "models/sam31/config.h"
+
 namespace segmux::pipeline {
 
 struct ControlConfig {
@@ -67,6 +69,12 @@ struct ControlConfig {
 
 // Official defaults of build_sam3_multiplex_video_predictor (max_num_objects 16, multiplex_count 16).
 ControlConfig default_control_config();
+// The official defaults sized to a model: its multiplex bucket (slots and allowed slots), object cap and
+// tracker memory sizes. What every front door (track, serve, the C API and Python) runs with unless a
+// control-plane file says otherwise.
+ControlConfig control_config_for(const sam31::ModelConfig& model);
+// Single images (official is_image_only): the lower new-object threshold and no object cap.
+ControlConfig for_single_image(ControlConfig config);
 // Reads fixtures' config.json or trace.json (whichever section exists) over the defaults. Keys the
 // control plane does not use are ignored; a present key with the wrong type is an error.
 ControlConfig load_control_config(const std::string& path);

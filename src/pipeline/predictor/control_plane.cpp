@@ -18,9 +18,9 @@ const char* phase_name(FramePhase phase) {
   return "unknown";
 }
 
-VideoControlPlane::VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config)
-    : backend_(backend), frames_(frames), cfg_(config), geo_(backend.geometry()) {
-  SEGMUX_CHECK(geo_.low_res_mask_size > 0 && geo_.input_mask_size > 0, "backend reports mask sizes ",
+VideoControlPlane::VideoControlPlane(ModelSession& model, FrameSource& frames, ControlConfig config)
+    : model_(model), frames_(frames), cfg_(config), geo_(model.geometry()) {
+  SEGMUX_CHECK(geo_.low_res_mask_size > 0 && geo_.input_mask_size > 0, "the model reports mask sizes ",
                geo_.low_res_mask_size, " / ", geo_.input_mask_size);
   validate_control_config(cfg_, "control config");
 }
@@ -28,17 +28,17 @@ VideoControlPlane::VideoControlPlane(ModelBackend& backend, FrameSource& frames,
 void VideoControlPlane::reset() {
   prompt_.reset();
   prompted_frames_.clear();
-  for (const auto& s : states_) backend_.drop_state(s.id);
+  for (const auto& s : states_) model_.drop_state(s.id);
   states_.clear();
   obj_ids_.clear();
   max_obj_id_ = -1;
   obj_id_to_score_.clear();
   meta_ = HotstartMetadata{};
+  for (int f : cached_frames_) model_.release_frame(f);
   cached_frames_.clear();
   points_.clear();
   user_masks_.clear();
   user_objects_.clear();
-  backend_.reset();
 }
 
 TrackerStateView VideoControlPlane::view(const TrackerState& s) const {
@@ -62,40 +62,40 @@ void VideoControlPlane::ensure_frame_features(int frame_index) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
   // Bounded cache: only the frame being processed keeps backbone features (tracker memories keep
-  // their own copy of image features), so at most one frame's features live at a time.
+  // their own copy of image features), so at most one frame's features live at a time. The concepts
+  // of a video share its session and take turns on each frame: a frame another concept let go of
+  // since is run again.
   for (auto it = cached_frames_.begin(); it != cached_frames_.end();) {
     if (*it != frame_index) {
-      backend_.release_frame(*it);
+      model_.release_frame(*it);
       it = cached_frames_.erase(it);
     } else {
       ++it;
     }
   }
-  if (!cached_frames_.count(frame_index)) {
+  if (!model_.has_frame(frame_index)) {
     RgbFrame rgb = frames_.frame(frame_index);
     SEGMUX_CHECK(rgb.width == frames_.width() && rgb.height == frames_.height() &&
                      rgb.pixels.size() == size_t(rgb.width) * size_t(rgb.height) * 3,
                  "frame ", frame_index, " is ", rgb.width, "x", rgb.height, " with ", rgb.pixels.size(),
                  " bytes; the video is ", frames_.width(), "x", frames_.height());
-    backend_.run_backbone(frame_index, rgb);
-    cached_frames_.insert(frame_index);
+    model_.run_backbone(frame_index, rgb);
   }
+  cached_frames_.insert(frame_index);
 }
 
 FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::string& text,
                                                const std::vector<sam31::BoxExemplar>& boxes) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "add_prompt: frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
-  reset();  // a text prompt resets the session (official add_prompt -> reset_state)
+  reset();  // a text prompt starts this concept over (official add_prompt -> reset_state)
   prompt_ = text;
   prompted_frames_.insert(frame_index);
-  backend_.encode_text({text, "visual", "geometric"});
-  backend_.set_box_exemplars(frame_index, boxes);  // official per_frame_geometric_prompt
-  PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt);
-  // The boxes act on this add_prompt only: the official propagation's batched grounding takes its
-  // geometric prompts from the input batch's find_inputs, which add_prompt's boxes never reach, so every
-  // propagated frame (this one again included) is detected with the text alone.
-  if (!boxes.empty()) backend_.set_box_exemplars(frame_index, {});
+  // The boxes (official per_frame_geometric_prompt) act on this add_prompt only: the official
+  // propagation's batched grounding takes its geometric prompts from the input batch's find_inputs,
+  // which add_prompt's boxes never reach, so every propagated frame (this one again included) is
+  // detected with the text alone.
+  PendingFrame pending = process_frame(frame_index, false, FramePhase::AddPrompt, boxes);
   return postprocess(pending, {});
 }
 
@@ -144,11 +144,11 @@ void VideoControlPlane::remove_from_states(const std::vector<int64_t>& ids) {
       continue;
     }
     if (idx.size() == s.obj_ids.size()) {  // nothing left: the state goes away
-      backend_.drop_state(s.id);
+      model_.drop_state(s.id);
       continue;
     }
     s.remove_objects(idx, removed);
-    backend_.remove_objects(view(s), removed);
+    model_.remove_objects(view(s), removed);
     kept.push_back(std::move(s));
   }
   states_ = std::move(kept);
@@ -198,7 +198,7 @@ void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64
     target->obj_ids.insert(target->obj_ids.end(), ids.begin(), ids.end());
   } else {
     TrackerState s;
-    s.id = next_state_id_++;
+    s.id = model_.new_state_id();
     s.obj_ids = ids;
     s.buckets = MultiplexBuckets(n, cfg_.bucket_capacity, cfg_.multiplex_count);
     states_.push_back(std::move(s));
@@ -206,7 +206,7 @@ void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64
   }
   Tensor inputs = mask_inputs(det_masks, geo_.input_mask_size);
   const bool conditioning = target->note_mask_inputs(frame_index, ids);
-  backend_.add_masks(view(*target), frame_index, ids, inputs, MaskInputKind::NewObjects, conditioning);
+  model_.add_masks(view(*target), frame_index, ids, inputs, MaskInputKind::NewObjects, conditioning);
   target->tracked_frames.insert(frame_index);
 }
 
@@ -276,8 +276,12 @@ class VideoControlPlane::OutputQueue {
   void set_unconfirmed(int frame, std::vector<int64_t> ids) { unconfirmed_[frame] = std::move(ids); }
   void add_removed(const std::vector<int64_t>& ids) { removed_so_far_.insert(ids.begin(), ids.end()); }
   void add(PendingFrame frame, bool last_frame);
+  // Releases every output still held (an open run's hot-start queue too) and flushes them.
   void finish() {
-    if (!stop_) flush(post_.size());
+    if (stop_) return;
+    for (auto& h : hot_) post_.emplace_back(std::move(h), removed_so_far_);
+    hot_.clear();
+    flush(post_.size());
   }
 
  private:
@@ -338,8 +342,14 @@ std::vector<int64_t> VideoControlPlane::unconfirmed_objects() const {
 
 class VideoControlPlane::PropagationRun : public Propagation {
  public:
-  PropagationRun(VideoControlPlane& cp, std::vector<int> order, bool reverse, std::function<bool(FrameOutput)> sink)
-      : cp_(cp), order_(std::move(order)), reverse_(reverse), sink_(std::move(sink)), queue_(cp, reverse, sink_) {}
+  PropagationRun(VideoControlPlane& cp, std::vector<int> order, bool reverse, std::function<bool(FrameOutput)> sink,
+                 bool open = false)
+      : cp_(cp),
+        order_(std::move(order)),
+        reverse_(reverse),
+        open_(open),
+        sink_(std::move(sink)),
+        queue_(cp, reverse, sink_) {}
   bool done() const override { return next_ >= order_.size() || queue_.stopped(); }
   void step() override {
     if (done()) return;
@@ -348,14 +358,24 @@ class VideoControlPlane::PropagationRun : public Propagation {
     cp_.prompted_frames_.insert(frame);  // this frame now has outputs (official previous_stages_out)
     if (cp_.cfg_.masklet_confirmation_enable) queue_.set_unconfirmed(frame, cp_.unconfirmed_objects());
     queue_.add_removed(cp_.decisions_.back().obj_ids_newly_removed);
-    queue_.add(std::move(pending), frame == order_.back());
+    queue_.add(std::move(pending), !open_ && frame == order_.back());  // an open run's last frame is unknown
   }
   void finish() override { queue_.finish(); }
+  void extend_to(int last_frame) override {
+    SEGMUX_CHECK(open_, "extend_to: not an open propagation");
+    const int num_frames = cp_.frames_.num_frames();
+    SEGMUX_CHECK(last_frame < num_frames, "propagate_in_video: frame ", last_frame, " is not there yet (", num_frames,
+                 " frames)");
+    for (int f = order_.empty() ? first_ : order_.back() + 1; f <= last_frame; ++f) order_.push_back(f);
+  }
+  void set_first(int frame) { first_ = frame; }
 
  private:
   VideoControlPlane& cp_;
-  const std::vector<int> order_;
+  std::vector<int> order_;
   const bool reverse_;
+  const bool open_;
+  int first_ = 0;  // an open run's first frame
   const std::function<bool(FrameOutput)> sink_;
   OutputQueue queue_;
   size_t next_ = 0;
@@ -371,6 +391,15 @@ std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_propaga
   if (max_frames < 0) max_frames = num_frames;
   return std::make_unique<PropagationRun>(*this, propagation_order(start_frame, max_frames, reverse, num_frames),
                                           reverse, std::move(sink));
+}
+
+std::unique_ptr<VideoControlPlane::Propagation> VideoControlPlane::start_open_propagation(
+    int start_frame, std::function<bool(FrameOutput)> sink) {
+  SEGMUX_CHECK(prompt_.has_value() || !obj_ids_.empty(), "propagate_in_video: no prompt was added");
+  if (start_frame < 0) start_frame = *prompted_frames_.begin();
+  auto run = std::make_unique<PropagationRun>(*this, std::vector<int>{}, false, std::move(sink), true);
+  run->set_first(start_frame);
+  return run;
 }
 
 void VideoControlPlane::propagate(int start_frame, int max_frames, bool reverse,

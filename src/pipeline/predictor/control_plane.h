@@ -3,7 +3,7 @@
 // propagates the tracker states, associates detections with tracks, applies hot start, reconditioning,
 // occlusion and area-shrinkage suppression, encodes memories, adds/removes objects in multiplex
 // buckets and builds outputs; across frames it delays outputs (hot start), applies masklet
-// confirmation and post-processes them. All model work goes through a ModelBackend.
+// confirmation and post-processes them. All model work goes through the video's ModelSession.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/frame_source.h"
@@ -101,7 +101,8 @@ struct FrameWork;  // one frame in the making (control_plane_frame.h)
 
 class VideoControlPlane {
  public:
-  VideoControlPlane(ModelBackend& backend, FrameSource& frames, ControlConfig config);
+  // `model`: the video's session (shared with the other concepts of the video: state ids come from it).
+  VideoControlPlane(ModelSession& model, FrameSource& frames, ControlConfig config);
 
   // Text prompt on a frame (official add_prompt): resets the session state, encodes the text batch
   // [text, "visual", "geometric"], runs one frame and returns its outputs (nothing hidden). Box
@@ -122,9 +123,15 @@ class VideoControlPlane {
     virtual bool done() const = 0;  // every frame processed, or the sink asked to stop
     virtual void step() = 0;
     virtual void finish() = 0;
+    // Open runs only (start_open_propagation): frames up to `last_frame` join the run.
+    virtual void extend_to(int last_frame) = 0;
   };
   std::unique_ptr<Propagation> start_propagation(int start_frame, int max_frames, bool reverse,
                                                  std::function<bool(FrameOutput)> sink);
+  // A forward propagation whose end is not known yet (live input: frames arrive while it runs): it has
+  // no frame until extend_to(); the hot-start delay holds outputs back as in any run, and finish()
+  // releases every output still held. Over the same frames it gives what start_propagation() gives.
+  std::unique_ptr<Propagation> start_open_propagation(int start_frame, std::function<bool(FrameOutput)> sink);
   // New object ids start above *max_id, which this control plane raises as it adds objects: control
   // planes sharing one counter give ids that are unique across them (several concepts in one run).
   void share_object_ids(std::shared_ptr<int64_t> max_id) { shared_max_id_ = std::move(max_id); }
@@ -163,11 +170,9 @@ class VideoControlPlane {
   bool has_prompt() const { return prompt_.has_value(); }
   const ControlConfig& config() const { return cfg_; }
   const std::vector<FrameDecisions>& decisions() const { return decisions_; }
-  void clear_decisions() { decisions_.clear(); }
   // false: keep only the latest frame's decisions (long or live runs through the library, where each
   // frame's record, low-res masks included, would otherwise accumulate for the whole video).
   void keep_decisions(bool keep) { keep_decisions_ = keep; }
-  const HotstartMetadata& hotstart_metadata() const { return meta_; }
   std::vector<TrackerStateView> tracker_state_views() const;
   std::vector<int64_t> object_ids() const { return obj_ids_; }
   // Each object's current score (-10000 once hot start removed it).
@@ -198,8 +203,10 @@ class VideoControlPlane {
   };
 
   // One frame, step by step (control_plane_steps.cpp). const steps only decide; run_* and apply_*
-  // steps call the backend.
-  PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase);
+  // steps call the model session.
+  // `boxes`: box exemplars grounded with the text on this frame's detection (add_prompt only).
+  PendingFrame process_frame(int frame_index, bool reverse, FramePhase phase,
+                             const std::vector<sam31::BoxExemplar>& boxes = {});
   void run_detector(FrameWork& w);
   void run_tracker(FrameWork& w);
   void match_detections(FrameWork& w) const;
@@ -228,13 +235,12 @@ class VideoControlPlane {
   TrackerState& user_prompt_state(int frame_index, int64_t obj_id, PointResult& r);  // control_plane_points.cpp
   void finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob);
 
-  ModelBackend& backend_;
+  ModelSession& model_;
   FrameSource& frames_;
   ControlConfig cfg_;
-  BackendGeometry geo_;
+  ModelGeometry geo_;
   std::optional<std::string> prompt_;
   std::set<int> prompted_frames_;
-  int next_state_id_ = 0;
   std::vector<TrackerState> states_;
   // Object metadata (global order = ascending id).
   std::vector<int64_t> obj_ids_;

@@ -1,5 +1,5 @@
 // The control plane's per-frame decisions (declared in control_plane_frame.h): functions of their
-// arguments only, no backend call. Facts from the official sam3 code, commit 9f22cb9.
+// arguments only, no model call. Facts from the official sam3 code, commit 9f22cb9.
 #include <algorithm>
 #include <cstring>
 

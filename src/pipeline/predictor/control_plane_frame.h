@@ -1,6 +1,6 @@
 // Internal to the control plane (control_plane*.cpp): the state of one frame while
 // VideoControlPlane::process_frame works on it, and the decisions taken on it as functions that call
-// no backend (the steps in control_plane_steps.cpp call the backend and these in the official order).
+// no model (the steps in control_plane_steps.cpp call the model session and these in the official order).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
@@ -124,6 +124,7 @@ struct FrameWork {
   int frame_index = 0;
   bool reverse = false;
   FramePhase phase = FramePhase::Propagate;
+  std::vector<sam31::BoxExemplar> boxes;  // grounded with the text (add_prompt's box exemplars)
   Detections det;
   Tracks trk;
   Association assoc;
@@ -148,7 +149,7 @@ std::vector<float> tensor_to_floats(const Tensor& t, const char* what);
 // (official _tracker_add_new_objects).
 Tensor mask_inputs(const MaskStack& masks, int size);
 
-// ---- decisions: no backend call, no control-plane state beyond their arguments ----
+// ---- decisions: no model call, no control-plane state beyond their arguments ----
 
 // NMS, boundary suppression and the kept-first order of the detector output.
 // nms: single_frame on the add_prompt frame, batched while propagating (the official detector's two paths).

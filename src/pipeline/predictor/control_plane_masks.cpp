@@ -34,7 +34,7 @@ VideoControlPlane::PointResult VideoControlPlane::add_mask_prompt(int frame_inde
   const bool conditioning = state.note_mask_inputs(frame_index, {obj_id});
   Tensor video(DType::u8, {1, video_mask.height, video_mask.width});
   std::copy(video_mask.pixels.begin(), video_mask.pixels.end(), video.data<uint8_t>());
-  backend_.add_mask_prompt(view(state), frame_index, obj_id, input_mask, video, conditioning);
+  model_.add_mask_prompt(view(state), frame_index, obj_id, input_mask, video, conditioning);
   finish_user_prompt(state, frame_index, obj_id, r.prob);
   // Official: the mask at video resolution is the object's output there (as -/+1024 logits).
   r.mask = video_mask;

@@ -42,7 +42,7 @@ void VideoControlPlane::insert_point_object(int frame_index, int64_t obj_id) {
   max_obj_id_ = std::max(max_obj_id_, obj_id);
   if (shared_max_id_) *shared_max_id_ = std::max(*shared_max_id_, max_obj_id_);
   TrackerState s;
-  s.id = next_state_id_++;
+  s.id = model_.new_state_id();
   s.obj_ids = {obj_id};
   s.buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
   states_.push_back(std::move(s));
@@ -50,7 +50,7 @@ void VideoControlPlane::insert_point_object(int frame_index, int64_t obj_id) {
 
 // Official add_sam2_new_points up to the tracker call, shared by point and mask prompts: the object is
 // new (its own state) or refined; the first refinement of an object that shares its tracker state
-// moves it into a new singleton state (memories dropped, see ModelBackend::extract_object), which has
+// moves it into a new singleton state (memories dropped, see ModelSession::extract_object), which has
 // tracked nothing yet, so the prompt is a fresh conditioning input there.
 VideoControlPlane::TrackerState& VideoControlPlane::user_prompt_state(int frame_index, int64_t obj_id, PointResult& r) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "add_prompt: frame ", frame_index,
@@ -96,16 +96,16 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
 
   // Official tracker add_new_points on a frame the object's state has tracked (a refinement): the
   // object is extracted into a singleton state and merged back. When it is the state's only object the
-  // merge re-creates the state with a fresh layout (the memory quirk is the backend's).
+  // merge re-creates the state with a fresh layout (the memory quirk is the model session's).
   if (!r.new_object && state->obj_ids.size() == 1 && state->tracked_frames.count(frame_index)) {
     const TrackerStateView before = view(*state);
     state->buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
-    backend_.relayout_refined_object(before, view(*state), obj_id);
+    model_.relayout_refined_object(before, view(*state), obj_id);
   }
   // The clicked frame is a conditioning frame of the object's state from now on.
   state->note_mask_inputs(frame_index, {obj_id});
   state->memory[frame_index].conditioning = true;
-  TrackerOutput out = backend_.add_points(view(*state), frame_index, obj_id, all, true);
+  TrackerOutput out = model_.add_points(view(*state), frame_index, obj_id, all, true);
   finish_user_prompt(*state, frame_index, obj_id, r.prob);
 
   MaskStack m = MaskStack::from_tensor(out.low_res_masks, "point prompt mask");
@@ -121,7 +121,7 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
 // and nothing tracked; the source loses the object as in a removal. Appended last, as officially.
 VideoControlPlane::TrackerState& VideoControlPlane::extract_to_singleton(TrackerState& source, int64_t obj_id) {
   TrackerState s;
-  s.id = next_state_id_++;
+  s.id = model_.new_state_id();
   s.obj_ids = {obj_id};
   s.buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
   for (const auto& [f, m] : source.memory) {
@@ -130,7 +130,7 @@ VideoControlPlane::TrackerState& VideoControlPlane::extract_to_singleton(Tracker
       mf.input_obj_ids = {obj_id};
     s.memory[f] = mf;
   }
-  backend_.extract_object(view(source), view(s), obj_id);
+  model_.extract_object(view(source), view(s), obj_id);
   remove_from_states({obj_id});  // invalidates `source`
   states_.push_back(std::move(s));
   return states_.back();
@@ -159,7 +159,7 @@ std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_obj
     v.tracker_only = true;
     const auto at = s.memory.find(frame_index);
     const bool stored = at != s.memory.end() && !at->second.input_obj_ids.empty();
-    TrackerOutput t = backend_.propagate(v, frame_index, reverse);
+    TrackerOutput t = model_.propagate(v, frame_index, reverse);
     MaskStack low = MaskStack::from_tensor(t.low_res_masks, "tracker low-res masks");
     std::vector<float> sc = tensor_to_floats(t.object_score_logits, "tracker object scores");
     SEGMUX_CHECK(low.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id,
@@ -173,8 +173,8 @@ std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_obj
       mf.frame_index = frame_index;
       v = view(s);
       v.tracker_only = true;
-      backend_.encode_memory(v, frame_index, resize_bilinear(low, geo_.image_size, geo_.image_size).to_tensor(),
-                             t.object_score_logits);
+      model_.encode_memory(v, frame_index, resize_bilinear(low, geo_.image_size, geo_.image_size).to_tensor(),
+                           t.object_score_logits);
     }
     s.tracked_frames.insert(frame_index);
     for (int j = 0; j < low.count; ++j) {

@@ -1,6 +1,6 @@
 // VideoControlPlane::process_frame: one frame as a sequence of named steps over a FrameWork, in the
-// official order. run_* steps run the models (backend), apply_* steps carry decisions out on the
-// tracker states (backend); the steps in between decide (functions of control_plane_frame.h) and keep
+// official order. run_* steps run the models (model session), apply_* steps carry decisions out on the
+// tracker states (model session); the steps in between decide (functions of control_plane_frame.h) and keep
 // the control plane's own bookkeeping (object list, scores, hot-start metadata).
 #include <algorithm>
 #include <iterator>
@@ -11,30 +11,32 @@
 
 namespace segmux::pipeline {
 
-VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index, bool reverse, FramePhase phase) {
+VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index, bool reverse, FramePhase phase,
+                                                                 const std::vector<sam31::BoxExemplar>& boxes) {
   SEGMUX_CHECK(prompt_.has_value() || !obj_ids_.empty(), "no prompt: add a prompt before running frames");
   FrameWork w;
   w.frame_index = frame_index;
   w.reverse = reverse;
   w.phase = phase;
+  w.boxes = boxes;
   w.record.phase = phase_name(phase);
   w.record.frame_index = frame_index;
   w.record.tracker_obj_ids_before = obj_ids_;
-  ensure_frame_features(frame_index);  // backend: backbone
+  ensure_frame_features(frame_index);  // model: backbone
   if (prompt_)
-    run_detector(w);  // backend: detector (none without a text prompt: points only)
+    run_detector(w);  // model: detector (none without a text prompt: points only)
   else
     w.det.masks = MaskStack(0, geo_.low_res_mask_size, geo_.low_res_mask_size);
-  run_tracker(w);                      // backend: propagation of every state
+  run_tracker(w);  // model: propagation of every state
   match_detections(w);
   update_hotstart(w);
   plan_reconditioning(w);
-  apply_reconditioning(w);  // backend: mask inputs of reconditioned tracks
+  apply_reconditioning(w);  // model: mask inputs of reconditioned tracks
   suppress_recent_occlusions(w);
-  apply_memory_encoding(w);  // backend: memory encoder
+  apply_memory_encoding(w);  // model: memory encoder
   plan_object_changes(w);
   update_object_metadata(w);
-  apply_object_changes(w);  // backend: mask inputs of new objects, removals
+  apply_object_changes(w);  // model: mask inputs of new objects, removals
   PendingFrame pending = build_outputs(w);
   record_frame(w, pending);
   return pending;
@@ -43,7 +45,10 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
 // Detector, NMS, boundary suppression, kept-first order.
 void VideoControlPlane::run_detector(FrameWork& w) {
   const NmsVariant nms = w.phase == FramePhase::AddPrompt ? NmsVariant::single_frame : NmsVariant::batched;
-  w.det = select_detections(backend_.detect(w.frame_index), w.frame_index, geo_.low_res_mask_size, cfg_, nms);
+  // The official find_text_batch: the prompt and the two placeholder texts.
+  const std::vector<std::string> text_batch = {*prompt_, "visual", "geometric"};
+  w.det = select_detections(model_.detect(w.frame_index, text_batch, w.boxes), w.frame_index, geo_.low_res_mask_size,
+                            cfg_, nms);
   w.record.det_kept_queries = w.det.kept_queries;
   w.record.det_order = w.det.order;
 }
@@ -56,7 +61,7 @@ void VideoControlPlane::run_tracker(FrameWork& w) {
   std::vector<float> scores;
   for (auto& s : states_) {
     if (s.obj_ids.empty()) continue;
-    TrackerOutput out = backend_.propagate(view(s), w.frame_index, w.reverse);
+    TrackerOutput out = model_.propagate(view(s), w.frame_index, w.reverse);
     MaskStack m = MaskStack::from_tensor(out.low_res_masks, "tracker low-res masks");
     std::vector<float> sc = tensor_to_floats(out.object_score_logits, "tracker object scores");
     SEGMUX_CHECK(m.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id, " has ",
@@ -144,7 +149,7 @@ void VideoControlPlane::apply_reconditioning(FrameWork& w) {
     TrackerState& s = states_[group.state];
     Tensor inputs = mask_inputs(w.det.masks.select(group.det_rows), geo_.input_mask_size);
     const bool conditioning = s.note_mask_inputs(w.frame_index, group.obj_ids);
-    backend_.add_masks(view(s), w.frame_index, group.obj_ids, inputs, MaskInputKind::Recondition, conditioning);
+    model_.add_masks(view(s), w.frame_index, group.obj_ids, inputs, MaskInputKind::Recondition, conditioning);
     reconditioned.insert(s.obj_ids.begin(), s.obj_ids.end());
   }
   w.record.reconditioned_obj_ids.assign(reconditioned.begin(), reconditioned.end());
@@ -185,8 +190,8 @@ void VideoControlPlane::apply_memory_encoding(FrameWork& w) {
     MemoryFrame& mf = s.memory[w.frame_index];
     mf.frame_index = w.frame_index;
     std::vector<float> logits = pick(presence, rows);
-    backend_.encode_memory(view(s), w.frame_index, hi.select(rows).to_tensor(),
-                           Tensor::from_vector<float>({int64_t(logits.size())}, logits));
+    model_.encode_memory(view(s), w.frame_index, hi.select(rows).to_tensor(),
+                         Tensor::from_vector<float>({int64_t(logits.size())}, logits));
   }
 }
 

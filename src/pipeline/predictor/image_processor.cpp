@@ -120,20 +120,20 @@ ImageObjects select_image_objects(const DetectorOutput& det, int width, int heig
   return out;
 }
 
-ImageProcessor::ImageProcessor(ModelBackend& backend, float threshold) : backend_(backend), threshold_(threshold) {
+ImageProcessor::ImageProcessor(Model& model, float threshold) : model_(model.new_session()), threshold_(threshold) {
   SEGMUX_CHECK(threshold >= 0.f && threshold < 1.f, "the score threshold must be in [0, 1), not ", threshold);
 }
 
 namespace {
-constexpr int kImageFrame = 0;  // the backend caches the image's features under this frame index
+constexpr int kImageFrame = 0;  // the session holds the image's features under this frame index
 }  // namespace
 
-ImageProcessor::~ImageProcessor() { backend_.release_frame(kImageFrame); }
+ImageProcessor::~ImageProcessor() = default;
 
 void ImageProcessor::set_image(const RgbImage& image) {
-  backend_.release_frame(kImageFrame);
-  backend_.run_backbone_input(kImageFrame, preprocess_image(image, backend_.geometry().image_size), image.width,
-                              image.height);
+  model_->release_frame(kImageFrame);
+  model_->run_backbone_input(kImageFrame, preprocess_image(image, model_->geometry().image_size), image.width,
+                             image.height);
   width_ = image.width;
   height_ = image.height;
 }
@@ -148,13 +148,8 @@ ImageObjects ImageProcessor::segment(const std::string& text, const std::vector<
   SEGMUX_CHECK(width_ > 0, "segment: no image (set_image first)");
   // The detector grounds entry 0 of the official text batch; the other two are its placeholders.
   // Boxes alone: the official processor encodes the text "visual" for them.
-  backend_.encode_text({text.empty() ? std::string("visual") : text, "visual", "geometric"});
-  backend_.set_box_exemplars(kImageFrame, boxes);
-  struct Clear {  // the boxes belong to this call only
-    ModelBackend& b;
-    ~Clear() { b.set_box_exemplars(kImageFrame, {}); }
-  } clear{backend_};
-  return select_image_objects(backend_.detect(kImageFrame), width_, height_, threshold_);
+  const std::vector<std::string> text_batch = {text.empty() ? std::string("visual") : text, "visual", "geometric"};
+  return select_image_objects(model_->detect(kImageFrame, text_batch, boxes), width_, height_, threshold_);
 }
 
 }  // namespace segmux::pipeline

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 
@@ -35,7 +35,8 @@ ImageObjects select_image_objects(const DetectorOutput& det, int width, int heig
 
 class ImageProcessor {
  public:
-  ImageProcessor(ModelBackend& backend, float threshold);
+  // A session of `model` of its own (the model outlives the processor).
+  ImageProcessor(Model& model, float threshold);
   ~ImageProcessor();
   // Runs the backbone on `image` (official set_image); every segment() call until the next
   // set_image() reuses its features.
@@ -47,7 +48,7 @@ class ImageProcessor {
   ImageObjects segment(const std::string& text, const std::vector<sam31::BoxExemplar>& boxes);
 
  private:
-  ModelBackend& backend_;
+  std::unique_ptr<ModelSession> model_;
   float threshold_;
   int width_ = 0, height_ = 0;
 };

@@ -75,12 +75,4 @@ std::vector<int> MultiplexBuckets::remove_objects(const std::vector<int>& indice
   return remap;
 }
 
-std::vector<std::pair<int, int>> MultiplexBuckets::object_slots() const {
-  std::vector<std::pair<int, int>> out(size_t(num_valid_), {-1, -1});
-  for (size_t b = 0; b < slots_.size(); ++b)
-    for (size_t s = 0; s < slots_[b].size(); ++s)
-      if (slots_[b][s] >= 0) out[size_t(slots_[b][s])] = {int(b), int(s)};
-  return out;
-}
-
 }  // namespace segmux::pipeline

@@ -24,7 +24,7 @@ class MultiplexBuckets {
   int num_objects() const { return num_valid_; }
   const std::vector<std::vector<int>>& slots() const { return slots_; }
   // Stable identifiers of the buckets (a bucket keeps its id while it exists; new buckets get new ids),
-  // so that a backend can keep per-bucket memories across removals.
+  // so that a model session can keep per-bucket memories across removals.
   const std::vector<int>& bucket_ids() const { return bucket_ids_; }
 
   // Appends `count` objects (indices num_objects()..): fills padding slots of existing buckets in
@@ -33,9 +33,6 @@ class MultiplexBuckets {
   // Marks the objects with these indices removed, deletes buckets left without objects, then renumbers
   // the remaining indices 0..m-1 keeping their order. Returns old index -> new index (-1 if removed).
   std::vector<int> remove_objects(const std::vector<int>& indices);
-
-  // (bucket, slot) of each object index.
-  std::vector<std::pair<int, int>> object_slots() const;
 
  private:
   int capacity_ = 0;

@@ -2,7 +2,7 @@
 // add_prompt with points: relative coordinates * image_size; a box is two points labelled 2 / 3, placed before the
 // clicks as the SAM predictors do), with the checks that make bad prompts clear errors.
 #pragma once
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/predictor/session_api.h"
 
 namespace segmux::pipeline {

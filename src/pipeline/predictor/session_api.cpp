@@ -9,31 +9,6 @@
 
 namespace segmux::pipeline {
 
-VideoPredictor::VideoPredictor(ModelBackend& backend, ControlConfig config) : backend_(backend), config_(config) {}
-VideoPredictor::~VideoPredictor() = default;
-
-VideoPredictor::Session& VideoPredictor::get(const std::string& id) {
-  auto it = sessions_.find(id);
-  SEGMUX_CHECK(it != sessions_.end(), "no session '", id, "' (closed or never started)");
-  return it->second;
-}
-const VideoPredictor::Session& VideoPredictor::get(const std::string& id) const {
-  auto it = sessions_.find(id);
-  SEGMUX_CHECK(it != sessions_.end(), "no session '", id, "' (closed or never started)");
-  return it->second;
-}
-
-std::string VideoPredictor::start_session(std::unique_ptr<FrameSource> frames) {
-  SEGMUX_CHECK(frames != nullptr, "start_session: no frame source");
-  SEGMUX_CHECK(frames->num_frames() > 0, "start_session: the video has no frames");
-  std::string id = "session_" + std::to_string(next_id_++);
-  Session s;
-  s.frames = std::move(frames);
-  s.concepts = std::make_unique<ConceptSet>(backend_, *s.frames, config_);
-  sessions_.emplace(id, std::move(s));
-  return id;
-}
-
 namespace {
 
 // Everything the control plane would refuse only after it changed the session (a new concept is made
@@ -71,55 +46,100 @@ FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const 
                                   prompt.output_prob_thresh, boxes);
 }
 
-FrameOutput VideoPredictor::add_prompt(const std::string& id, int frame_index, const Prompt& prompt) {
-  return add_prompt_to_concepts(*get(id).concepts, frame_index, prompt);
+VideoSession::VideoSession(Model& model, FrameSource& frames, ControlConfig config, SessionOptions options)
+    : frames_(frames),
+      options_(options),
+      model_session_(model.new_session()),
+      concepts_(std::make_unique<ConceptSet>(*model_session_, frames, config)) {
+  SEGMUX_CHECK(frames.num_frames() > 0, "the video has no frames");
+  validate_control_config(config, "the session's control settings");
+  concepts_->keep_outputs(options.keep_outputs);
+  concepts_->keep_decisions(options.keep_decisions);
 }
 
-void VideoPredictor::propagate_in_video(const std::string& id, const PropagateRequest& req,
-                                        const std::function<bool(const FrameOutput&)>& on_frame) {
-  Session& s = get(id);
-  const int start = req.start_frame_index.value_or(-1);
-  const int max_frames = req.max_frame_num_to_track.value_or(-1);
+VideoSession::~VideoSession() = default;
+
+// A prompt, a removal or a backward run changes what an open live run would track: it ends there,
+// its last outputs held for the next propagation.
+bool VideoSession::end_open_run(const FrameSink& on_frame) {
+  if (!concepts_->has_open_run()) return true;
+  return concepts_->close_open_run([&](FrameOutput out) { return on_frame(out); });
+}
+
+bool VideoSession::deliver_held(const FrameSink& on_frame) {
+  std::vector<FrameOutput> held = std::move(held_);
+  held_.clear();
+  for (auto& out : held)
+    if (!on_frame(out)) return false;
+  return true;
+}
+
+FrameOutput VideoSession::add_prompt(int frame_index, const Prompt& prompt) {
+  end_open_run([&](const FrameOutput& out) {
+    held_.push_back(out);
+    return true;
+  });
+  FrameOutput out = add_prompt_to_concepts(*concepts_, frame_index, prompt);
+  trim_kept();
+  return out;
+}
+
+bool VideoSession::propagate(const PropagateRequest& req, const FrameSink& on_frame) {
   SEGMUX_CHECK(!req.max_frame_num_to_track || *req.max_frame_num_to_track >= 0,
                "propagate_in_video: max_frame_num_to_track must be >= 0");
-  bool stopped = false;
-  auto sink = [&](FrameOutput out) {
-    if (!on_frame(out)) stopped = true;
-    return !stopped;
-  };
-  if (req.direction != PropagationDirection::Backward && !s.concepts->propagate(start, max_frames, false, sink)) return;
-  if (!stopped && req.direction != PropagationDirection::Forward) s.concepts->propagate(start, max_frames, true, sink);
+  const int start = req.start_frame_index.value_or(-1);
+  const int max_frames = req.max_frame_num_to_track.value_or(-1);
+  SEGMUX_CHECK(start < num_frames(), "propagate_in_video: start frame ", start, " is out of range for a video of ",
+               num_frames(), " frames");
+  if (!deliver_held(on_frame)) return false;
+  auto sink = [&](FrameOutput out) { return on_frame(out); };
+  const bool streaming = options_.live_frames_held > 0 && (!stream_ended_ || concepts_->has_open_run());
+  if (streaming && req.direction == PropagationDirection::Forward) {
+    // Live: the frames pushed since, in the open run of that start; all held outputs once the stream
+    // ended. After the stream's end, the frames are a video like any other.
+    bool going = concepts_->propagate_open(start, max_frames, sink);
+    if (going && stream_ended_) going = end_open_run(on_frame);
+    trim_kept();
+    return going;
+  }
+  if (!end_open_run(on_frame)) return false;
+  if (req.direction != PropagationDirection::Backward && !concepts_->propagate(start, max_frames, false, sink))
+    return false;
+  if (req.direction != PropagationDirection::Forward && !concepts_->propagate(start, max_frames, true, sink))
+    return false;
+  return true;
 }
 
-bool VideoPredictor::remove_object(const std::string& id, int64_t obj_id, std::optional<int> frame_index) {
-  Session& s = get(id);
+bool VideoSession::remove_object(int64_t obj_id, std::optional<int> frame_index) {
   check_client_obj_id(obj_id, "remove_object");
-  SEGMUX_CHECK(!frame_index || (*frame_index >= 0 && *frame_index < s.frames->num_frames()), "remove_object: frame ",
-               frame_index.value_or(0), " is out of range for a video of ", s.frames->num_frames(), " frames");
-  return s.concepts->remove_object(obj_id);
+  SEGMUX_CHECK(!frame_index || (*frame_index >= 0 && *frame_index < num_frames()), "remove_object: frame ",
+               frame_index.value_or(0), " is out of range for a video of ", num_frames(), " frames");
+  end_open_run([&](const FrameOutput& out) {
+    held_.push_back(out);
+    return true;
+  });
+  return concepts_->remove_object(obj_id);
 }
 
-std::optional<FrameOutput> VideoPredictor::frame_outputs(const std::string& id, int frame_index) const {
-  return get(id).concepts->frame_outputs(frame_index);
+std::optional<FrameOutput> VideoSession::frame_outputs(int frame_index) const {
+  return concepts_->frame_outputs(frame_index);
 }
 
-void VideoPredictor::keep_outputs(const std::string& id, bool keep) { get(id).concepts->keep_outputs(keep); }
+void VideoSession::cancel() { concepts_->cancel(); }
 
-void VideoPredictor::cancel_propagation(const std::string& id) { get(id).concepts->cancel(); }
-
-void VideoPredictor::reset_session(const std::string& id) { get(id).concepts->reset(); }
-
-void VideoPredictor::close_session(const std::string& id) {
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return;
-  it->second.concepts->reset();
-  sessions_.erase(it);
+void VideoSession::end_stream() {
+  SEGMUX_CHECK(options_.live_frames_held > 0, "end_stream: not a live session");
+  stream_ended_ = true;
 }
 
-void VideoPredictor::keep_decisions(const std::string& id, bool keep) { get(id).concepts->keep_decisions(keep); }
+void VideoSession::reset() {
+  held_.clear();
+  concepts_->reset();
+}
 
-const std::vector<FrameDecisions>& VideoPredictor::decisions(const std::string& id) const {
-  return get(id).concepts->decisions();
+// Live input keeps outputs only for the frames still held (a prompt can name no other).
+void VideoSession::trim_kept() {
+  if (options_.live_frames_held > 0) concepts_->forget_kept_before(num_frames() - options_.live_frames_held);
 }
 
 }  // namespace segmux::pipeline

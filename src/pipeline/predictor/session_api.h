@@ -1,21 +1,12 @@
-// segmux video predictor: the user-facing session API (mirrors the official SAM 3.1 request API:
-// start_session, add_prompt, propagate_in_video, remove_object, reset_session, close_session).
+// segmux video sessions: the one session type behind every front door (mirrors the official SAM 3.1
+// request API: add_prompt, propagate_in_video, remove_object, reset_session; a session is closed by
+// destroying it).
 //
-//   auto backend = ...;                              // a ModelBackend (compiled models, or replay)
-//   segmux::pipeline::VideoPredictor predictor(*backend, segmux::pipeline::default_control_config());
-//   std::string id = predictor.start_session(std::move(frame_source));
-//   auto first = predictor.add_prompt(id, 0, segmux::pipeline::Prompt::from_text("person"));
-//   predictor.propagate_in_video(id, {}, [](const segmux::pipeline::FrameOutput& out) {
-//     // out.frame_index, out.obj_ids, out.probs, out.boxes_xywh (normalised), out.masks (video size)
-//     return true;                                  // false stops the propagation
-//   });
-//   predictor.close_session(id);
-//
-// Frames come from a FrameSource (pipeline/frame_source.h: frame count, original size, frame i as RGB).
-// Memory bound: backbone features of one frame at a time (the frame being processed) plus the text
-// features; delayed outputs are held as RLE masks for at most hotstart_delay + postprocess_batch_size
-// frames; tracker memories are kept per state by the backend (one entry per processed frame, as in the
-// official predictor).
+// Frames come from a FrameSource (pipeline/media/frame_source.h: frame count, original size, frame i as
+// RGB). Memory bound: backbone features of the frames being processed plus the text features; delayed
+// outputs are held as RLE masks for at most hotstart_delay + postprocess_batch_size frames; kept
+// outputs (SessionOptions::keep_outputs) are RLE masks per frame; tracker memories are kept per state
+// by the model session.
 #pragma once
 #include <array>
 #include <functional>
@@ -25,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backends/backend.h"
+#include "pipeline/backends/model.h"
 #include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
@@ -76,54 +67,77 @@ struct PropagateRequest {
 // add_prompt). Errors start with "add_prompt: ".
 FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const Prompt& prompt);
 
-class VideoPredictor {
+struct SessionOptions {
+  // Keep every frame's outputs (RLE masks, a few KB a frame), as the official predictor does: a click
+  // answers with the frame's other objects, a removal with the frame recomputed, a propagation after
+  // removals fetches them instead of running the model. Off: memory does not grow with the video.
+  bool keep_outputs = true;
+  // Keep the decisions of every frame (tools and parity); off: only the latest frame's.
+  bool keep_decisions = false;
+  // > 0: live input (frames pushed while the video is tracked, e.g. a LiveFrameSource holding this many):
+  // forward propagations continue one open run, and outputs are kept for the frames still held only.
+  int live_frames_held = 0;
+};
+
+// One video's session: the API of every front door (`segmux track`, `segmux serve`, the C API, Python,
+// video parity). It runs on a model session of its own (several sessions of one model never share
+// state), so sessions may interleave their requests and each gets what it would get alone.
+//
+//   VideoSession s(*opened.model, frames, control_config_for(opened.config));
+//   FrameOutput first = s.add_prompt(0, Prompt::from_text("person"));
+//   s.propagate({}, [](const FrameOutput& out) { ...; return true; });   // false stops
+//
+// A text prompt adds a concept (every concept is tracked at once; a prompt repeating a concept's text
+// restarts that concept only); points with obj_id add or refine one object. Not thread-safe, but
+// cancel() may be called from another thread.
+class VideoSession {
  public:
-  VideoPredictor(ModelBackend& backend, ControlConfig config);
-  ~VideoPredictor();
+  using FrameSink = std::function<bool(const FrameOutput&)>;
+  // Opens a model session of its own on `model`; `model` and `frames` must outlive the session.
+  VideoSession(Model& model, FrameSource& frames, ControlConfig config, SessionOptions options = {});
+  ~VideoSession();
 
-  // Opens a session on a frame source; returns its id ("session_0", ...). One session runs at a time
-  // per backend; starting another closes nothing but shares the backend, so run them one after another.
-  std::string start_session(std::unique_ptr<FrameSource> frames);
-  // A text prompt adds a concept (every concept of the session is tracked at once; a prompt repeating a
-  // concept's text restarts that concept) and runs the prompted frame; returns that concept's outputs
-  // there. Each output object carries its prompt (FrameOutput::prompts).
-  FrameOutput add_prompt(const std::string& session_id, int frame_index, const Prompt& prompt);
-  // Runs the frames and calls `on_frame` for each output (in processing order; hot-start delayed).
-  // "Both" = forward from the start frame, then backward from it. on_frame returning false stops.
-  void propagate_in_video(const std::string& session_id, const PropagateRequest& request,
-                          const std::function<bool(const FrameOutput&)>& on_frame);
-  // Removes an object (official remove_object; frame_index, when given, must be a frame of the video).
-  // false: no object of that id was ever tracked in the session (an object hot start removed earlier
-  // is still removed from the kept outputs, as officially).
-  bool remove_object(const std::string& session_id, int64_t obj_id, std::optional<int> frame_index = std::nullopt);
-  // The last outputs of a frame without removed objects, with current scores, the remaining objects
-  // post-processed again (pixels a removed object held go back to the objects it overlapped): what the
-  // official remove_object answers for its frame_index, and what a propagation that only fetches
-  // yields. Needs keep_outputs(session, true) before the propagation (off by default: the kept RLE
-  // masks grow with the video); nullopt for a frame not kept.
-  std::optional<FrameOutput> frame_outputs(const std::string& session_id, int frame_index) const;
-  void keep_outputs(const std::string& session_id, bool keep);
-  // Stops a running propagate_in_video after the frame in progress (callable from another thread).
-  void cancel_propagation(const std::string& session_id);
-  void reset_session(const std::string& session_id);
-  void close_session(const std::string& session_id);  // idempotent
+  // Runs the prompted frame; returns its outputs (official add_prompt). A click answers with the frame's
+  // kept outputs and the clicked object's new mask. Errors start with "add_prompt: "; a refused prompt
+  // changes nothing.
+  FrameOutput add_prompt(int frame_index, const Prompt& prompt);
+  // Official propagate_in_video: outputs in processing order, hot-start delayed; Both = forward, then
+  // backward. false: stopped by on_frame or cancel(). Live input, forward: the frames pushed since, in
+  // one run kept open across calls (ConceptSet::propagate_open): outputs come as the hot-start rule
+  // releases them, and the run ends (every held output delivered) when its range is tracked, after
+  // end_stream(), or at a prompt or removal (then the next propagation delivers them first). After the
+  // end of the stream and its run, the frames are a video like any other.
+  bool propagate(const PropagateRequest& request, const FrameSink& on_frame);
+  // Live input: no more frames come; the next forward propagation delivers every output still held.
+  void end_stream();
+  bool stream_ended() const { return stream_ended_; }
+  // Official remove_object (frame_index, when given, must be a frame of the video). false: no object of
+  // that id was ever tracked in the session.
+  bool remove_object(int64_t obj_id, std::optional<int> frame_index = std::nullopt);
+  // The last outputs of a frame without removed objects, post-processed again (the official
+  // remove_object answer); nullopt for a frame not kept.
+  std::optional<FrameOutput> frame_outputs(int frame_index) const;
+  void cancel();  // stops a running propagation after the frame in progress (any thread)
+  void reset();   // official reset_session: every prompt and object gone; the video stays
 
-  // The decisions taken so far in a session (for tools and tests).
-  const std::vector<FrameDecisions>& decisions(const std::string& session_id) const;
-  // false: a session keeps only its latest frame's decisions (bounded memory on long or live videos).
-  void keep_decisions(const std::string& session_id, bool keep);
+  int num_frames() const { return frames_.num_frames(); }
+  FrameSource& frames() { return frames_; }
+  const ConceptSet& concepts() const { return *concepts_; }
+  std::vector<int64_t> object_ids() const { return concepts_->object_ids(); }
+  // The first concept's decisions (SessionOptions::keep_decisions for all of them).
+  const std::vector<FrameDecisions>& decisions() const { return concepts_->decisions(); }
 
  private:
-  struct Session {
-    std::unique_ptr<FrameSource> frames;
-    std::unique_ptr<ConceptSet> concepts;
-  };
-  Session& get(const std::string& id);
-  const Session& get(const std::string& id) const;
-  ModelBackend& backend_;
-  ControlConfig config_;
-  int next_id_ = 0;
-  std::map<std::string, Session> sessions_;
+  bool end_open_run(const FrameSink& on_frame);
+  bool deliver_held(const FrameSink& on_frame);
+  void trim_kept();
+
+  FrameSource& frames_;
+  SessionOptions options_;
+  std::unique_ptr<ModelSession> model_session_;  // before concepts_: destroyed after them
+  std::unique_ptr<ConceptSet> concepts_;
+  std::vector<FrameOutput> held_;  // an open run's last outputs, ended by a prompt: for the next propagation
+  bool stream_ended_ = false;
 };
 
 }  // namespace segmux::pipeline

@@ -14,6 +14,7 @@
 #include "ir/builder.h"
 #include "models/sam31/backbone.h"
 #include "models/sam31/box_exemplars.h"
+#include "models/sam31/bucket_batch.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/memory_encoder.h"
 #include "models/sam31/point_decoder.h"
@@ -102,10 +103,10 @@ std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir
   for (int64_t s : starts) {
     ParityCase c;
     c.label = "prompts " + std::to_string(s) + ".." + std::to_string(s + batch - 1);
-    c.inputs["token_ids"] = take(ids, 0, s, batch);
-    c.expected["language_features"] = take(f.at("out.language_features"), 1, s, batch);
-    c.expected["language_mask"] = take(f.at("out.language_mask"), 0, s, batch);
-    c.expected["language_embeds"] = take(f.at("out.language_embeds"), 1, s, batch);
+    c.inputs[names::text_encoder::kTokenIds] = take(ids, 0, s, batch);
+    c.expected[names::text_encoder::kLanguageFeatures] = take(f.at("out.language_features"), 1, s, batch);
+    c.expected[names::text_encoder::kLanguageMask] = take(f.at("out.language_mask"), 0, s, batch);
+    c.expected[names::text_encoder::kLanguageEmbeds] = take(f.at("out.language_embeds"), 1, s, batch);
     cases.push_back(std::move(c));
   }
   (void)cfg;
@@ -118,21 +119,21 @@ std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, co
   TensorFile f = read_safetensors(fixture_dir + "/modules/backbone.safetensors");
   ParityCase c;
   c.label = "frame 0";
-  c.inputs["image"] = f.at("in.image");
-  c.expected["vit_trunk"] = f.at("out.vit_trunk");
+  c.inputs[names::backbone::kImage] = f.at("in.image");
+  c.expected[names::backbone::kVitTrunk] = f.at("out.vit_trunk");
   for (int head = 0; head < 3; ++head)
     for (int lvl = 0; lvl < 3; ++lvl) {
       const std::string key = std::string(names::backbone::kHeads[head]) + ".fpn" + std::to_string(lvl);
-      c.expected[std::string(names::backbone::kHeads[head]) + "_fpn" + std::to_string(lvl)] = f.at("out." + key);
+      c.expected[names::backbone::fpn(names::backbone::Head(head), lvl)] = f.at("out." + key);
     }
-  for (int lvl = 0; lvl < 3; ++lvl) c.expected["pos" + std::to_string(lvl)] = f.at("out.pos" + std::to_string(lvl));
+  for (int lvl = 0; lvl < 3; ++lvl) c.expected[names::backbone::pos(lvl)] = f.at("out.pos" + std::to_string(lvl));
   std::vector<ParityCase> cases;
   cases.push_back(c);
   ParityCase v;
   v.label = "frame 0, fp32 MLP";
   v.variant = kBackboneFp32MlpVariant;
-  v.inputs["image"] = f.at("in.image");
-  v.expected["vit_trunk"] = f.at("variant_fp32_mlp.out.vit_trunk");
+  v.inputs[names::backbone::kImage] = f.at("in.image");
+  v.expected[names::backbone::kVitTrunk] = f.at("variant_fp32_mlp.out.vit_trunk");
   cases.push_back(v);
   (void)cfg;
   return cases;
@@ -159,22 +160,22 @@ std::vector<ParityCase> detector_text_cases(const std::string& fixture_dir, cons
 
   ParityCase a;
   a.label = "frame 0 (add_prompt)";
-  for (int lvl = 0; lvl < 3; ++lvl) a.inputs["fpn" + std::to_string(lvl)] = bb.at("out.det.fpn" + std::to_string(lvl));
-  a.inputs["pos2"] = bb.at("out.pos2");
-  a.inputs["language_features"] = f.at("in.language_features");
-  a.inputs["language_mask"] = f.at("in.language_mask");
-  a.inputs["text_ids"] = Tensor::from_vector<int64_t>({1}, {0});
+  for (int lvl = 0; lvl < 3; ++lvl) a.inputs[names::detector::fpn(lvl)] = bb.at("out.det.fpn" + std::to_string(lvl));
+  a.inputs[names::detector::kPos2] = bb.at("out.pos2");
+  a.inputs[names::detector::kLanguageFeatures] = f.at("in.language_features");
+  a.inputs[names::detector::kLanguageMask] = f.at("in.language_mask");
+  a.inputs[names::detector::kTextIds] = Tensor::from_vector<int64_t>({1}, {0});
   for (auto& [name, t] : detector_box_inputs(cfg, {})) a.inputs[name] = t;  // text only: no box
-  a.expected["pred_logits"] = raw.at("grounding_pred_logits_preNMS").reshaped({1, Q, 1});
-  a.expected["presence_logit_dec"] = raw.at("grounding_presence_logit").reshaped({1, 1});
-  a.expected["pred_boxes_xyxy"] = raw.at("det_boxes_xyxy").reshaped({1, Q, 4});
+  a.expected[names::detector::kPredLogits] = raw.at("grounding_pred_logits_preNMS").reshaped({1, Q, 1});
+  a.expected[names::detector::kPresenceLogit] = raw.at("grounding_presence_logit").reshaped({1, 1});
+  a.expected[names::detector::kPredBoxesXyxy] = raw.at("det_boxes_xyxy").reshaped({1, Q, 4});
   const Tensor& cq = raw.at("det_candidate_queries");
   const Tensor& cm = raw.at("det_candidate_mask_logits");
   OutputSelection sel;
   sel.axis = 1;
   for (int64_t i = 0; i < cq.numel(); ++i) sel.indices.push_back(int64_t(cq.get_as_double(i)));
-  a.select["pred_masks"] = sel;
-  a.expected["pred_masks"] = cm.reshaped({1, cm.dim(0), cm.dim(1), cm.dim(2)});
+  a.select[names::detector::kPredMasks] = sel;
+  a.expected[names::detector::kPredMasks] = cm.reshaped({1, cm.dim(0), cm.dim(1), cm.dim(2)});
   cases.push_back(std::move(a));
 
   ParityCase m;
@@ -183,9 +184,10 @@ std::vector<ParityCase> detector_text_cases(const std::string& fixture_dir, cons
   auto to_nchw = [&](const Tensor& seq) {  // (HW,B,D) -> (B,D,g,g)
     return permute(seq, {1, 2, 0}).reshaped({seq.dim(1), seq.dim(2), G, G});
   };
-  m.inputs["fpn2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_feats.0"));
-  m.inputs["pos2"] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
-  for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
+  m.inputs[names::detector::fpn(2)] = to_nchw(f.at("call.geometry_encoder.kwargs.img_feats.0"));
+  m.inputs[names::detector::kPos2] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
+  namespace det = names::detector;
+  for (const char* name : {det::kPredLogits, det::kPredBoxes, det::kPredBoxesXyxy, det::kPresenceLogit, det::kQueries})
     m.expected[name] = fixture::tensor(f, std::string("out.") + name);
   cases.push_back(std::move(m));
   return cases;
@@ -249,10 +251,10 @@ std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& dir,
     Tensor logits = take(cand_masks, 0, row, 1);
     ParityCase c;
     c.label = "add_prompt_f000_obj" + std::to_string(obj);
-    c.inputs["image"] = bb.at("out.interactive.fpn2").clone();
-    c.inputs["mask"] = upsample_binarize(logits, cfg.input_mask_size());
-    c.expected["obj_ptr"] = take(ptr, 0, obj, 1);
-    c.expected["sam_object_score_logit"] = take(sam_scores, 0, obj, 1);
+    c.inputs[names::interactive_decoder::kImage] = bb.at("out.interactive.fpn2").clone();
+    c.inputs[names::interactive_decoder::kMask] = upsample_binarize(logits, cfg.input_mask_size());
+    c.expected[names::interactive_decoder::kObjPtr] = take(ptr, 0, obj, 1);
+    c.expected[names::interactive_decoder::kSamObjectScoreLogit] = take(sam_scores, 0, obj, 1);
     cases.push_back(std::move(c));
     ++obj;
   }
@@ -287,36 +289,38 @@ std::vector<ParityCase> point_decoder_parity_cases(const std::string& dir, const
     ParityCase c;
     c.label = label;
     c.variant = kPointDecoderFeaturesVariant;
-    c.inputs["image_embeddings"] = fixture::tensor(f, k + "kwargs.image_embeddings").clone();
-    c.inputs["high_res_s0"] = fixture::tensor(f, k + "kwargs.high_res_features.0").clone();
-    c.inputs["high_res_s1"] = fixture::tensor(f, k + "kwargs.high_res_features.1").clone();
+    c.inputs[names::point_decoder::kImageEmbeddings] = fixture::tensor(f, k + "kwargs.image_embeddings").clone();
+    c.inputs[names::point_decoder::kHighResS0] = fixture::tensor(f, k + "kwargs.high_res_features.0").clone();
+    c.inputs[names::point_decoder::kHighResS1] = fixture::tensor(f, k + "kwargs.high_res_features.1").clone();
     PointDecoderPromptInputs in = point_decoder_prompt_inputs(cfg, point_decoder_fixture_prompt(f));
     const bool multimask = fixture::meta(f, "call_meta." + k + "kwargs.multimask_output", label) == "true";
     in.multimask.data<float>()[0] = multimask ? 1.0f : 0.0f;  // as recorded (tests check our decision)
-    c.inputs["point_coords"] = in.coords;
-    c.inputs["point_labels"] = in.labels;
-    c.inputs["point_valid"] = in.valid;
-    c.inputs["multimask"] = in.multimask;
+    c.inputs[names::point_decoder::kPointCoords] = in.coords;
+    c.inputs[names::point_decoder::kPointLabels] = in.labels;
+    c.inputs[names::point_decoder::kPointValid] = in.valid;
+    c.inputs[names::point_decoder::kMultimask] = in.multimask;
     const Tensor& masks = fixture::tensor(f, k + "out.0");
     const Tensor& ious = fixture::tensor(f, k + "out.1");
     if (multimask) {  // the decoder returns tokens 1..; ours holds every token
       std::vector<int64_t> multi;
       for (int64_t i = 1; i <= cfg.num_multimask_outputs; ++i) multi.push_back(i);
-      c.expected["masks"] = masks.clone();
-      c.expected["iou_pred"] = ious.clone();
-      c.select["masks"] = {1, multi};
-      c.select["iou_pred"] = {1, multi};
+      c.expected[names::point_decoder::kMasks] = masks.clone();
+      c.expected[names::point_decoder::kIouPred] = ious.clone();
+      c.select[names::point_decoder::kMasks] = {1, multi};
+      c.select[names::point_decoder::kIouPred] = {1, multi};
     } else {  // single mask, possibly the stability fallback
-      c.expected["mask"] = masks.clone();
-      c.expected["iou"] = ious.clone();
+      c.expected[names::point_decoder::kMask] = masks.clone();
+      c.expected[names::point_decoder::kIou] = ious.clone();
     }
-    c.expected["object_score_logit"] = fixture::tensor(f, k + "out.3").clone();
-    c.expected["low_res_mask"] = fixture::tensor(f, "call.forward_sam_heads.out.low_res_masks").clone();
-    c.expected["obj_ptr"] = fixture::tensor(f, "call.forward_sam_heads.out.obj_ptr").clone();
+    c.expected[names::point_decoder::kObjectScoreLogit] = fixture::tensor(f, k + "out.3").clone();
+    c.expected[names::point_decoder::kLowResMask] =
+        fixture::tensor(f, "call.forward_sam_heads.out.low_res_masks").clone();
+    c.expected[names::point_decoder::kObjPtr] = fixture::tensor(f, "call.forward_sam_heads.out.obj_ptr").clone();
     // The interactive head runs in fp32 in the official code: the detector-side bar, plus mask IoU.
     for (auto& [name, t] : c.expected) {
       Tolerance tol;
-      tol.check_mask_iou = name == "masks" || name == "mask" || name == "low_res_mask";
+      namespace pt = names::point_decoder;
+      tol.check_mask_iou = name == pt::kMasks || name == pt::kMask || name == pt::kLowResMask;
       c.tolerance[name] = tol;
     }
     cases.push_back(std::move(c));
@@ -352,6 +356,28 @@ std::string bucket_label(const std::string& label, const MultiplexAssignment& a,
   return a.num_buckets() == 1 ? label : label + "_bucket" + std::to_string(bucket);
 }
 
+// The official call as recorded: every bucket of the state in one call of the candidate's bucket variant
+// (bucket_batch.h), compared with the official batched tensors (the per-bucket cases' expected rows,
+// stacked back along axis 0). Nothing when the call had one bucket.
+void add_batched_case(std::vector<ParityCase>& cases, size_t first, const std::string& label, CandidateId id) {
+  const size_t buckets = cases.size() - first;
+  if (buckets < 2) return;
+  ParityCase c;
+  c.label = label + "_batch" + std::to_string(buckets);
+  c.variant = bucket_variant(cases[first].variant, int(buckets));
+  std::vector<std::map<std::string, Tensor>> inputs, expected;
+  for (size_t k = first; k < cases.size(); ++k) {
+    inputs.push_back(cases[k].inputs);
+    expected.push_back(cases[k].expected);
+  }
+  c.inputs = stack_bucket_inputs(inputs, per_bucket_inputs(id), /*check_shared=*/true);
+  std::vector<std::string> all_outputs;
+  for (const auto& [name, t] : expected[0]) all_outputs.push_back(name);
+  c.expected = stack_bucket_inputs(expected, all_outputs);
+  c.tolerance = cases[first].tolerance;
+  cases.push_back(std::move(c));
+}
+
 }  // namespace
 
 // ---- memory_encoder ----------------------------------------------------------------------------
@@ -375,8 +401,10 @@ ParityCase memory_encoder_case(const TensorFile& f, const std::string& label, co
                  " are neither input_mask_size nor image_size");
     c.variant = kMemoryEncoderImageSizeVariant;
   }
-  c.expected["maskmem_features"] = bucket_row(fixture::tensor(f, "out.maskmem_features"), 0, bucket, label);
-  c.expected["maskmem_features_bf16"] = bucket_row(fixture::tensor(f, "out.run_memory_encoder.0"), 0, bucket, label);
+  c.expected[names::memory_encoder::kMaskmemFeatures] =
+      bucket_row(fixture::tensor(f, "out.maskmem_features"), 0, bucket, label);
+  c.expected[names::memory_encoder::kMaskmemFeaturesBf16] =
+      bucket_row(fixture::tensor(f, "out.run_memory_encoder.0"), 0, bucket, label);
   for (auto& [name, t] : c.expected) {
     c.tolerance[name] = tracker_tolerance(false);
   }
@@ -390,8 +418,10 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
   for (const std::string& label : fixture_modules(fixture_dir, "memory_encoder_")) {
     TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
     const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    const size_t first = cases.size();
     for (int b = 0; b < assignment.num_buckets(); ++b)
       cases.push_back(memory_encoder_case(f, label, cfg, assignment, b));
+    add_batched_case(cases, first, label, CandidateId::memory_encoder);
   }
   return cases;
 }
@@ -442,11 +472,11 @@ ParityCase propagation_case(const TensorFile& f, const std::string& label, const
   ParityCase c;
   c.label = bucket_label(label, assignment, bucket);
   c.inputs = in.tensors;
-  c.expected["pix_feat_with_mem"] = row("out.pix_feat_with_mem", 0);
-  c.expected["masks"] = row("out.mask_decoder.masks", 0);
-  c.expected["iou_pred"] = row("out.mask_decoder.iou_pred", 0);
-  c.expected["object_score_logits"] = row("out.mask_decoder.object_score_logits", 0);
-  c.expected["sam_tokens"] = row("out.mask_decoder.sam_tokens_out", 0);
+  c.expected[names::propagation_decoder::kPixFeatWithMem] = row("out.pix_feat_with_mem", 0);
+  c.expected[names::propagation_decoder::kMasks] = row("out.mask_decoder.masks", 0);
+  c.expected[names::propagation_decoder::kIouPred] = row("out.mask_decoder.iou_pred", 0);
+  c.expected[names::propagation_decoder::kObjectScoreLogits] = row("out.mask_decoder.object_score_logits", 0);
+  c.expected[names::propagation_decoder::kSamTokens] = row("out.mask_decoder.sam_tokens_out", 0);
   // obj_ptr output = mux(data-space pointers), zero in unused slots.
   const Tensor& ptr_data = fixture::tensor(f, "out.sam_heads.obj_ptr");
   Tensor ptr_mux(DType::f32, {1, M, D});
@@ -455,8 +485,8 @@ ParityCase propagation_case(const TensorFile& f, const std::string& label, const
     if (obj < 0) continue;
     for (int64_t d = 0; d < D; ++d) ptr_mux.data<float>()[s * D + d] = float(ptr_data.get_as_double(obj * D + d));
   }
-  c.expected["obj_ptr"] = ptr_mux;
-  for (auto& [name, t] : c.expected) c.tolerance[name] = tracker_tolerance(name == "masks");
+  c.expected[names::propagation_decoder::kObjPtr] = ptr_mux;
+  for (auto& [name, t] : c.expected) c.tolerance[name] = tracker_tolerance(name == names::propagation_decoder::kMasks);
   return c;
 }
 
@@ -467,7 +497,9 @@ std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixt
   for (const std::string& label : fixture_modules(fixture_dir, "propagation_f")) {
     TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
     const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    const size_t first = cases.size();
     for (int b = 0; b < assignment.num_buckets(); ++b) cases.push_back(propagation_case(f, label, cfg, assignment, b));
+    add_batched_case(cases, first, label, CandidateId::propagation_decoder);
   }
   return cases;
 }
