@@ -469,7 +469,8 @@ class Session:
         _check(_lib.segmux_session_add_mask(self._require(), frame_index, obj_id,
                                             m.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), m.shape[1], m.shape[0],
                                             ctypes.byref(out)))
-        self._tracked_until = max(self._tracked_until, frame_index + 1)
+        if self._first_prompt is None or frame_index < self._first_prompt:
+            self._first_prompt = frame_index
         return _take_frame(out)
 
     def propagate(self, direction="both", start_frame_index=None, max_frame_num_to_track=None):
