@@ -239,6 +239,15 @@ SEGMUX_API void segmux_prompt_init(segmux_prompt* prompt);
 SEGMUX_API segmux_status segmux_session_add_prompt(segmux_session* session, const segmux_prompt* prompt,
                                                    segmux_frame** outputs);
 
+/* A mask prompt for one object (a segmux extension: official requests take no masks; docs/predictor.md,
+ * "Mask prompts"): `mask` is height x width bytes, row-major, 0 background and 1 (or 255) the object, of
+ * any size (resized to the video as the official tracker does). A new obj_id (>= 0) creates an object,
+ * an existing one is refined on that frame. *outputs as segmux_session_add_prompt. A refused mask
+ * (SEGMUX_ERROR_INVALID_ARGUMENT: NULL, a size outside 1..16384, a byte other than 0 / 1 / 255, no
+ * foreground pixel, a frame outside the video, obj_id < 0) changes nothing. Session thread rule. */
+SEGMUX_API segmux_status segmux_session_add_mask(segmux_session* session, int frame_index, int64_t obj_id,
+                                                 const uint8_t* mask, int width, int height, segmux_frame** outputs);
+
 typedef enum segmux_direction { SEGMUX_BOTH = 0, SEGMUX_FORWARD = 1, SEGMUX_BACKWARD = 2 } segmux_direction;
 
 typedef struct segmux_propagate_options {

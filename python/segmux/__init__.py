@@ -132,6 +132,22 @@ def _text(value, name):
     return data
 
 
+def _binary_mask(mask):
+    """A mask prompt as the C API takes it: H x W uint8, 0 background, 1 the object."""
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"mask must be a numpy array (H x W, bool or 0 / 1), not {type(mask).__name__}")
+    if mask.ndim != 2 or mask.shape[0] < 1 or mask.shape[1] < 1:
+        raise _invalid(f"mask must be a non-empty H x W array, got shape {mask.shape}")
+    if mask.dtype != np.bool_:
+        if not (np.issubdtype(mask.dtype, np.integer) or np.issubdtype(mask.dtype, np.floating)):
+            raise TypeError(f"mask must hold bool or 0 / 1 numbers, not {mask.dtype}")
+        if not np.isin(mask, (0, 1)).all():
+            raise _invalid("mask is not binary: its values must be 0 (background) or 1 (the object)")
+    if not mask.any():
+        raise _invalid("mask has no foreground pixel")
+    return np.ascontiguousarray(mask != 0, np.uint8)
+
+
 def _coordinates(values, name, width):
     """A float32 (N, width) array of finite numbers: points (width 2) or boxes (width 4)."""
     try:
@@ -426,13 +442,17 @@ class Session:
 
     # -- requests ---------------------------------------------------------------------------------
     def add_prompt(self, frame_index=0, text=None, points=None, point_labels=None, boxes_xywh=None,
-                   box_labels=None, obj_id=None):
+                   box_labels=None, obj_id=None, mask=None):
         """Adds a prompt on a frame and returns that frame's outputs. text (a concept) adds the objects
         it finds; boxes_xywh (normalised, box_labels 1 / 0; default positive) are the detector's box
         exemplars, with or without text; points (normalised x, y; point_labels 1 / 0, one per point)
-        with obj_id create or refine that object (docs/track.md). A refused prompt changes nothing."""
+        with obj_id create or refine that object (docs/track.md); mask (H x W, bool or 0 / 1, any size:
+        resized to the video as the official tracker does; a segmux extension) with obj_id gives that
+        object's mask on the frame. A refused prompt changes nothing."""
         frame_index = _int(frame_index, "frame_index", 0, _capi.INT_MAX)
         self._check_open()
+        if mask is not None:
+            return self._add_mask(frame_index, text, points, boxes_xywh, obj_id, mask)
         p = _capi.Prompt()
         _lib.segmux_prompt_init(ctypes.byref(p))
         p.frame_index = frame_index
@@ -462,6 +482,22 @@ class Session:
         self._ensure_frames(frame_index + 1)
         out = ctypes.c_void_p()
         _check(_lib.segmux_session_add_prompt(self._require(), ctypes.byref(p), ctypes.byref(out)))
+        if self._first_prompt is None or frame_index < self._first_prompt:
+            self._first_prompt = frame_index
+        return _take_frame(out)
+
+    def _add_mask(self, frame_index, text, points, boxes_xywh, obj_id, mask):
+        if text is not None or points is not None or boxes_xywh is not None:
+            raise _invalid("a mask prompt is for one object: no text, points or boxes_xywh with it")
+        if obj_id is None:
+            raise _invalid("a mask prompt needs obj_id (the object it creates or refines)")
+        obj_id = _int(obj_id, "obj_id", 0, _capi.INT64_MAX)
+        m = _binary_mask(mask)
+        self._ensure_frames(frame_index + 1)
+        out = ctypes.c_void_p()
+        _check(_lib.segmux_session_add_mask(self._require(), frame_index, obj_id,
+                                            m.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), m.shape[1], m.shape[0],
+                                            ctypes.byref(out)))
         if self._first_prompt is None or frame_index < self._first_prompt:
             self._first_prompt = frame_index
         return _take_frame(out)

@@ -128,6 +128,8 @@ def _declare(lib):
         "segmux_session_info": (status, [c.c_void_p, P(c.c_int), P(c.c_int), P(c.c_int)]),
         "segmux_prompt_init": (None, [P(Prompt)]),
         "segmux_session_add_prompt": (status, [c.c_void_p, P(Prompt), P(c.c_void_p)]),
+        "segmux_session_add_mask": (status, [c.c_void_p, c.c_int, c.c_int64, P(c.c_uint8), c.c_int, c.c_int,
+                                             P(c.c_void_p)]),
         "segmux_propagate_options_init": (None, [P(PropagateOptions)]),
         "segmux_session_propagate_begin": (status, [c.c_void_p, P(PropagateOptions)]),
         "segmux_session_next_frame": (status, [c.c_void_p, P(c.c_void_p)]),

@@ -15,10 +15,12 @@ namespace segmux::apps {
 struct TrackPromptOptions {
   std::string requests;  // --requests FILE.json
   std::vector<std::string> points, boxes;
+  std::vector<std::string> masks;  // --mask FILE.png[:OBJ_ID[:FRAME]] (apps/mask_args.h)
   std::optional<int64_t> obj_id;
   std::optional<int> frame;
   // --box without --obj-id: exemplars for the detector; with it: the tracker's box for that object.
   bool boxes_are_exemplars() const { return !obj_id && !boxes.empty(); }
+  bool has_object_prompt() const { return !points.empty() || (obj_id && !boxes.empty()); }
 };
 
 void add_track_prompt_options(CLI::App& app, TrackPromptOptions& o);

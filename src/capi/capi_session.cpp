@@ -249,6 +249,34 @@ segmux_status segmux_session_add_prompt(segmux_session* s, const segmux_prompt* 
   });
 }
 
+segmux_status segmux_session_add_mask(segmux_session* s, int frame_index, int64_t obj_id, const uint8_t* mask,
+                                      int width, int height, segmux_frame** outputs) {
+  return guard([&] {
+    SEGMUX_SESSION_CALL(s, "segmux_session_add_mask");
+    if (outputs) *outputs = nullptr;
+    if (!mask) return invalid("segmux_session_add_mask: mask is NULL");
+    if (width <= 0 || height <= 0 || width > 16384 || height > 16384)
+      return invalid("segmux_session_add_mask: mask size " + std::to_string(width) + "x" + std::to_string(height) +
+                     " is outside 1..16384 pixels per side");
+    if (obj_id < 0) return invalid("segmux_session_add_mask: obj_id " + std::to_string(obj_id) + " is negative");
+    require_started(s, "segmux_session_add_mask");
+    segmux::capi::check_frame_index("frame_index", frame_index, s->source->num_frames(), s->live != nullptr);
+    pl::Prompt prompt;
+    prompt.obj_id = obj_id;
+    prompt.mask = pl::BinaryMask(height, width);
+    for (size_t i = 0; i < prompt.mask->pixels.size(); ++i) {
+      if (mask[i] != 0 && mask[i] != 1 && mask[i] != 255)
+        return invalid("segmux_session_add_mask: the mask is not binary: byte " + std::to_string(i) + " is " +
+                       std::to_string(int(mask[i])) + " (0 background, 1 or 255 the object)");
+      prompt.mask->pixels[i] = mask[i] != 0;
+    }
+    if (prompt.mask->area() == 0) return invalid("segmux_session_add_mask: the mask has no foreground pixel");
+    pl::FrameOutput out = s->video->add_prompt(frame_index, prompt);
+    if (outputs) *outputs = segmux::capi::make_frame(out, s->width, s->height).release();
+    return SEGMUX_OK;
+  });
+}
+
 void segmux_propagate_options_init(segmux_propagate_options* o) {
   if (!o) return;
   std::memset(o, 0, sizeof *o);

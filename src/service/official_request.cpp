@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "io/json_limits.h"
 #include "pipeline/predictor/client_ids.h"
+#include "service/mask_request.h"
 
 namespace segmux::service {
 
@@ -86,7 +87,9 @@ struct Checker {
   // 'object_box' (the object's box as the tracker's two corner points; no official request has it).
   pipeline::Prompt tracker() const {
     pipeline::Prompt p;
-    if (!has("obj_id")) bad("'object_box' needs an 'obj_id' (the object it creates or refines)");
+    if (!has("obj_id"))
+      bad("'", has("object_mask") ? "object_mask" : "object_box",
+          "' needs an 'obj_id' (the object it creates or refines)");
     p.obj_id = integer("obj_id");
     pipeline::check_client_obj_id(*p.obj_id, where);
     if (has("text")) bad("points are for one object: 'text' is not allowed with them");
@@ -114,6 +117,10 @@ struct Checker {
         bad("'object_box' reaches outside the frame");
       p.object_box = std::array<float, 4>{b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()};
     }
+    if (has("object_mask")) {  // segmux extension: the object's mask (service/mask_request.h)
+      if (has("points") || has("object_box")) bad("'object_mask' excludes 'points' and 'object_box'");
+      p.mask = parse_object_mask(r.at("object_mask"), where);
+    }
     if (has("clear_old_points")) {
       if (!r.at("clear_old_points").is_boolean()) bad("'clear_old_points' must be true or false");
       p.clear_old_points = r.at("clear_old_points").get<bool>();
@@ -136,13 +143,13 @@ OfficialRequest parse_official_request(const json& r, const std::string& name, i
   Checker c{r, q.name, num_frames};
   if (type == "add_prompt") {
     c.only({"frame_index", "text", "output_prob_thresh", "points", "point_labels", "bounding_boxes",
-            "bounding_box_labels", "obj_id", "clear_old_points", "clear_old_boxes", "object_box"},
+            "bounding_box_labels", "obj_id", "clear_old_points", "clear_old_boxes", "object_box", "object_mask"},
            extra_keys);
     q.type = OfficialRequest::Type::AddPrompt;
     if (!c.has("frame_index")) c.bad("no 'frame_index'");
     q.frame_index = c.frame("frame_index");
     c.geometry();
-    if (c.has("points") || c.has("object_box")) {  // the tracker's prompt for one object
+    if (c.has("points") || c.has("object_box") || c.has("object_mask")) {  // the tracker's prompt for one object
       q.tracker = c.tracker();
       q.obj_id = *q.tracker->obj_id;
       have_prompt = true;

@@ -13,7 +13,9 @@
 // corners). As officially, only points go to the tracker: bounding_boxes (labels 1 / 0) are always the
 // detector's exemplars, with or without obj_id (obj_id is then unused), and exclude points.
 // segmux extension (never in an official request): {"type": "add_prompt", "frame_index": 6, "obj_id": 2,
-// "object_box": [x, y, w, h], "points"?: ...} gives the tracker one object's box (corner points).
+// "object_box": [x, y, w, h], "points"?: ...} gives the tracker one object's box (corner points);
+// {"type": "add_prompt", "frame_index": 6, "obj_id": 2, "object_mask": {"size": [H, W], "counts": [...]}}
+// one object's mask (mask_request.h).
 #pragma once
 #include <array>
 #include <functional>

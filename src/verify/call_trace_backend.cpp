@@ -83,6 +83,15 @@ void CallTraceSession::add_masks(const TrackerStateView& state, int frame, const
   inner_->add_masks(state, frame, obj_ids, masks, kind, conditioning);
 }
 
+void CallTraceSession::add_mask_prompt(const TrackerStateView& state, int frame, int64_t obj_id,
+                                       const Tensor& input_mask, const Tensor& video_mask, bool conditioning) {
+  json j = {{"call", "add_mask_prompt"}, {"frame", frame}, {"obj_id", obj_id}, {"conditioning", conditioning}};
+  j.update(state_json(state));
+  add_mask_stats(j, video_mask);
+  out_ << j.dump() << "\n";
+  inner_->add_mask_prompt(state, frame, obj_id, input_mask, video_mask, conditioning);
+}
+
 TrackerOutput CallTraceSession::add_points(const TrackerStateView& state, int frame, int64_t obj_id,
                                            const PointInputs& points, bool conditioning) {
   TrackerOutput r = inner_->add_points(state, frame, obj_id, points, conditioning);

@@ -34,6 +34,8 @@ class CallTraceSession : public pipeline::ModelSession {
                  const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
   pipeline::TrackerOutput add_points(const pipeline::TrackerStateView& state, int frame, int64_t obj_id,
                                      const pipeline::PointInputs& points, bool conditioning) override;
+  void add_mask_prompt(const pipeline::TrackerStateView& state, int frame, int64_t obj_id, const Tensor& input_mask,
+                       const Tensor& video_mask, bool conditioning) override;
   void relayout_refined_object(const pipeline::TrackerStateView& before, const pipeline::TrackerStateView& after,
                                int64_t obj_id) override;
   void extract_object(const pipeline::TrackerStateView& source, const pipeline::TrackerStateView& singleton,

@@ -234,6 +234,11 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
         for (const auto& b : r["bounding_boxes"])
           p.boxes_xywh.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>()});
       if (r.contains("bounding_box_labels")) p.box_labels = r["bounding_box_labels"].get<std::vector<int>>();
+      if (r.contains("object_mask")) {  // the segmux extension (service/mask_request.h), as the fixtures write it
+        const auto& m = r["object_mask"];
+        p.mask = rle_decode(
+            RleMask{m["size"][0].get<int>(), m["size"][1].get<int>(), m["counts"].get<std::vector<int64_t>>()});
+      }
       p.clear_old_points = r.value("clear_old_points", true);
       const int f = r.at("frame_index").get<int>();
       compare_frame(label + " frame " + std::to_string(f), parse_ref(r.at("outputs"), f), session.add_prompt(f, p), one,

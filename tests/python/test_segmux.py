@@ -367,6 +367,60 @@ class HostileInput(unittest.TestCase):
         self.assertEqual(e.exception.status, "SEGMUX_ERROR_NOT_FOUND")
 
 
+MASK_TRACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "sam31-tiny-masks", "video",
+                          "trace.json")
+
+
+def rle_mask(rle):
+    """COCO uncompressed RLE (column-major runs, 0s first) -> H x W bool."""
+    h, w = rle["size"]
+    flat = np.zeros(h * w, bool)
+    pos, val = 0, False
+    for c in rle["counts"]:
+        flat[pos:pos + c] = val
+        pos, val = pos + c, not val
+    return flat.reshape(w, h).T
+
+
+class MaskPrompts(unittest.TestCase):
+    """session.add_prompt(obj_id=N, mask=array): the official trace of tests/fixtures/sam31-tiny-masks
+    (its second session: a mask on frame 7, propagated both ways), and bad masks refused."""
+
+    @unittest.skipUnless(os.path.exists(MASK_TRACE), "sam31-tiny-masks fixtures not found")
+    def test_mask_prompt_matches_the_official_trace(self):
+        with open(MASK_TRACE) as f:
+            reqs = json.load(f)["requests"]
+        add, prop = reqs[7], reqs[8]
+        self.assertEqual((add["frame_index"], add["obj_id"], prop["propagation_direction"]), (7, 2, "both"))
+        mask = rle_mask(add["object_mask"])
+        with segmux.Model(cache_dir=CACHE, **MODEL) as model:
+            with model.start_session(FRAMES) as session:
+                bad = [
+                    (dict(mask=mask.astype(np.uint8) * 3, obj_id=2), ValueError, "not binary"),
+                    (dict(mask=np.zeros_like(mask), obj_id=2), ValueError, "no foreground pixel"),
+                    (dict(mask=mask), ValueError, "needs obj_id"),
+                    (dict(mask=mask, obj_id=2, text="shape"), ValueError, "one object"),
+                    (dict(mask=mask[None], obj_id=2), ValueError, "H x W"),
+                    (dict(mask=mask.tolist(), obj_id=2), TypeError, "numpy array"),
+                    (dict(mask=mask, obj_id=2, frame_index=16), ValueError, "not a frame of this video"),
+                ]
+                for kwargs, kind, words in bad:
+                    with self.assertRaises(kind, msg=list(kwargs)) as e:
+                        session.add_prompt(**{"frame_index": 7, **kwargs})
+                    self.assertIn(words, str(e.exception), list(kwargs))
+                first = session.add_prompt(frame_index=7, obj_id=2, mask=mask)
+                self.assertEqual(first.obj_ids.tolist(), add["outputs"]["obj_ids"])
+                got = {f.frame_index: f for f in session.propagate(direction="both", start_frame_index=7)}
+        want = {y["frame_index"]: y for y in prop["yields"]}
+        self.assertEqual(sorted(got), sorted(want))
+        for i, y in want.items():
+            self.assertEqual(got[i].obj_ids.tolist(), y["obj_ids"], i)
+            for k, rle in enumerate(y["masks_rle"]):
+                a, b = got[i].masks[k].astype(bool), rle_mask(rle)
+                iou = (a & b).sum() / max((a | b).sum(), 1)
+                self.assertGreaterEqual(iou, 0.98, (i, k))
+
+
 class ErrorClasses(unittest.TestCase):
     def test_each_status_has_its_exception(self):
         with tempfile.TemporaryDirectory() as tmp:

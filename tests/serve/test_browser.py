@@ -23,6 +23,7 @@ import urllib.request
 
 from serve_util import Server, allowed_dir, check, load_trace
 import browser_clicks
+import browser_masks
 import page_checks
 
 CHROMIUM = os.environ.get('CHROMIUM', shutil.which('chromium') or shutil.which('chromium-browser') or 'chromium')
@@ -182,6 +183,7 @@ def main():
             browser_clicks.refine_and_errors(dt, srv, trace, after)
             browser_clicks.clicks_only(dt, srv, screenshot.replace('.png', '_clicks.png'),
                                        sys.argv[2].replace('.png', '-clicks.png') if len(sys.argv) > 2 else None)
+            browser_masks.paint_and_upload(dt, srv, root)
             page_checks.upload_error_on_page(dt, srv, root)
             page_checks.reloads_and_sessions(dt, srv, port, DevTools)
         finally:

@@ -116,3 +116,26 @@ TEST(RequestReplay, PartialThenFetchingPropagationsMatchTheOfficialRequests) {
   EXPECT_EQ(rep.requests[6].frames.frames_compared, 5);   // fetch, frames 8..12
   EXPECT_EQ(rep.requests[8].frames.frames_compared, 16);  // fetch, 10..15 then 9..0
 }
+
+// Mask prompts (tests/fixtures/sam31-tiny-masks, official trace of tools/fixtures/gen_mask_prompts.py:
+// add_sam2_new_points with the tracker's add_new_masks): new objects from masks (video size, and half
+// the video size: resized as officially), a mask on frame 7 propagated both ways, text then a new
+// object from a mask and another from a click; every response and propagation matches. Two official
+// rules needed here: a prompt's answer on a frame with no cached outputs is empty, and so is every such
+// frame of a partial propagation (a session of masks alone propagates partially at once). Request 5, the
+// propagation after a mask for an existing object (request 4, whose answer matches), is the known
+// difference of docs/predictor.md "Mask prompts": the official appends a second slot for the object.
+TEST(RequestReplay, MaskPromptsMatchTheOfficialRequests) {
+  const RequestReplayReport rep = replay("sam31-tiny-masks");
+  ASSERT_EQ(rep.requests.size(), 15u);
+  int propagated = 0;
+  for (size_t i = 0; i < rep.requests.size(); ++i) {
+    if (i == 5) continue;
+    EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
+    if (rep.requests[i].type == "propagate_in_video") propagated += rep.requests[i].frames.frames_compared;
+  }
+  EXPECT_EQ(propagated, 16 + 13 + 16 + 16 + 16);
+  // The known difference: when the duplicate slot is reproduced this fails; then check request 5 above.
+  EXPECT_FALSE(rep.requests[5].matched) << "request 5 matches now: drop the known difference (docs/predictor.md)";
+  EXPECT_EQ(rep.requests[5].frames.frames_compared, 10);
+}

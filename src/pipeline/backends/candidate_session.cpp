@@ -223,14 +223,55 @@ class CandidateSession : public ModelSession {
       update_cond_frame_pointers(sm.bank.cond_frames[t], state, t, obj_ids, masks);
       return;
     }
+    const int64_t hi = cfg_.input_mask_size();
+    SEGMUX_CHECK(
+        masks.rank() == 3 && masks.dim(0) == int64_t(obj_ids.size()) && masks.dim(1) == hi && masks.dim(2) == hi,
+        "add_masks: masks ", shape_str(masks.shape()), " for ", obj_ids.size(), " objects at ", hi);
+    // The given masks at video resolution: official add_new_masks resizes them there, then > 0.5.
+    const FrameFeatures& f = features(t);
+    const Tensor mask_f = as_f32(masks);
+    Tensor video_given =
+        resizer_.run(mask_f.reshaped({1, int64_t(obj_ids.size()), hi, hi}), f.video_height, f.video_width);
+    std::vector<std::vector<uint8_t>> given_bin(obj_ids.size());
+    const size_t vplane = size_t(f.video_height) * size_t(f.video_width);
+    for (size_t k = 0; k < obj_ids.size(); ++k) {
+      given_bin[k].resize(vplane);
+      for (size_t i = 0; i < vplane; ++i) given_bin[k][i] = video_given.data<float>()[k * vplane + i] > 0.5f;
+    }
+    add_given_masks(state, t, obj_ids, mask_f, given_bin, conditioning);
+  }
+
+  void add_mask_prompt(const TrackerStateView& state, int t, int64_t obj_id, const Tensor& input_mask,
+                       const Tensor& video_mask, bool conditioning) override {
+    const int64_t hi = cfg_.input_mask_size();
+    const FrameFeatures& f = features(t);
+    SEGMUX_CHECK(input_mask.rank() == 3 && input_mask.dim(0) == 1 && input_mask.dim(1) == hi && input_mask.dim(2) == hi,
+                 "add_mask_prompt: input mask ", shape_str(input_mask.shape()), ", expected [1, ", hi, ", ", hi, "]");
+    SEGMUX_CHECK(video_mask.rank() == 3 && video_mask.dim(0) == 1 && video_mask.dim(1) == f.video_height &&
+                     video_mask.dim(2) == f.video_width,
+                 "add_mask_prompt: video mask ", shape_str(video_mask.shape()), " for a video of ", f.video_width, "x",
+                 f.video_height);
+    sam31::TrackerMemory& sm = states_[state.state_id];
+    if (!conditioning && sm.bank.cond_frames.count(t)) {  // as add_masks: the same official add_new_masks
+      update_cond_frame_pointers(sm.bank.cond_frames[t], state, t, {obj_id}, input_mask);
+      return;
+    }
+    const Tensor v = as_f32(video_mask);
+    std::vector<std::vector<uint8_t>> given_bin(1, std::vector<uint8_t>(size_t(v.numel())));
+    for (size_t i = 0; i < given_bin[0].size(); ++i) given_bin[0][i] = v.data<float>()[i] > 0.5f;
+    add_given_masks(state, t, {obj_id}, as_f32(input_mask), given_bin, conditioning);
+  }
+
+  // Official add_new_masks + preflight: `mask_f` f32 [K, Hi, Wi] the mask-as-output inputs, `given_bin`
+  // the same masks binarised at video resolution.
+  void add_given_masks(const TrackerStateView& state, int t, const std::vector<int64_t>& obj_ids, const Tensor& mask_f,
+                       const std::vector<std::vector<uint8_t>>& given_bin, bool conditioning) {
+    sam31::TrackerMemory& sm = states_[state.state_id];
     MultiplexAssignment a{state.buckets};
     const FrameFeatures& f = features(t);
     const int M = cfg_.multiplex_count;
     const int64_t n = int64_t(state.obj_ids.size()), hm = cfg_.low_res_mask_size(), hi = cfg_.input_mask_size(),
                   D = cfg_.d_model;
-    SEGMUX_CHECK(
-        masks.rank() == 3 && masks.dim(0) == int64_t(obj_ids.size()) && masks.dim(1) == hi && masks.dim(2) == hi,
-        "add_masks: masks ", shape_str(masks.shape()), " for ", obj_ids.size(), " objects at ", hi);
     // Current data-space outputs of the state on this frame (objects without any get "absent").
     Tensor low(DType::f32, {n, hm, hm}), scores(DType::f32, {n}), ptrs(DType::f32, {n, D});
     for (int64_t i = 0; i < low.numel(); ++i) low.data<float>()[i] = kNoObjScore;
@@ -241,7 +282,6 @@ class CandidateSession : public ModelSession {
       scores = demux_objects(a, M, it->second.scores, n);
       ptrs = demux_objects(a, M, it->second.stored_obj_ptr, n);
     }
-    Tensor mask_f = as_f32(masks);
     std::vector<int> rows;
     for (size_t k = 0; k < obj_ids.size(); ++k) {
       int row = -1;
@@ -264,11 +304,7 @@ class CandidateSession : public ModelSession {
     const int vh = f.video_height, vw = f.video_width;
     std::set<int> given(rows.begin(), rows.end());
     const std::set<int> had_input = input_objects(state, t);
-    Tensor video_given = resizer_.run(mask_f.reshaped({1, int64_t(obj_ids.size()), hi, hi}), vh, vw);
     const size_t vplane = size_t(vh) * size_t(vw);
-    std::vector<std::vector<uint8_t>> given_bin(obj_ids.size(), std::vector<uint8_t>(vplane));
-    for (size_t k = 0; k < obj_ids.size(); ++k)
-      for (size_t i = 0; i < vplane; ++i) given_bin[k][i] = video_given.data<float>()[k * vplane + i] > 0.5f;
     Tensor video(DType::f32, {1, n, vh, vw});
     float* vd = video.data<float>();
     for (int64_t j = 0; j < n; ++j) {

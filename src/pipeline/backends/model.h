@@ -170,6 +170,17 @@ class ModelSession {
   virtual void add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
                          const Tensor& masks, MaskInputKind kind, bool conditioning) = 0;
 
+  // A user's mask prompt for one object of a state on a cached frame (segmux extension: official
+  // add_new_masks with the user's mask, then propagate_in_video_preflight): as add_masks, but the mask
+  // comes at both sizes add_new_masks reads, each resized from the user's size as officially:
+  // `input_mask` f32 [1, Hi, Wi] in [0, 1] at input_mask_size (the mask-as-output input, not
+  // binarised) and `video_mask` u8 [1, H, W] at the video size (the object's output there and the
+  // source of the frame's memory).
+  virtual void add_mask_prompt(const TrackerStateView& /*state*/, int /*frame_index*/, int64_t /*obj_id*/,
+                               const Tensor& /*input_mask*/, const Tensor& /*video_mask*/, bool /*conditioning*/) {
+    fail("this model cannot take mask prompts");
+  }
+
   // Point / box prompts for one object of a state on a cached frame (official add_new_points with
   // the interactive head, then propagate_in_video_preflight): the object's mask and score replace its
   // outputs of this frame, the state's memory of this frame is re-encoded with the object as the

@@ -207,8 +207,12 @@ bool ConceptSet::propagate(int start_frame, int max_frames, bool reverse,
   std::vector<int64_t> ids;
   T kind = plan_propagation(history_, frames_.num_frames(), ids);
   const std::vector<int> order = processing_order(start_frame, max_frames, reverse);
-  // Partial and fetch read the kept outputs of a full propagation: without them, run one.
-  if (kind == T::Partial && !(propagated_ && keep_outputs_)) kind = T::Full;
+  // Partial and fetch read the kept outputs of a full propagation: without them, run one. Concepts
+  // without text (points or masks alone) have no detector outputs to keep: the official partial
+  // propagation starts from the frames' cached answers of the prompts (propagate_partial).
+  const bool text =
+      std::any_of(concepts_.begin(), concepts_.end(), [](const auto& c) { return c->control->has_prompt(); });
+  if (kind == T::Partial && !(keep_outputs_ && (propagated_ || !text))) kind = T::Full;
   if (kind == T::Fetch && !std::all_of(order.begin(), order.end(), [&](int f) { return kept_.count(f) > 0; }))
     kind = T::Full;
   history_.push_back({kind, start_frame < 0 ? std::nullopt : std::optional<int>(start_frame),
@@ -418,16 +422,38 @@ std::optional<FrameOutput> ConceptSet::frame_outputs(int frame_index) const {
 
 FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points,
                                          bool clear_old_points) {
+  return add_object_prompt(frame_index, obj_id, [&](VideoControlPlane& control) {
+    return control.add_point_prompt(frame_index, obj_id, points, clear_old_points);
+  });
+}
+
+FrameOutput ConceptSet::add_mask_prompt(int frame_index, int64_t obj_id, const Tensor& input_mask,
+                                        const BinaryMask& video_mask) {
+  return add_object_prompt(frame_index, obj_id, [&](VideoControlPlane& control) {
+    return control.add_mask_prompt(frame_index, obj_id, input_mask, video_mask);
+  });
+}
+
+FrameOutput ConceptSet::add_object_prompt(
+    int frame_index, int64_t obj_id, const std::function<VideoControlPlane::PointResult(VideoControlPlane&)>& run) {
   Concept* c = nullptr;
   for (auto& k : concepts_)
     if (k->control->has_object(obj_id)) c = k.get();
   if (!c) c = concepts_.empty() ? &concept_for("") : concepts_.front().get();
   const bool first = !c->control->has_prompt() && c->control->object_ids().empty();
-  history_.push_back({c->control->has_object(obj_id) ? PropagationAction::Type::Refine : PropagationAction::Type::Add,
-                      frame_index,
-                      {obj_id}});
-  VideoControlPlane::PointResult r = c->control->add_point_prompt(frame_index, obj_id, points, clear_old_points);
+  const auto action = c->control->has_object(obj_id) ? PropagationAction::Type::Refine : PropagationAction::Type::Add;
+  VideoControlPlane::PointResult r = run(*c->control);
+  history_.push_back({action, frame_index, {obj_id}});  // after the run: a refused prompt is no action
   c->prompt_frame = first ? frame_index : std::min(c->prompt_frame, frame_index);
+  // Official _build_sam2_output: on a frame without cached outputs (no prompt or propagation has
+  // answered there yet) the answer is empty, whatever the object's new mask, and that empty answer is
+  // cached; the next propagation shows the object (seen in tests/fixtures/sam31-tiny-masks).
+  if (keep_outputs_ && !kept_.count(frame_index)) {
+    kept_[frame_index] = KeptFrame{};
+    FrameOutput none;
+    none.frame_index = frame_index;
+    return none;
+  }
   // The frame's outputs as last kept, the object's entry replaced (dropped when its mask is empty).
   FrameOutput out = frame_outputs(frame_index).value_or(FrameOutput{});
   out.frame_index = frame_index;
@@ -440,10 +466,12 @@ FrameOutput ConceptSet::add_point_prompt(int frame_index, int64_t obj_id, const 
     mine.obj_ids = {obj_id};
     mine.probs = {r.prob};
     mine.boxes_xywh = {{box[0] / W, box[1] / H, (box[2] - box[0]) / W, (box[3] - box[1]) / H}};
+    // Encoded before the move (a moved-from mask kept its size without pixels: never reached while the
+    // fixture model's clicks found no object; a mask prompt always has pixels).
+    mine.pre_overlap_masks = {rle_encode(r.mask)};
     mine.masks.push_back(std::move(r.mask));
     mine.prompts = {c->text};
     mine.overlap_probs = {r.prob};  // official: the clicked object's frame score is set to 1.0
-    mine.pre_overlap_masks = {rle_encode(r.mask)};
   }
   std::vector<FrameOutput> parts;
   parts.push_back(std::move(out));
@@ -487,6 +515,9 @@ bool ConceptSet::propagate_partial(const std::vector<int>& order, const std::set
     }
     // The kept outputs of the frame with the prompted objects' new masks; the object-wise
     // non-overlap by tracker probability as officially (kept objects: their current score).
+    // Official _build_sam2_output: a frame without cached outputs answers nothing (the tracker still ran
+    // there: its memory is kept), e.g. every frame a points- or mask-only session has not answered yet.
+    const bool cached = kept_.count(f) > 0;
     FrameOutput kept = frame_outputs(f).value_or(FrameOutput{});
     FrameOutput out;
     out.frame_index = f;
@@ -495,7 +526,7 @@ bool ConceptSet::propagate_partial(const std::vector<int>& order, const std::set
     for (size_t i = 0; i < kept.obj_ids.size(); ++i)
       if (!touched.count(kept.obj_ids[i])) rows.push_back({kept.obj_ids[i], i});
     for (const auto& [id, t] : fresh)
-      if (t.mask.area() > 0) rows.push_back({id, std::string::npos});
+      if (t.mask.area() > 0 && cached) rows.push_back({id, std::string::npos});
     std::sort(rows.begin(), rows.end());
     std::vector<float> tracker_probs;
     const float W = float(frames_.width()), H = float(frames_.height());

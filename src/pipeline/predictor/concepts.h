@@ -60,6 +60,9 @@ class ConceptSet {
   // concept without text when there is none: points only). Returns the frame's outputs: the kept
   // outputs of that frame (keep_outputs) with the object's new mask, else the object alone.
   FrameOutput add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
+  // A mask prompt for one object (segmux extension, mask_prompts.h), otherwise as add_point_prompt:
+  // the mask at input_mask_size (f32 [1, Hi, Wi]) and at the video size.
+  FrameOutput add_mask_prompt(int frame_index, int64_t obj_id, const Tensor& input_mask, const BinaryMask& video_mask);
 
   // A propagation, of the kind the official action history picks (plan_propagation): full, every
   // concept over the same frames (VideoControlPlane::propagate), `sink` getting one merged output per
@@ -103,6 +106,9 @@ class ConceptSet {
   bool empty() const { return concepts_.empty(); }
   int image_size() const { return model_.geometry().image_size; }  // model input (point coordinates)
   int num_frames() const { return frames_.num_frames(); }
+  int video_height() const { return frames_.height(); }
+  int video_width() const { return frames_.width(); }
+  int input_mask_size() const { return model_.geometry().input_mask_size; }  // the tracker's mask inputs
   std::vector<std::string> prompts() const;
   std::vector<int64_t> object_ids() const;  // every concept's, ascending
   // The concept holding `obj_id`, if any.
@@ -118,6 +124,9 @@ class ConceptSet {
  private:
   struct Concept;
   FrameOutput labelled(const Concept& c, FrameOutput out) const;
+  // A user's prompt for one object (points or a mask: `run` calls the control plane of its concept).
+  FrameOutput add_object_prompt(int frame_index, int64_t obj_id,
+                                const std::function<VideoControlPlane::PointResult(VideoControlPlane&)>& run);
   Concept& concept_for(const std::string& text);  // the concept of `text`, created if absent
 
   struct KeptFrame {  // keep_outputs(): a frame's merged outputs

@@ -37,6 +37,7 @@ void VideoControlPlane::reset() {
   for (int f : cached_frames_) model_.release_frame(f);
   cached_frames_.clear();
   points_.clear();
+  user_masks_.clear();
   user_objects_.clear();
 }
 
@@ -124,6 +125,7 @@ bool VideoControlPlane::remove_object(int64_t obj_id) {
   obj_id_to_score_.erase(obj_id);
   user_objects_.erase(obj_id);
   std::erase_if(points_, [obj_id](const auto& kv) { return kv.first.first == obj_id; });
+  std::erase_if(user_masks_, [obj_id](const auto& key) { return key.first == obj_id; });
   return true;
 }
 

@@ -151,6 +151,10 @@ class VideoControlPlane {
     bool new_object = false;
   };
   PointResult add_point_prompt(int frame_index, int64_t obj_id, const PointInputs& points, bool clear_old_points);
+  // Mask prompt for one object on a frame (segmux extension; official add_sam2_new_points with the
+  // tracker's add_new_masks, control_plane_masks.cpp): as a point prompt, the mask replacing the object's
+  // points there; the object's output on the frame is the mask at video resolution.
+  PointResult add_mask_prompt(int frame_index, int64_t obj_id, const Tensor& input_mask, const BinaryMask& video_mask);
   // The tracker alone on one frame for the states holding `ids` (official propagation_partial after
   // points: no detector, memory encoded on the frame): each requested object's mask at video
   // resolution and its tracker score logit.
@@ -228,6 +232,8 @@ class VideoControlPlane {
   void insert_point_object(int frame_index, int64_t obj_id);  // control_plane_points.cpp
   void clear_detector_inputs(TrackerState& state);            // control_plane_points.cpp
   TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);  // control_plane_points.cpp
+  TrackerState& user_prompt_state(int frame_index, int64_t obj_id, PointResult& r);  // control_plane_points.cpp
+  void finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob);
 
   ModelSession& model_;
   FrameSource& frames_;
@@ -247,6 +253,7 @@ class VideoControlPlane {
   bool keep_decisions_ = true;
   std::map<std::pair<int64_t, int>, PointInputs> points_;  // (object, frame) -> its points there
   std::set<int64_t> user_objects_;                         // added or refined by points: kept by hot start
+  std::set<std::pair<int64_t, int>> user_masks_;           // (object, frame) given a mask prompt there
 };
 
 }  // namespace segmux::pipeline

@@ -48,14 +48,14 @@ void VideoControlPlane::insert_point_object(int frame_index, int64_t obj_id) {
   states_.push_back(std::move(s));
 }
 
-VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_index, int64_t obj_id,
-                                                                   const PointInputs& points, bool clear_old_points) {
+// Official add_sam2_new_points up to the tracker call, shared by point and mask prompts: the object is
+// new (its own state) or refined; the first refinement of an object that shares its tracker state
+// moves it into a new singleton state (memories dropped, see ModelSession::extract_object), which has
+// tracked nothing yet, so the prompt is a fresh conditioning input there.
+VideoControlPlane::TrackerState& VideoControlPlane::user_prompt_state(int frame_index, int64_t obj_id, PointResult& r) {
   SEGMUX_CHECK(frame_index >= 0 && frame_index < frames_.num_frames(), "add_prompt: frame ", frame_index,
                " is out of range for a video of ", frames_.num_frames(), " frames");
   SEGMUX_CHECK(obj_id >= 0, "add_prompt: obj_id ", obj_id, " must be >= 0");
-  SEGMUX_CHECK(!points.labels.empty() && points.xy.size() == 2 * points.labels.size(),
-               "add_prompt: a point prompt needs one label per point");
-  PointResult r;
   r.new_object = !has_object(obj_id);
   SEGMUX_CHECK(r.new_object || prompted_frames_.count(frame_index), "add_prompt: object ", obj_id,
                " cannot be refined on frame ", frame_index,
@@ -66,6 +66,27 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   for (auto& s : states_)
     if (std::find(s.obj_ids.begin(), s.obj_ids.end(), obj_id) != s.obj_ids.end()) state = &s;
   SEGMUX_CHECK(state != nullptr, "add_prompt: object ", obj_id, " has no tracker state");
+  if (!r.new_object && state->obj_ids.size() > 1 && !user_objects_.count(obj_id))
+    state = &extract_to_singleton(*state, obj_id);
+  return *state;
+}
+
+// After the tracker call: the prompted frame is a conditioning frame of the object's state holding the
+// object's input; detector inputs of the state are cleared (official add_sam2_new_points).
+void VideoControlPlane::finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob) {
+  clear_detector_inputs(state);
+  state.tracked_frames.insert(frame_index);
+  prompted_frames_.insert(frame_index);
+  user_objects_.insert(obj_id);
+  obj_id_to_score_[obj_id] = prob;
+}
+
+VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_index, int64_t obj_id,
+                                                                   const PointInputs& points, bool clear_old_points) {
+  SEGMUX_CHECK(!points.labels.empty() && points.xy.size() == 2 * points.labels.size(),
+               "add_prompt: a point prompt needs one label per point");
+  PointResult r;
+  TrackerState* state = &user_prompt_state(frame_index, obj_id, r);
 
   // The object's points on this frame: replaced, or appended to (clear_old_points=false).
   PointInputs& all = points_[{obj_id, frame_index}];
@@ -73,11 +94,6 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   all.xy.insert(all.xy.end(), points.xy.begin(), points.xy.end());
   all.labels.insert(all.labels.end(), points.labels.begin(), points.labels.end());
 
-  // Official add_sam2_new_points: the first refinement of an object that shares its tracker state
-  // moves it into a new singleton state (memories dropped, see ModelSession::extract_object), which has
-  // tracked nothing yet, so the click is a fresh conditioning input there.
-  if (!r.new_object && state->obj_ids.size() > 1 && !user_objects_.count(obj_id))
-    state = &extract_to_singleton(*state, obj_id);
   // Official tracker add_new_points on a frame the object's state has tracked (a refinement): the
   // object is extracted into a singleton state and merged back. When it is the state's only object the
   // merge re-creates the state with a fresh layout (the memory quirk is the model session's).
@@ -90,11 +106,7 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   state->note_mask_inputs(frame_index, {obj_id});
   state->memory[frame_index].conditioning = true;
   TrackerOutput out = model_.add_points(view(*state), frame_index, obj_id, all, true);
-  clear_detector_inputs(*state);
-  state->tracked_frames.insert(frame_index);
-  prompted_frames_.insert(frame_index);
-  user_objects_.insert(obj_id);
-  obj_id_to_score_[obj_id] = r.prob;
+  finish_user_prompt(*state, frame_index, obj_id, r.prob);
 
   MaskStack m = MaskStack::from_tensor(out.low_res_masks, "point prompt mask");
   SEGMUX_CHECK(m.count == 1, "add_points returned ", m.count, " masks for one object");
@@ -125,11 +137,14 @@ VideoControlPlane::TrackerState& VideoControlPlane::extract_to_singleton(Tracker
 }
 
 // Official add_sam2_new_points before its preflight: mask inputs without points of the same object on
-// that frame (the detector's) are cleared in the clicked object's state, so those frames are no longer
-// stored-output frames: the next propagation re-runs the tracker there (the conditioning memory stays).
+// that frame (the detector's; a user's mask prompt counts as a user input, as points do) are cleared in the clicked
+// object's state, so those frames are no longer stored-output frames: the next propagation re-runs the tracker there
+// (the conditioning memory stays).
 void VideoControlPlane::clear_detector_inputs(TrackerState& state) {
   for (auto& [f, m] : state.memory)
-    std::erase_if(m.input_obj_ids, [&, f = f](int64_t id) { return !points_.count({id, f}); });
+    std::erase_if(m.input_obj_ids, [&, f = f](int64_t id) {
+      return !points_.count({id, f}) && !user_masks_.count({id, f});
+    });
 }
 
 std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_objects(int frame_index, bool reverse,

@@ -4,6 +4,7 @@
 #include "io/printable.h"
 #include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/client_ids.h"
+#include "pipeline/predictor/mask_prompts.h"
 #include "pipeline/predictor/prompt_points.h"
 
 namespace segmux::pipeline {
@@ -24,6 +25,11 @@ void check_prompt_first(const Prompt& prompt, int frame_index, int num_frames) {
 
 FrameOutput add_prompt_to_concepts(ConceptSet& concepts, int frame_index, const Prompt& prompt) {
   check_prompt_first(prompt, frame_index, concepts.num_frames());
+  if (is_mask_prompt(prompt)) {
+    const MaskInputs in =
+        tracker_mask_inputs(prompt, concepts.video_height(), concepts.video_width(), concepts.input_mask_size());
+    return concepts.add_mask_prompt(frame_index, *prompt.obj_id, in.input_mask, in.video_mask);
+  }
   if (is_tracker_prompt(prompt))
     return concepts.add_point_prompt(frame_index, *prompt.obj_id, tracker_point_inputs(prompt, concepts.image_size()),
                                      prompt.clear_old_points);

@@ -38,6 +38,9 @@ struct Prompt {
   std::vector<int> point_labels;
   std::optional<int64_t> obj_id;  // the object the points / object_box prompt (new or existing: a refinement)
   std::optional<std::array<float, 4>> object_box;  // extension: the tracker's box for obj_id (normalised xywh)
+  // extension: obj_id's mask on the frame, pixels 0 / 1, any size (resized as the official tracker's
+  // add_new_masks does; mask_prompts.h); excludes text, boxes and points.
+  std::optional<BinaryMask> mask;
   bool clear_old_points = true;   // false: the points add to the object's earlier points on that frame
   // Objects of this prompt whose score is not above it are left out of the outputs (unset: none; the
   // official 3.1 predictor accepts it and shows every object).

@@ -73,6 +73,7 @@ function state() {
     pending_marks: clicks.pending.length,
     clicks_done: clicks.done,
     last_request: clicks.lastRequest,
+    painted_pixels: typeof paintedArea === 'function' ? paintedArea() : 0,
     object_colors: Object.fromEntries([...app.objects.keys()].map((id) => [id, color(id)])),
     progress: app.progress,
     progress_text: $('progress-text').textContent,
