@@ -24,8 +24,8 @@ static void print_objects(const segmux_frame* f) {
     size_t area = 0;
     for (i = 0; i < pixels; ++i) area += mask[i];
     printf("object %lld: prompt \"%s\" score %.3f box %.3f %.3f %.3f %.3f area %zu\n",
-           (long long)segmux_frame_obj_ids(f)[k], segmux_frame_prompt(f, k), segmux_frame_scores(f)[k], box[0],
-           box[1], box[2], box[3], area);
+           (long long)segmux_frame_obj_ids(f)[k], segmux_frame_prompt(f, k), segmux_frame_scores(f)[k], box[0], box[1],
+           box[2], box[3], area);
   }
   printf("%zu objects\n", n);
 }

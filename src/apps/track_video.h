@@ -21,7 +21,7 @@ struct TrackSettings {
   bool quiet = false, json = false, no_masks = false;
   std::string rle = "compressed", masks = "ids";
   double folder_fps = 0;
-  std::string engine = "smx";  // for the --json summary
+  std::string engine = "smx";        // for the --json summary
   std::vector<std::string> formats;  // --format: evaluation / annotation files (eval_exports.h)
   int64_t video_id = 1;              // their YTVIS video id
   // When set, the run stops at the next frame with TrackInterrupted (and leaves no output).

@@ -52,7 +52,7 @@ struct segmux_frame {
   std::vector<float> boxes_xywh;  // 4 per object
   std::vector<segmux::pipeline::BinaryMask> masks;
   std::vector<std::string> prompts;  // per object: the text prompt that found it ("" where none)
-  mutable std::mutex rle_mu;  // RLE is made on first request, from any thread
+  mutable std::mutex rle_mu;         // RLE is made on first request, from any thread
   mutable std::vector<std::unique_ptr<segmux::pipeline::RleMask>> rle;
   segmux::capi::LiveHandle<segmux::capi::HandleType::frame> registered{
       this};  // last: registered when built, first gone

@@ -1,7 +1,8 @@
 // ONNX -> IR: parse, check (our structural checks, then libonnx's checker), upgrade to opset 17 when
 // older, convert, shape-infer (segmux's own schemas). libonnx's shape inference never sees an imported
 // model: 1.12's reads protobuf fields out of range on hostile ranks (Conv whose weight has more axes
-// than its input), and our schemas already type every op we support. Every failure is a segmux::Error naming the model and, where there is one, the node.
+// than its input), and our schemas already type every op we support. Every failure is a segmux::Error naming the model
+// and, where there is one, the node.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,7 +164,8 @@ int default_opset(const onnx::ModelProto& m) {
 }
 
 [[noreturn]] void unsupported_op(const std::string& where, const std::string& domain, const std::string& op) {
-  fail(where, ": op type '", op, "'", domain.empty() ? "" : " of domain '" + domain + "'", " is not supported by segmux");
+  fail(where, ": op type '", op, "'", domain.empty() ? "" : " of domain '" + domain + "'",
+       " is not supported by segmux");
 }
 
 // Before any libonnx code reads a node: an op must be one segmux implements, or a standard ONNX op of

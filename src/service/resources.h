@@ -31,7 +31,7 @@ class ResourceStore {
   // locked for the store's life; at start, the folders of servers that died (their lock is free, even
   // after kill -9) are removed, and no other folder is touched.
   ResourceStore(const std::string& allow_dir, int64_t max_upload_bytes, int max_uploads = 32, std::string replica = "");
-  ~ResourceStore();  // removes the upload folder
+  ~ResourceStore();   // removes the upload folder
   void remove_now();  // removes the upload folder (before a fast exit)
   ResourceStore(const ResourceStore&) = delete;
   ResourceStore& operator=(const ResourceStore&) = delete;
@@ -59,7 +59,7 @@ class ResourceStore {
   std::string replica_;
   int lock_fd_ = -1;
   mutable std::mutex mu_;
-  std::map<std::string, std::string> uploads_;  // id -> file
+  std::map<std::string, std::string> uploads_;       // id -> file
   std::map<std::string, std::string> upload_names_;  // file -> the name it was uploaded as
 };
 

@@ -63,8 +63,8 @@ void only_fields(const json& r, std::set<std::string> keys, const std::string& t
 
 struct Session {
   std::string id, resource_path, path;
-  std::unique_ptr<VideoReader> reader;  // the model's frames
-  std::unique_ptr<VideoSession> video;  // on a model session of its own
+  std::unique_ptr<VideoReader> reader;   // the model's frames
+  std::unique_ptr<VideoSession> video;   // on a model session of its own
   std::atomic<bool> have_prompt{false};  // written under the model mutex
   bool closed = false;                   // under the model mutex
   std::atomic<int64_t> last_used_ms{0};

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/masks/rle.h"
 #include "core/cpu_cores.h"
+#include "pipeline/masks/rle.h"
 
 namespace segmux::pipeline {
 

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/random_tensor.h"
+#include "common/run_command.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "common/run_command.h"
 
 using namespace segmux;
 

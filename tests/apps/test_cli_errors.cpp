@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/run_command.h"
 #include "io/npy.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "common/run_command.h"
 
 using namespace segmux;
 namespace fs = std::filesystem;

@@ -9,12 +9,12 @@
 #include <random>
 
 #include "common/random_tensor.h"
+#include "common/run_command.h"
 #include "io/npy.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/session.h"
-#include "common/run_command.h"
 
 using namespace segmux;
 

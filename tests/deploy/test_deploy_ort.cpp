@@ -12,9 +12,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "engines/ort/ort_model.h"
 #include "common/run_command.h"
 #include "common/tracks_compare.h"
+#include "engines/ort/ort_model.h"
 
 namespace {
 

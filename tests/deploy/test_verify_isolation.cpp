@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "verify/package_verify.h"
 #include "common/run_command.h"
+#include "verify/package_verify.h"
 
 namespace {
 

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "deploy/model_store/model_store.h"
 #include "models/sam31/tokenizer.h"
 #include "pipeline/backends/candidate_model.h"
 #include "pipeline/backends/smx_runner.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
-#include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"

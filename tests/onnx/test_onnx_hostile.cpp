@@ -164,14 +164,14 @@ onnx::ModelProto conv_with_untyped_weight(const std::string& producer, const std
 TEST(OnnxHostile, UntypedWeightsNeverReachOnnxShapeInference) {
   test_ops::register_test_ops();
   // An op segmux does not implement is named before any libonnx code looks at the graph.
-  std::string e = error_of(
-      [&] { onnx_io::import_onnx_bytes(conv_with_untyped_weight("Crop", "").SerializeAsString(), "crop"); });
+  std::string e =
+      error_of([&] { onnx_io::import_onnx_bytes(conv_with_untyped_weight("Crop", "").SerializeAsString(), "crop"); });
   EXPECT_HAS(e, "node 'producer' (Crop)");
   EXPECT_HAS(e, "not supported by segmux");
   // Our own fused ops are unknown to libonnx: the graph still imports, typed by segmux's inference.
   ir::Graph g;
-  EXPECT_NO_THROW(g = onnx_io::import_onnx_bytes(conv_with_untyped_weight("Gelu", "segmux").SerializeAsString(),
-                                                 "segmux op"));
+  EXPECT_NO_THROW(
+      g = onnx_io::import_onnx_bytes(conv_with_untyped_weight("Gelu", "segmux").SerializeAsString(), "segmux op"));
   ASSERT_EQ(g.nodes.size(), 2u);
   EXPECT_EQ(g.value(g.outputs.at(0)).shape, (Shape{1, 1, 5, 5}));
 }
@@ -191,8 +191,13 @@ TEST(OnnxHostile, ConvWeightRankBeyondTheInputIsAClearError) {
   EXPECT_HAS(e, "node 'victim' (Conv)");
   // A symbolic batch: the input's rank is unknown to segmux until the dim is fixed, so the import
   // passes without reading the weight; fixing it brings the same error.
-  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
-      "n");
+  m.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_param("n");
   EXPECT_NO_THROW(onnx_io::import_onnx_bytes(m.SerializeAsString(), "rank mismatch, symbolic batch"));
   onnx_io::ImportOptions fixed;
   fixed.dim_params["n"] = 1;

@@ -182,8 +182,8 @@ for i, c in enumerate(cases):
         print("case", i, "differs"); sys.exit(1)
 print("ok", len(cases))
 )PY";
-  const std::string cmd = std::string(python) + " " + dir + "/decode.py " + dir + "/cases.json " SEGMUX_SOURCE_DIR
-                          "/tests/common 2>&1";
+  const std::string cmd =
+      std::string(python) + " " + dir + "/decode.py " + dir + "/cases.json " SEGMUX_SOURCE_DIR "/tests/common 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char buf[256] = {};
@@ -205,7 +205,8 @@ TEST(TracksJson, RoundsScoresBoxesAndTimesWithoutFloatNoise) {
   EXPECT_NE(text.find("\"box_xywh\":[0.1,0.33333,0.25,0.33333]"), std::string::npos) << text;
   EXPECT_NE(text.find("\"time_s\":0.3}"), std::string::npos) << text;
   EXPECT_NE(text.find("\"counts\":\"4\""), std::string::npos) << text;
-  EXPECT_NE(frame_json(out, RleForm::uncompressed, std::nullopt, "dog").dump().find("\"time_s\":null"), std::string::npos);
+  EXPECT_NE(frame_json(out, RleForm::uncompressed, std::nullopt, "dog").dump().find("\"time_s\":null"),
+            std::string::npos);
   EXPECT_EQ(round_decimals(-0.00001, 4), 0.0);
   EXPECT_FALSE(std::signbit(round_decimals(-0.00001, 4)));
   EXPECT_THROW(parse_rle_form("zip"), Error);

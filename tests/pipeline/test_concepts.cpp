@@ -21,9 +21,9 @@ constexpr int kLow = 16, kIn = 32, kVideo = 64;
 // that square; counts the model calls of all its sessions.
 class CountingModel : public Model {
  public:
-  std::map<int, int> backbone_runs;  // frame -> runs
-  int text_encodings = 0;            // text batches encoded (each session encodes a batch once)
-  std::vector<std::string> current;  // the last detection's text
+  std::map<int, int> backbone_runs;                   // frame -> runs
+  int text_encodings = 0;                             // text batches encoded (each session encodes a batch once)
+  std::vector<std::string> current;                   // the last detection's text
   std::map<int, std::vector<int64_t>> state_objects;  // every state id seen -> its objects
   size_t box_exemplars = 0;                           // box exemplars the detector was given
   std::map<int, std::string> text_of_state;

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/run_command.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "common/run_command.h"
 
 using namespace segmux;
 namespace fs = std::filesystem;

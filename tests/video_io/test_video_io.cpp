@@ -222,10 +222,10 @@ TEST(VideoIoHostile, PngSizeIsCheckedBeforeDecoding) {
 // codec contexts, because a throwing constructor runs no destructor. Under ASan (scripts/test.sh)
 // LeakSanitizer fails this test if a refusal leaks them.
 TEST(VideoIo, RefusedImagesReleaseTheirDecoder) {
-  const unsigned char bytes[] = {0x89, 'P',  'N',  'G',  '\r', '\n', 0x1a, '\n', 0,   0,    0,    13,  'I',
-                                 'H',  'D',  'R',  0,    0,    0,    3,    0,   0,    0,    2,    16,  0,
-                                 0,    0,    0,    0xe8, 0x8f, 0xe5, 0x85, 0,   0,    0,    0x16, 0,   'I',
-                                 'E',  'N',  'D',  0xae, 0x42, 0x60, 0x82};
+  const unsigned char bytes[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0,    0,   0, 13,
+                                 'I',  'H', 'D', 'R', 0,    0,    0,    3,    0,    0,   0, 2,
+                                 16,   0,   0,   0,   0,    0xe8, 0x8f, 0xe5, 0x85, 0,   0, 0,
+                                 0x16, 0,   'I', 'E', 'N',  'D',  0xae, 0x42, 0x60, 0x82};
   const std::string path = ::testing::TempDir() + "/refused_decoder.png";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes), sizeof(bytes));
   for (int i = 0; i < 3; ++i) EXPECT_HAS(error_of([&] { read_image(path); }), path);

@@ -62,12 +62,12 @@ struct ModelConfig {
   int memory_fuser_mlp_ratio = 4;     // CXBlock pwconv1 = 4 * mem_dim
   int maskmem_downsample_stages = 4;  // stride-2 conv stages of SimpleMaskDownSampler
   int maskmem_downsample_kernel = 3;
-  int interactive_mask_downsample_kernel = 4;                // tracker.interactive_mask_downsample conv
-  int geo_roi_size = 7;                                      // geometry encoder box ROI-align pooling size
-  int detector_max_boxes = 8;  // ours: box exemplars one detector run takes (fixed input, padding mask)
-  int pixel_decoder_stages = 3;                              // segmentation head upsampling stages
-  int obj_ptr_proj_layers = 3;                               // tracker obj_ptr_proj MLP depth
-  int mlp_head_layers = 3;                                   // bbox/presence/mask-embed/iou/obj-score MLP depth
+  int interactive_mask_downsample_kernel = 4;  // tracker.interactive_mask_downsample conv
+  int geo_roi_size = 7;                        // geometry encoder box ROI-align pooling size
+  int detector_max_boxes = 8;                  // ours: box exemplars one detector run takes (fixed input, padding mask)
+  int pixel_decoder_stages = 3;                // segmentation head upsampling stages
+  int obj_ptr_proj_layers = 3;                 // tracker obj_ptr_proj MLP depth
+  int mlp_head_layers = 3;                     // bbox/presence/mask-embed/iou/obj-score MLP depth
   std::vector<double> neck_scale_factors = {4.0, 2.0, 1.0};  // TriHead ViTDet neck levels
 
   // Derived sizes.

@@ -154,9 +154,9 @@ std::vector<float> self_overlap_for_nms(const MaskStack& masks, Overlap kind, bo
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       float inter = float(count_and(bm[i], bm[j]));
-      float denom = kind == Overlap::IoU     ? float(area[i]) + float(area[j]) - inter
-                    : iom_over_row_area ? float(area[i])
-                                        : float(std::min(area[i], area[j]));
+      float denom = kind == Overlap::IoU ? float(area[i]) + float(area[j]) - inter
+                    : iom_over_row_area  ? float(area[i])
+                                         : float(std::min(area[i], area[j]));
       out[i * n + j] = inter / (denom + 1e-8f);
     }
   }

@@ -44,9 +44,9 @@ struct OutputOptions {
   RleForm rle = RleForm::compressed;
   std::string overlay_path;  // "" = none; ".gif" or a video extension
   double fps = 25;
-  std::string prompt;  // recorded in the JSON
-  std::vector<std::string> prompts;  // every concept's prompt (recorded as "prompts" when > 1)
-  std::string source;  // recorded in the JSON
+  std::string prompt;                 // recorded in the JSON
+  std::vector<std::string> prompts;   // every concept's prompt (recorded as "prompts" when > 1)
+  std::string source;                 // recorded in the JSON
   std::vector<ExportFormat> formats;  // made from tracks.json at finish() (needs write_json)
   ExportContext export_context;
 };

@@ -229,9 +229,9 @@ class VideoControlPlane {
   void ensure_frame_features(int frame_index);
   void remove_from_states(const std::vector<int64_t>& ids);
   void add_new_objects(int frame_index, const std::vector<int64_t>& ids, const MaskStack& det_masks);
-  void insert_point_object(int frame_index, int64_t obj_id);  // control_plane_points.cpp
-  void clear_detector_inputs(TrackerState& state);            // control_plane_points.cpp
-  TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);  // control_plane_points.cpp
+  void insert_point_object(int frame_index, int64_t obj_id);                         // control_plane_points.cpp
+  void clear_detector_inputs(TrackerState& state);                                   // control_plane_points.cpp
+  TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);          // control_plane_points.cpp
   TrackerState& user_prompt_state(int frame_index, int64_t obj_id, PointResult& r);  // control_plane_points.cpp
   void finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob);
 

@@ -41,7 +41,7 @@ struct Prompt {
   // extension: obj_id's mask on the frame, pixels 0 / 1, any size (resized as the official tracker's
   // add_new_masks does; mask_prompts.h); excludes text, boxes and points.
   std::optional<BinaryMask> mask;
-  bool clear_old_points = true;   // false: the points add to the object's earlier points on that frame
+  bool clear_old_points = true;  // false: the points add to the object's earlier points on that frame
   // Objects of this prompt whose score is not above it are left out of the outputs (unset: none; the
   // official 3.1 predictor accepts it and shows every object).
   std::optional<float> output_prob_thresh;
