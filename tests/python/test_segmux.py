@@ -438,8 +438,7 @@ class ErrorClasses(unittest.TestCase):
                 segmux.Model(checkpoint=png, num_threads="4")
         with segmux.Model(cache_dir=CACHE, **MODEL) as model:
             session = model.start_session(FRAMES)
-            with self.assertRaises(segmux.BusyError):
-                model.start_session(FRAMES)
+            model.start_session(FRAMES).close()  # several sessions per model (issue 21)
             with self.assertRaises(segmux.BusyError):
                 model.segment(np.zeros((32, 32, 3), np.uint8), text="shape")
             session.close()
