@@ -250,6 +250,21 @@ def _take_frame(handle):
 ImagePredictor = _image_predictor.ImagePredictor
 
 
+def _set_boxes(p, boxes_xywh, box_labels, keep):
+    """The box exemplars of a prompt struct (boxes_xywh, box_labels, num_boxes); the arrays its pointers
+    borrow go into keep."""
+    if boxes_xywh is None:
+        if box_labels is not None:
+            raise _invalid("box_labels given without boxes_xywh")
+        return
+    b = _coordinates(boxes_xywh, "boxes_xywh", 4)
+    lb = _labels(box_labels, len(b), "box_labels", "boxes")
+    keep += [b, lb]
+    p.boxes_xywh = b.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    p.box_labels = lb.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
+    p.num_boxes = len(b)
+
+
 class _Checks:
     """The argument checks and status handling the image predictor shares with this module."""
     check = staticmethod(lambda status: _check(status))
@@ -260,7 +275,7 @@ class _Checks:
     labels = staticmethod(lambda values, count, name, of: _labels(values, count, name, of))
 
 
-class Model:
+class Model(_capi.Closeable):
     """A compiled SAM 3.1 model. Give model_dir (a model folder) or checkpoint (a .pt/.safetensors
     file, compiled on first use into cache_dir; config and vocab as for `segmux track`).
     control_config: a JSON file of control-plane settings over the official defaults.
@@ -337,16 +352,8 @@ class Model:
         _lib.segmux_image_prompt_init(ctypes.byref(p))
         text_array = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
         p.texts, p.num_texts = ctypes.cast(text_array, ctypes.POINTER(ctypes.c_char_p)), len(encoded)
-        keep = []
-        if boxes_xywh is not None:
-            b = _coordinates(boxes_xywh, "boxes_xywh", 4)
-            lb = _labels(box_labels, len(b), "box_labels", "boxes")
-            keep += [b, lb]
-            p.boxes_xywh = b.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-            p.box_labels = lb.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
-            p.num_boxes = len(b)
-        elif box_labels is not None:
-            raise _invalid("box_labels given without boxes_xywh")
+        keep = []  # the arrays p borrows, alive until the call
+        _set_boxes(p, boxes_xywh, box_labels, keep)
         if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
             raise TypeError(f"threshold must be a number, not {type(threshold).__name__}")
         p.threshold = float(threshold)
@@ -382,20 +389,8 @@ class Model:
             _check(_lib.segmux_model_close(self._handle))
             self._handle = None
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
-class Session:
+class Session(_capi.Closeable):
     """One video (official request API: add_prompt, propagate_in_video, remove_object, reset_session,
     close_session). Not for concurrent use from several threads. Every call after close() raises
     InvalidArgumentError (a ValueError), as does a propagate() generator resumed after it."""
@@ -458,16 +453,8 @@ class Session:
         p.frame_index = frame_index
         text_b = None if text is None else _text(text, "text")
         p.text = text_b
-        keep = []
-        if boxes_xywh is not None:
-            b = _coordinates(boxes_xywh, "boxes_xywh", 4)
-            lb = _labels(box_labels, len(b), "box_labels", "boxes")
-            keep += [b, lb]
-            p.boxes_xywh = b.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-            p.box_labels = lb.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
-            p.num_boxes = len(b)
-        elif box_labels is not None:
-            raise _invalid("box_labels given without boxes_xywh")
+        keep = []  # the arrays p borrows, alive until the call
+        _set_boxes(p, boxes_xywh, box_labels, keep)
         if points is not None:
             pt = _coordinates(points, "points", 2)
             lp = _labels(point_labels, len(pt), "point_labels", "points")
@@ -482,9 +469,7 @@ class Session:
         self._ensure_frames(frame_index + 1)
         out = ctypes.c_void_p()
         _check(_lib.segmux_session_add_prompt(self._require(), ctypes.byref(p), ctypes.byref(out)))
-        if self._first_prompt is None or frame_index < self._first_prompt:
-            self._first_prompt = frame_index
-        return _take_frame(out)
+        return self._prompted(frame_index, out)
 
     def _add_mask(self, frame_index, text, points, boxes_xywh, obj_id, mask):
         if text is not None or points is not None or boxes_xywh is not None:
@@ -498,6 +483,10 @@ class Session:
         _check(_lib.segmux_session_add_mask(self._require(), frame_index, obj_id,
                                             m.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), m.shape[1], m.shape[0],
                                             ctypes.byref(out)))
+        return self._prompted(frame_index, out)
+
+    def _prompted(self, frame_index, out):
+        """A prompt's outputs; frame_index may become the first prompted frame."""
         if self._first_prompt is None or frame_index < self._first_prompt:
             self._first_prompt = frame_index
         return _take_frame(out)
@@ -597,12 +586,6 @@ class Session:
             self._model._sessions.remove(self)
         self._frames = None
 
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
     def _check_open(self):
         if self._closed:
             raise _invalid("the session is closed")
@@ -614,9 +597,3 @@ class Session:
         if self._handle is None:
             raise _invalid("the session is closed")
         return self._handle
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

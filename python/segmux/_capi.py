@@ -9,6 +9,26 @@ INT_MAX = 2**31 - 1  # a C int
 INT64_MAX = 2**63 - 1
 
 
+class Closeable:
+    """An object owning a library handle: close() on leaving a `with` block and when collected (a
+    finaliser must not raise, so errors there are dropped)."""
+
+    def close(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 class ModelOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),

@@ -8,7 +8,7 @@ import numpy as np
 from . import _capi
 
 
-class ImagePredictor:
+class ImagePredictor(_capi.Closeable):
     """An image whose embedding is computed once (official set_image), asked any number of prompts with
     predict(). While it is open the model serves nothing else; close it (or use `with`)."""
 
@@ -98,15 +98,3 @@ class ImagePredictor:
         if self._handle is not None:
             self._err.check(self._lib.segmux_image_predictor_close(self._handle))
             self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
