@@ -35,8 +35,9 @@ def read_png_gray(path):
 
 
 def read_png_rgb(path):
-    """An 8-bit RGB PNG (non-interlaced) as an H x W x 3 uint8 array: the fixture frames."""
-    return read_png(path, colors=(2,))
+    """An 8-bit RGB or RGBA PNG (non-interlaced) as an H x W x 3 uint8 array, alpha dropped: the fixture
+    frames."""
+    return read_png(path, colors=(2, 6))
 
 
 def read_png(path, colors):
@@ -54,7 +55,7 @@ def read_png(path, colors):
             idat += body
         pos += 12 + length
     raw = zlib.decompress(idat)
-    channels = 3 if color == 2 else 1
+    channels = {0: 1, 2: 3, 6: 4}[color]
     bpp = depth // 8 * channels
     stride = width * bpp
     out = np.zeros((height, stride), np.uint8)
@@ -82,9 +83,9 @@ def read_png(path, colors):
             cur[x] = (line[x] + pred) & 0xFF
         out[y] = cur
         prev = cur
-    if channels == 3:
+    if channels > 1:
         assert depth == 8, (path, depth)
-        return out.reshape(height, width, 3)
+        return np.ascontiguousarray(out.reshape(height, width, channels)[:, :, :3])
     if bpp == 2:
         return (out[:, 0::2].astype(np.uint32) << 8 | out[:, 1::2]).astype(np.uint16)
     return out
@@ -540,45 +541,6 @@ class SharedCache(unittest.TestCase):
             self.assertFalse(any("first use" in line for line in lines), lines)
             self.assertTrue(any("using compiled candidates cached in" in line for line in lines), lines)
 
-
-def read_png_rgb(path):
-    """An 8-bit RGB PNG as H x W x 3 uint8 (the image fixture's frames)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    pos, idat = 8, b""
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and color in (2, 6) and interlace == 0, (path, depth, color)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    bpp = 3 if color == 2 else 4
-    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, 1 + width * bpp)
-    out = np.zeros((height, width * bpp), np.int32)
-    for y in range(height):
-        ftype, line = raw[y, 0], raw[y, 1:].astype(np.int32)
-        prev = out[y - 1] if y else np.zeros(width * bpp, np.int32)
-        if ftype in (0, 2):
-            out[y] = (line + (prev if ftype == 2 else 0)) & 0xFF
-            continue
-        cur = np.zeros(width * bpp, np.int32)
-        for x in range(width * bpp):
-            a = cur[x - bpp] if x >= bpp else 0
-            b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)
-            if ftype == 1:
-                pred = a
-            elif ftype == 3:
-                pred = (a + b) // 2
-            else:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            cur[x] = (line[x] + pred) & 0xFF
-        out[y] = cur
-    return out.reshape(height, width, bpp)[:, :, :3].astype(np.uint8)
 
 
 if __name__ == "__main__":
