@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "capi_tracking/fixture_model.h"
+#include "capi_tracking/frame_copies.h"
 #include "pipeline/media/video_io.h"
 
 namespace {
@@ -24,85 +25,23 @@ const std::string kFrames = kFixture + "/video/frames";
 // into the other.
 const std::string kMirrorFrames = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-mirror/video/frames";
 
-struct Out {
-  int index = -1;
-  std::vector<int64_t> ids;
-  std::vector<float> scores, boxes;
-  std::vector<std::vector<uint8_t>> masks;
-  bool operator==(const Out&) const = default;
-};
-
-Out copy_frame(const segmux_frame* f) {
-  Out o;
-  o.index = segmux_frame_index(f);
-  const size_t n = segmux_frame_num_objects(f), px = size_t(segmux_frame_width(f)) * size_t(segmux_frame_height(f));
-  o.ids.assign(segmux_frame_obj_ids(f), segmux_frame_obj_ids(f) + n);
-  o.scores.assign(segmux_frame_scores(f), segmux_frame_scores(f) + n);
-  o.boxes.assign(segmux_frame_boxes_xywh(f), segmux_frame_boxes_xywh(f) + 4 * n);
-  for (size_t k = 0; k < n; ++k) o.masks.emplace_back(segmux_frame_mask(f, k), segmux_frame_mask(f, k) + px);
-  return o;
-}
-
-Out take_frame(segmux_frame* f) {
-  Out o = copy_frame(f);
-  segmux_frame_free(f);
-  return o;
-}
-
-void expect_same(const std::vector<Out>& got, const std::vector<Out>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].index, want[i].index) << what << ", output " << i;
-    EXPECT_EQ(got[i].ids, want[i].ids) << what << ", frame " << want[i].index;
-    EXPECT_TRUE(got[i] == want[i]) << what << ", frame " << want[i].index << ": scores, boxes or masks differ";
-  }
-}
-
-size_t objects_in(const std::vector<Out>& outs) {
-  size_t n = 0;
-  for (const auto& o : outs) n += o.ids.size();
-  return n;
-}
-
-segmux_prompt text_prompt(int frame) {
-  segmux_prompt p;
-  segmux_prompt_init(&p);
-  p.frame_index = frame;
-  p.text = "shape";
-  return p;
-}
-
-segmux_propagate_options forward_from(int start) {
-  segmux_propagate_options o;
-  segmux_propagate_options_init(&o);
-  o.direction = SEGMUX_FORWARD;
-  o.start_frame_index = start;
-  return o;
-}
-
-std::vector<Out> propagate(segmux_session* s, const segmux_propagate_options* o) {
-  std::vector<Out> outs;
-  EXPECT_EQ(segmux_session_propagate(
-                s, o,
-                [](void* user, const segmux_frame* f) {
-                  static_cast<std::vector<Out>*>(user)->push_back(copy_frame(f));
-                  return 1;
-                },
-                &outs),
-            SEGMUX_OK)
-      << segmux_last_error();
-  return outs;
-}
+using segmux::test::expect_same;
+using segmux::test::forward_from;
+using segmux::test::FrameCopy;
+using segmux::test::objects_in;
+using segmux::test::propagate;
+using segmux::test::take_frame;
+using segmux::test::text_prompt;
 
 // A session's whole run alone: its prompt's outputs, then a propagation in both directions.
-std::vector<Out> alone(segmux_model* m, const std::string& frames, int prompt_frame) {
+std::vector<FrameCopy> alone(segmux_model* m, const std::string& frames, int prompt_frame) {
   segmux_session* s = nullptr;
   EXPECT_EQ(segmux_session_open_video(m, frames.c_str(), &s), SEGMUX_OK) << segmux_last_error();
   const segmux_prompt p = text_prompt(prompt_frame);
   segmux_frame* first = nullptr;
   EXPECT_EQ(segmux_session_add_prompt(s, &p, &first), SEGMUX_OK) << segmux_last_error();
-  std::vector<Out> outs{take_frame(first)};
-  for (Out& o : propagate(s, nullptr)) outs.push_back(std::move(o));
+  std::vector<FrameCopy> outs{take_frame(first)};
+  for (FrameCopy& o : propagate(s, nullptr)) outs.push_back(std::move(o));
   segmux_session_close(s);
   return outs;
 }
@@ -115,7 +54,7 @@ std::vector<Out> alone(segmux_model* m, const std::string& frames, int prompt_fr
 TEST(CApiSessions, InterleavedSessionsAnswerAsAlone) {
   segmux_model* m = segmux::test::open_fixture_model(kFixture);
   ASSERT_NE(m, nullptr);
-  const std::vector<Out> want_a = alone(m, kFrames, 0), want_b = alone(m, kMirrorFrames, 3);
+  const std::vector<FrameCopy> want_a = alone(m, kFrames, 0), want_b = alone(m, kMirrorFrames, 3);
   ASSERT_GT(objects_in(want_a), 0u);
   ASSERT_GT(objects_in(want_b), 0u);
 
@@ -126,7 +65,7 @@ TEST(CApiSessions, InterleavedSessionsAnswerAsAlone) {
   segmux_frame *fa = nullptr, *fb = nullptr;
   ASSERT_EQ(segmux_session_add_prompt(a, &pa, &fa), SEGMUX_OK) << segmux_last_error();
   ASSERT_EQ(segmux_session_add_prompt(b, &pb, &fb), SEGMUX_OK) << segmux_last_error();
-  std::vector<Out> got_a{take_frame(fa)}, got_b{take_frame(fb)};
+  std::vector<FrameCopy> got_a{take_frame(fa)}, got_b{take_frame(fb)};
   ASSERT_EQ(segmux_session_propagate_begin(a, nullptr), SEGMUX_OK) << segmux_last_error();
   ASSERT_EQ(segmux_session_propagate_begin(b, nullptr), SEGMUX_OK) << segmux_last_error();
   bool a_done = false, b_done = false;
@@ -184,9 +123,9 @@ TEST(CApiSessions, LiveFramesGiveWhatTheSameFramesFromAFolderGive) {
   const segmux_prompt p = text_prompt(0);
   segmux_frame* f = nullptr;
   ASSERT_EQ(segmux_session_add_prompt(folder, &p, &f), SEGMUX_OK) << segmux_last_error();
-  const Out want_first = take_frame(f);
+  const FrameCopy want_first = take_frame(f);
   const segmux_propagate_options fwd = forward_from(-1);
-  const std::vector<Out> want = propagate(folder, &fwd);
+  const std::vector<FrameCopy> want = propagate(folder, &fwd);
   segmux_session_close(folder);
   ASSERT_EQ(want.size(), 22u);
   ASSERT_GT(objects_in(want), 0u);
@@ -194,7 +133,7 @@ TEST(CApiSessions, LiveFramesGiveWhatTheSameFramesFromAFolderGive) {
   auto reader = segmux::pipeline::open_video(folder_path);
   segmux_session* live = nullptr;
   ASSERT_EQ(segmux_session_open_live(m, reader->width(), reader->height(), 16, &live), SEGMUX_OK);
-  std::vector<Out> got;
+  std::vector<FrameCopy> got;
   size_t calls_without_output = 0;
   for (int t = 0; t < reader->num_frames(); ++t) {
     const segmux::pipeline::RgbFrame rgb = reader->frame(t);
@@ -205,14 +144,14 @@ TEST(CApiSessions, LiveFramesGiveWhatTheSameFramesFromAFolderGive) {
       ASSERT_EQ(segmux_session_add_prompt(live, &p, &f), SEGMUX_OK) << segmux_last_error();
       EXPECT_TRUE(take_frame(f) == want_first);
     }
-    std::vector<Out> released = propagate(live, &fwd);
+    std::vector<FrameCopy> released = propagate(live, &fwd);
     calls_without_output += released.empty();
-    for (Out& o : released) got.push_back(std::move(o));
+    for (FrameCopy& o : released) got.push_back(std::move(o));
   }
   EXPECT_LT(got.size(), want.size());  // the hot-start rule still holds the last frames back
   EXPECT_GT(calls_without_output, 0u);
   ASSERT_EQ(segmux_session_end_stream(live), SEGMUX_OK) << segmux_last_error();
-  for (Out& o : propagate(live, &fwd)) got.push_back(std::move(o));
+  for (FrameCopy& o : propagate(live, &fwd)) got.push_back(std::move(o));
   expect_same(got, want, "live session");
   const std::vector<uint8_t> rgb(size_t(3) * reader->width() * reader->height());
   EXPECT_EQ(segmux_session_push_frame(live, rgb.data(), reader->width(), reader->height(), 0, nullptr),
@@ -242,11 +181,11 @@ TEST(CApiSessions, ClicksAnswerWithTheFramesOtherObjects) {
   segmux_session* video = nullptr;
   ASSERT_EQ(segmux_session_open_video(m, kFrames.c_str(), &video), SEGMUX_OK) << segmux_last_error();
   ASSERT_EQ(segmux_session_add_prompt(video, &p, nullptr), SEGMUX_OK) << segmux_last_error();
-  const std::vector<Out> propagated = propagate(video, &fwd);
+  const std::vector<FrameCopy> propagated = propagate(video, &fwd);
   ASSERT_EQ(propagated.size(), 16u);
   segmux_frame* f = nullptr;
   ASSERT_EQ(segmux_session_add_prompt(video, &click, &f), SEGMUX_OK) << segmux_last_error();
-  const Out want = take_frame(f);
+  const FrameCopy want = take_frame(f);
   segmux_session_close(video);
   std::vector<int64_t> others;  // the objects frame 6 showed, but the clicked one
   for (int64_t id : propagated[6].ids)
@@ -268,7 +207,7 @@ TEST(CApiSessions, ClicksAnswerWithTheFramesOtherObjects) {
   ASSERT_EQ(segmux_session_end_stream(live), SEGMUX_OK);
   expect_same(propagate(live, &fwd), propagated, "live session");
   ASSERT_EQ(segmux_session_add_prompt(live, &click, &f), SEGMUX_OK) << segmux_last_error();
-  const Out got = take_frame(f);
+  const FrameCopy got = take_frame(f);
   EXPECT_EQ(got.ids, want.ids);
   EXPECT_TRUE(got == want) << "the live session's click response differs from the video session's";
   segmux_session_close(live);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capi_tracking/fixture_model.h"
+#include "capi_tracking/frame_copies.h"
 #include "deploy/model_store/model_store.h"
 #include "pipeline/media/live_source.h"
 #include "pipeline/media/video_io.h"
@@ -18,59 +19,22 @@ namespace {
 const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 const std::string kFrames = kFixture + "/video/frames";
 
-struct Out {
-  int index = -1;
-  std::vector<int64_t> ids;
-  std::vector<float> scores, boxes;
-  std::vector<std::vector<uint8_t>> masks;
-};
-
-Out copy_frame(const segmux_frame* f) {
-  Out o;
-  o.index = segmux_frame_index(f);
-  const size_t n = segmux_frame_num_objects(f), px = size_t(segmux_frame_width(f)) * size_t(segmux_frame_height(f));
-  o.ids.assign(segmux_frame_obj_ids(f), segmux_frame_obj_ids(f) + n);
-  o.scores.assign(segmux_frame_scores(f), segmux_frame_scores(f) + n);
-  o.boxes.assign(segmux_frame_boxes_xywh(f), segmux_frame_boxes_xywh(f) + 4 * n);
-  for (size_t k = 0; k < n; ++k) o.masks.emplace_back(segmux_frame_mask(f, k), segmux_frame_mask(f, k) + px);
-  return o;
-}
+using segmux::test::copy_frame;
+using segmux::test::expect_same;
+using segmux::test::forward_from;
+using segmux::test::FrameCopy;
+using segmux::test::objects_in;
+using segmux::test::propagate;
+using segmux::test::text_prompt;
 
 segmux_model* open_fixture_model() { return segmux::test::open_fixture_model(kFixture); }
 
 segmux_session* prompted_session(segmux_model* m) {
   segmux_session* s = nullptr;
   EXPECT_EQ(segmux_session_open_video(m, kFrames.c_str(), &s), SEGMUX_OK) << segmux_last_error();
-  segmux_prompt p;
-  segmux_prompt_init(&p);
-  p.text = "shape";
+  const segmux_prompt p = text_prompt(0);
   EXPECT_EQ(segmux_session_add_prompt(s, &p, nullptr), SEGMUX_OK) << segmux_last_error();
   return s;
-}
-
-std::vector<Out> propagate_all(segmux_session* s) {
-  std::vector<Out> outs;
-  EXPECT_EQ(segmux_session_propagate(
-                s, nullptr,
-                [](void* user, const segmux_frame* f) {
-                  static_cast<std::vector<Out>*>(user)->push_back(copy_frame(f));
-                  return 1;
-                },
-                &outs),
-            SEGMUX_OK)
-      << segmux_last_error();
-  return outs;
-}
-
-void expect_same(const std::vector<Out>& a, const std::vector<Out>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].index, b[i].index);
-    EXPECT_EQ(a[i].ids, b[i].ids) << "frame " << a[i].index;
-    EXPECT_EQ(a[i].scores, b[i].scores) << "frame " << a[i].index;
-    EXPECT_EQ(a[i].boxes, b[i].boxes) << "frame " << a[i].index;
-    EXPECT_TRUE(a[i].masks == b[i].masks) << "frame " << a[i].index;
-  }
 }
 
 }  // namespace
@@ -87,9 +51,9 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
   auto video = pl::open_video(kFrames);
   pl::VideoSession session(*direct.model, *video, pl::control_config_for(direct.config));
   session.add_prompt(0, pl::Prompt::from_text("shape"));
-  std::vector<Out> expected;
+  std::vector<FrameCopy> expected;
   session.propagate({}, [&](const pl::FrameOutput& o) {
-    Out e;
+    FrameCopy e;
     e.index = o.frame_index;
     e.ids = o.obj_ids;
     e.scores = o.probs;
@@ -103,17 +67,13 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
   segmux_model* m = open_fixture_model();
   ASSERT_NE(m, nullptr);
   segmux_session* s = prompted_session(m);
-  const std::vector<Out> called = propagate_all(s);
-  expect_same(called, expected);
-  size_t objects = 0;
-  for (auto& o : called) objects += o.ids.size();
-  EXPECT_GT(objects, 0u);  // the fixture video has objects: the comparison compared something
+  const std::vector<FrameCopy> called = propagate(s);
+  expect_same(called, expected, "called back");
+  EXPECT_GT(objects_in(called), 0u);  // the fixture video has objects: the comparison compared something
 
   // Pulled, after a reset and the same prompt again.
   ASSERT_EQ(segmux_session_reset(s), SEGMUX_OK);
-  segmux_prompt p;
-  segmux_prompt_init(&p);
-  p.text = "shape";
+  const segmux_prompt p = text_prompt(0);
   segmux_frame* first = nullptr;
   ASSERT_EQ(segmux_session_add_prompt(s, &p, &first), SEGMUX_OK) << segmux_last_error();
   EXPECT_EQ(segmux_frame_index(first), 0);
@@ -122,7 +82,7 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
   // Other calls wait for the pull to end: refused, not raced.
   EXPECT_EQ(segmux_session_add_prompt(s, &p, nullptr), SEGMUX_ERROR_BUSY);
   EXPECT_EQ(segmux_session_reset(s), SEGMUX_ERROR_BUSY);
-  std::vector<Out> pulled;
+  std::vector<FrameCopy> pulled;
   segmux_frame* f = nullptr;
   segmux_status st;
   while ((st = segmux_session_next_frame(s, &f)) == SEGMUX_OK) {
@@ -142,7 +102,7 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
     segmux_frame_free(f);
   }
   EXPECT_EQ(st, SEGMUX_END) << segmux_last_error();
-  expect_same(pulled, expected);
+  expect_same(pulled, expected, "pulled");
 
   // A model with an open session cannot close (several sessions: test_capi_sessions.cpp).
   EXPECT_EQ(segmux_model_close(m), SEGMUX_ERROR_BUSY);
@@ -176,9 +136,7 @@ TEST(CApi, LiveFramesAreTrackedAsTheyArrive) {
   ASSERT_NE(m, nullptr);
   segmux_session* live = nullptr;
   ASSERT_EQ(segmux_session_open_live(m, reader->width(), reader->height(), 2, &live), SEGMUX_OK);
-  segmux_prompt p;
-  segmux_prompt_init(&p);
-  p.text = "shape";
+  const segmux_prompt p = text_prompt(0);
   EXPECT_EQ(segmux_session_add_prompt(live, &p, nullptr), SEGMUX_ERROR_FAILED);  // no frame yet
   EXPECT_NE(std::string(segmux_last_error()).find("push one first"), std::string::npos) << segmux_last_error();
   size_t objects = 0;
@@ -197,21 +155,9 @@ TEST(CApi, LiveFramesAreTrackedAsTheyArrive) {
       segmux_frame_free(first);
       continue;
     }
-    segmux_propagate_options o;
-    segmux_propagate_options_init(&o);
-    o.direction = SEGMUX_FORWARD;
-    o.start_frame_index = t;
+    segmux_propagate_options o = forward_from(t);
     o.max_frame_num_to_track = 0;
-    std::vector<Out> got;
-    ASSERT_EQ(segmux_session_propagate(
-                  live, &o,
-                  [](void* user, const segmux_frame* f) {
-                    static_cast<std::vector<Out>*>(user)->push_back(copy_frame(f));
-                    return 1;
-                  },
-                  &got),
-              SEGMUX_OK)
-        << segmux_last_error();
+    const std::vector<FrameCopy> got = propagate(live, &o);
     ASSERT_EQ(got.size(), 1u);  // exactly the new frame, at once (no hot-start delay at the stream's end)
     EXPECT_EQ(got[0].index, t);
     objects += got[0].ids.size();
