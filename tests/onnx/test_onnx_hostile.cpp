@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/error_text.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "test_ops.h"
@@ -23,17 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using onnx::TensorProto;
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+using segmux::test::error_of;
 
 void add_io(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& dims) {
   v->set_name(name);

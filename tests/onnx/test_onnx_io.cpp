@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/error_text.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
 #include "runtime/session.h"
@@ -57,15 +58,7 @@ onnx::NodeProto* add_node(onnx::ModelProto& m, const std::string& op, const std:
 
 std::string bytes_of(const onnx::ModelProto& m) { return m.SerializeAsString(); }
 
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using segmux::test::error_of;
 
 std::string temp_dir(const std::string& name) {
   fs::path p = fs::path(SEGMUX_BINARY_DIR) / "onnx_io_tmp" / name;

@@ -4,9 +4,9 @@
 
 #include <fstream>
 
+#include "common/replayed_session.h"
 #include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/session_api.h"
-#include "verify/replay_backend.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
@@ -49,11 +49,9 @@ TEST(BoxPrompts, BadBoxesNameTheBox) {
 }
 
 TEST(BoxPrompts, SessionRefusesWhatTheModelCannotDo) {
-  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
-  if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
-  auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  auto replay = segmux::test::replayed_session();  // recorded text run: no geometry
+  if (!replay) GTEST_SKIP() << "fixtures not found";
+  VideoSession& session = replay->session;
   Prompt p = with_boxes({{0.1f, 0.1f, 0.2f, 0.2f}}, {1});
   try {
     session.add_prompt(0, p);

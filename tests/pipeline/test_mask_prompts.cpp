@@ -8,25 +8,17 @@
 #include <functional>
 #include <string>
 
+#include "common/error_text.h"
+#include "common/replayed_session.h"
 #include "pipeline/predictor/mask_prompts.h"
 #include "pipeline/predictor/session_api.h"
-#include "verify/replay_backend.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
 
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+using segmux::test::error_of;
 
 // 6 x 8, rows 1..3 x columns 2..6 set.
 BinaryMask small_mask() {
@@ -106,11 +98,9 @@ TEST(MaskPrompts, BadMasksGetErrorsNamingTheProblem) {
 }
 
 TEST(MaskPrompts, RefusedMaskPromptsLeaveTheSessionAsItWas) {
-  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
-  if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);
-  auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  auto replay = segmux::test::replayed_session();
+  if (!replay) GTEST_SKIP() << "fixtures not found";
+  VideoSession& session = replay->session;
   EXPECT_HAS(error_of([&] { session.add_prompt(16, mask_prompt(small_mask())); }),
              "add_prompt: frame_index 16 is out of range");
   EXPECT_HAS(error_of([&] { session.add_prompt(0, mask_prompt(BinaryMask(240, 320))); }), "no foreground pixel");

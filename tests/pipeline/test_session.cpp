@@ -3,18 +3,16 @@
 
 #include <fstream>
 
+#include "common/replayed_session.h"
 #include "pipeline/predictor/session_api.h"
-#include "verify/replay_backend.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
 
 TEST(Session, ReplayedRunThroughTheRequestApi) {
-  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
-  if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);
-  auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  auto replay = segmux::test::replayed_session();
+  if (!replay) GTEST_SKIP() << "fixtures not found";
+  VideoSession& session = replay->session;
   EXPECT_THROW(session.add_prompt(0, Prompt{}), Error);
   Prompt boxes = Prompt::from_text("shape");
   boxes.boxes_xywh.push_back({0.1f, 0.1f, 0.2f, 0.2f});
@@ -37,7 +35,7 @@ TEST(Session, ReplayedRunThroughTheRequestApi) {
   EXPECT_TRUE(session.remove_object(0));
   EXPECT_FALSE(session.remove_object(0));
   auto none = make_blank_frame_source(0, 320, 240);
-  EXPECT_THROW(VideoSession(model, *none, load_control_config(fixture + "/config.json")), Error);
+  EXPECT_THROW(VideoSession(replay->model, *none, load_control_config(replay->fixture + "/config.json")), Error);
 }
 
 TEST(ControlConfig, DefaultsAndFixtureValues) {

@@ -9,34 +9,24 @@
 #include <string>
 #include <vector>
 
+#include "common/error_text.h"
+#include "common/replayed_session.h"
 #include "pipeline/predictor/client_ids.h"
 #include "pipeline/predictor/session_api.h"
-#include "verify/replay_backend.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
 
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+using segmux::test::error_of;
 
 }  // namespace
 
 TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
-  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
-  if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);
-  auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  auto replay = segmux::test::replayed_session();
+  if (!replay) GTEST_SKIP() << "fixtures not found";
+  VideoSession& session = replay->session;
 
   // A text the tokenizer cannot read stayed as a concept before: every later propagation failed.
   EXPECT_HAS(error_of([&] { session.add_prompt(0, Prompt::from_text("sh\xff\xfe")); }),

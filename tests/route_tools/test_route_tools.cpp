@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/error_text.h"
 #include "compiler/slim.h"
 #include "deploy/model_store/engine_backend.h"
 #include "engines/ort/ort_model.h"
@@ -77,14 +78,7 @@ void expect_equal(const Tensor& got, const Tensor& want, const std::string& what
   EXPECT_EQ(c.max_abs, 0.0) << what;  // same kernels on the same values: bit-identical
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using segmux::test::error_of;
 
 }  // namespace
 

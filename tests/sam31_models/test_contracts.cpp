@@ -8,6 +8,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "common/error_text.h"
 #include "core/error.h"
 #include "ir/builder.h"
 #include "models/sam31/backbone.h"
@@ -23,14 +24,7 @@ namespace {
 
 const std::string kDir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using segmux::test::error_of;
 
 // A two-input, one-output graph: a (f32 [2, 3]) + b (f32 [2, 3]) -> sum, and a flag input.
 ir::Graph small_graph() {

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "common/error_text.h"
 #include "core/error.h"
 #include "pipeline/media/video_io.h"
 
@@ -32,14 +33,7 @@ std::string write_temp(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using segmux::test::error_of;
 
 // Runs fn in a child process (a hang must not hang the test): the child exits 0 when fn throws a
 // segmux::Error containing `expected`, 1 for another outcome; killed after 20 s, reported as a hang.
@@ -86,8 +80,6 @@ std::string gif_of_tiny_frames(int cw, int ch, int frames) {
 }
 
 }  // namespace
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 TEST(HostileMedia, AFifoIsRefusedNotWaitedOn) {
   const std::string fifo = temp_file("video.mp4");

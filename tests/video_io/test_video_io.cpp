@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/error_text.h"
 #include "core/error.h"
 #include "pipeline/media/video_io.h"
 
@@ -133,18 +134,9 @@ std::string write_temp(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using segmux::test::error_of;
 
 }  // namespace
-
-#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
 TEST(VideoIoHostile, GifSizesAreCappedBeforeAllocating) {
   const std::string fine = write_temp("fine.gif", gif_bytes(4, 3, 1, 1));
