@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/cli_suite.h"
 #include "common/rotated_video.h"
 #include "common/run_command.h"
 #include "common/tiny_fixture.h"
@@ -68,19 +69,8 @@ std::vector<uint16_t> read_png16(const fs::path& path, int& width, int& height) 
   return v;
 }
 
-class Track : public ::testing::Test {
+class Track : public segmux::test::CliSuite {
  protected:
-  static void SetUpTestSuite() {
-    root_ = fs::path(::testing::TempDir()) / ("segmux_track_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
-
-  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
-
-  // Runs `segmux ARGS`; stdout and stderr are kept apart (stdout carries the --json summary).
-  static Result segmux(const std::string& args) { return segmux::test::run_segmux_split(args, tmp("stderr.txt")); }
-
   static std::string tiny_model_args() { return segmux::test::tiny_model_args(tmp("cache")); }
   // `segmux track` on the fixture frames with the fixture model.
   static Result track(const std::string& out, const std::string& extra) {
@@ -151,10 +141,7 @@ class Track : public ::testing::Test {
     EXPECT_NE(r.err.find(words), std::string::npos) << "stderr: " << r.err;
     EXPECT_FALSE(fs::exists(out)) << "a failed run left " << out;
   }
-
-  static fs::path root_;
 };
-fs::path Track::root_;
 
 std::vector<int> range(int a, int b) {  // a..b inclusive
   std::vector<int> v;

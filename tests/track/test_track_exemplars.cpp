@@ -13,31 +13,15 @@
 
 #include "common/rle_json.h"
 #include "common/run_command.h"
-#include "common/tiny_fixture.h"
+#include "track/track_cli.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTiny = segmux::test::tiny_fixture_dir();
 const fs::path kCases = fs::path(SEGMUX_SOURCE_DIR) / "tests/fixtures/sam31-tiny-prompts/video/exemplar_cases.json";
 
-class TrackExemplars : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    root_ = fs::path(::testing::TempDir()) / ("segmux_track_ex_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
-  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
-  static segmux::test::SplitResult track(const std::string& args) {
-    return segmux::test::run_segmux_split("track " + kTiny + "/video/frames " + args + " " +
-                                              segmux::test::tiny_model_args(tmp("cache")) +
-                                              " --quiet --overlay none >/dev/null",
-                                          tmp("stderr.txt"));
-  }
-  static inline fs::path root_;
-};
+class TrackExemplars : public segmux::test::TrackCli {};
 
 }  // namespace
 
@@ -50,7 +34,7 @@ TEST_F(TrackExemplars, RequestsEqualTheOfficialAddPromptOutputs) {
     std::ofstream(tmp(name + ".json")) << nlohmann::json::array({c["request"]}).dump();
     auto r = track("--requests " + tmp(name + ".json") + " --out " + tmp(name));
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
-    const nlohmann::json got = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp(name)) / "tracks.json"));
+    const nlohmann::json got = tracks_json(tmp(name));
     ASSERT_EQ(got["frames"].size(), 1u) << name;
     const auto& objs = got["frames"][0]["objects"];
     const auto& ref = c["outputs"];
@@ -76,21 +60,16 @@ TEST_F(TrackExemplars, BoxOnTheCommandLine) {
   // The text_posbox case's box in pixels on the --start frame, with the text; then propagated.
   auto r = track("--prompt shape --box 133,54,60,50 --max-frames 3 --out " + tmp("cli"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json got = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp("cli")) / "tracks.json"));
+  const nlohmann::json got = tracks_json(tmp("cli"));
   ASSERT_EQ(got["frames"].size(), 3u);
   EXPECT_FALSE(got["frames"][0]["objects"].empty());
   r = track("--box 133,54,60,50 --box 0,39,251,176:neg --max-frames 2 --out " + tmp("cli2"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json box_only = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp("cli2")) / "tracks.json"));
+  const nlohmann::json box_only = tracks_json(tmp("cli2"));
   for (const auto& o : box_only["frames"][0]["objects"]) EXPECT_EQ(o["prompt"], "<text placeholder>");
 }
 
 TEST_F(TrackExemplars, BadBoxesNameTheProblem) {
-  auto expect_failure = [&](const segmux::test::SplitResult& r, const std::string& out, const std::string& words) {
-    EXPECT_NE(r.code, 0) << words;
-    EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(out)) << out;
-  };
   expect_failure(track("--box 10,10,0,4 --out " + tmp("b1")), tmp("b1"), "is empty");
   expect_failure(track("--box 300,10,40,20 --out " + tmp("b2")), tmp("b2"), "not inside the 320x240 frame");
   expect_failure(track("--box 10,10,20,20 --frame 3 --out " + tmp("b3")), tmp("b3"), "--start");

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "common/cli_suite.h"
 #include "common/run_command.h"
 #include "common/tiny_fixture.h"
 
@@ -12,22 +13,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TrackFormats : public ::testing::Test {
+class TrackFormats : public segmux::test::CliSuite {
  protected:
-  static void SetUpTestSuite() {
-    root_ = fs::path(::testing::TempDir()) / ("segmux_formats_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
-  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
-  static segmux::test::SplitResult segmux(const std::string& args) {
-    return segmux::test::run_segmux_split(args, tmp("stderr.txt"));
-  }
   static segmux::test::SplitResult track(const std::string& out, const std::string& extra) {
     return segmux("track " + segmux::test::tiny_fixture_dir() + "/video/frames --prompt shape " +
                   segmux::test::tiny_model_args(tmp("cache")) + " --out " + out + " --quiet --overlay none " + extra);
   }
-  static inline fs::path root_;
 };
 
 TEST_F(TrackFormats, WritesEveryFormatAndEvalReadsThemBack) {

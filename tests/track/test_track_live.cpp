@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/cli_suite.h"
 #include "common/run_command.h"
 #include "common/tiny_fixture.h"
 #include "pipeline/media/video_io.h"
@@ -14,11 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TrackLive : public ::testing::Test {
+class TrackLive : public segmux::test::CliSuite {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::path(::testing::TempDir()) / ("segmux_live_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
+    CliSuite::SetUpTestSuite();
     // The fixture frames as one raw rgb24 stream.
     auto video = segmux::pipeline::open_video(segmux::test::tiny_fixture_dir() + "/video/frames");
     frames_ = video->num_frames();
@@ -30,8 +30,6 @@ class TrackLive : public ::testing::Test {
       raw.write(reinterpret_cast<const char*>(img.pixels.data()), std::streamsize(img.pixels.size()));
     }
   }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
-  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
   static std::string raw_option() {
     return "--live-raw rgb24:" + std::to_string(width_) + "x" + std::to_string(height_) + " --live-fps 10";
   }
@@ -44,7 +42,6 @@ class TrackLive : public ::testing::Test {
   static nlohmann::json read_json(const std::string& path) {
     return nlohmann::json::parse(segmux::test::read_text(path), nullptr, false);
   }
-  static inline fs::path root_;
   static inline int frames_ = 0, width_ = 0, height_ = 0;
 };
 

@@ -11,36 +11,18 @@
 
 #include "common/rle_json.h"
 #include "common/run_command.h"
-#include "common/tiny_fixture.h"
 #include "pipeline/media/video_io.h"
+#include "track/track_cli.h"
 
 namespace fs = std::filesystem;
 using segmux::pipeline::BinaryMask;
 
 namespace {
 
-const std::string kTiny = segmux::test::tiny_fixture_dir();
 const fs::path kTrace = fs::path(SEGMUX_SOURCE_DIR) / "tests/fixtures/sam31-tiny-masks/video/trace.json";
 
-class TrackMasks : public ::testing::Test {
+class TrackMasks : public segmux::test::TrackCli {
  protected:
-  static void SetUpTestSuite() {
-    root_ = fs::path(::testing::TempDir()) / ("segmux_track_masks_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
-  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
-  static segmux::test::SplitResult track(const std::string& args) {
-    return segmux::test::run_segmux_split("track " + kTiny + "/video/frames " + args + " " +
-                                              segmux::test::tiny_model_args(tmp("cache")) +
-                                              " --quiet --overlay none >/dev/null",
-                                          tmp("stderr.txt"));
-  }
-  static void expect_failure(const segmux::test::SplitResult& r, const std::string& out, const std::string& words) {
-    EXPECT_NE(r.code, 0) << r.err;
-    EXPECT_NE(r.err.find(words), std::string::npos) << "stderr: " << r.err;
-    EXPECT_FALSE(fs::exists(out)) << "a failed run left " << out;
-  }
   // A mask as a black / white PNG (`value` for the object's pixels).
   static std::string write_mask_png(const std::string& name, const BinaryMask& m, uint8_t value = 255) {
     segmux::pipeline::RgbImage img;
@@ -52,7 +34,6 @@ class TrackMasks : public ::testing::Test {
     segmux::pipeline::write_png_rgb(tmp(name), img);
     return tmp(name);
   }
-  static inline fs::path root_;
 };
 
 }  // namespace
@@ -65,7 +46,7 @@ TEST_F(TrackMasks, MaskFileRunsAsTheOfficialMaskPromptSequence) {
   const std::string png = write_mask_png("disc.png", segmux::test::mask_of(reqs[0]["object_mask"]));
   auto r = track("--mask " + png + ":1:0 --direction forward --out " + tmp("disc"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json got = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp("disc")) / "tracks.json"));
+  const nlohmann::json got = tracks_json(tmp("disc"));
   const auto& want = reqs[1]["yields"];
   ASSERT_EQ(got["frames"].size(), want.size());
   for (size_t f = 0; f < want.size(); ++f) {
@@ -83,7 +64,7 @@ TEST_F(TrackMasks, MaskFileRunsAsTheOfficialMaskPromptSequence) {
   const std::string png01 = write_mask_png("disc01.png", segmux::test::mask_of(reqs[0]["object_mask"]), 1);
   r = track("--mask " + png01 + " --obj-id 1 --frame 0 --direction forward --max-frames 2 --out " + tmp("disc01"));
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json got01 = nlohmann::json::parse(segmux::test::read_text(fs::path(tmp("disc01")) / "tracks.json"));
+  const nlohmann::json got01 = tracks_json(tmp("disc01"));
   EXPECT_EQ(got01["frames"][0]["objects"][0]["mask_rle"], got["frames"][0]["objects"][0]["mask_rle"]);
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/cli_suite.h"
 #include "common/run_command.h"
 #include "common/tiny_fixture.h"
 #include "pipeline/masks/coco_rle.h"
@@ -29,16 +30,8 @@ const std::string kTiny = segmux::test::tiny_fixture_dir();
 
 using Result = segmux::test::SplitResult;
 std::string slurp(const fs::path& p) { return segmux::test::read_text(p.string()); }
-class Precision : public ::testing::Test {
+class Precision : public segmux::test::CliSuite {
  protected:
-  static void SetUpTestSuite() {
-    root_ = fs::path(::testing::TempDir()) / ("segmux_precision_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
-  }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
-  static std::string tmp(const std::string& name) { return (root_ / name).string(); }
-
-  static Result segmux(const std::string& args) { return segmux::test::run_segmux_split(args, tmp("stderr.txt")); }
   static std::string model_args() { return segmux::test::tiny_model_args(tmp("cache")); }
   static Result track(const std::string& out, const std::string& extra) {
     return segmux("track " + kTiny + "/video/frames --prompt shape " + model_args() + " --out " + out +
@@ -48,10 +41,7 @@ class Precision : public ::testing::Test {
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_NE(r.err.find(words), std::string::npos) << "stderr: " << r.err;
   }
-
-  static fs::path root_;
 };
-fs::path Precision::root_;
 
 // IoU of object `id` in a tracks.json frame against an official mask.
 double iou_with(const nlohmann::json& frame, int64_t id, const BinaryMask& want) {
