@@ -216,6 +216,24 @@ class ScriptedSession : public ModelSession {
   void drop_state(int) override {}
 };
 
+// Object 0 detected and tracked at the same box on each of the first `frames` frames.
+void script_steady_object(ScriptedSession& be, int frames) {
+  for (int f = 0; f < frames; ++f) {
+    ScriptedFrame s;
+    s.det_logits = {3.f};
+    s.det_boxes_px = {{2, 2, 8, 8}};
+    s.trk[0] = {2, 2, 8, 8};
+    be.frames[f] = s;
+  }
+}
+
+// A second detection on frame 1, far from object 0 (object 1), then tracked but never detected again.
+void script_second_object_detected_once(ScriptedSession& be, int frames) {
+  be.frames[1].det_logits.push_back(3.f);
+  be.frames[1].det_boxes_px.push_back({10, 10, 14, 14});
+  for (int f = 2; f < frames; ++f) be.frames[f].trk[1] = {10, 10, 14, 14};
+}
+
 ControlConfig small_config() {
   ControlConfig c;
   c.bucket_capacity = 4;
@@ -229,18 +247,10 @@ TEST(ControlPlane, AssociationNewObjectsHotStartRemovalAndConfirmation) {
   ScriptedSession be;
   auto src = make_blank_frame_source(12, kVideo, kVideo);
   // Frame 0: one detection -> object 0. Frames 1..: the detection stays on object 0; object 0 is tracked.
-  for (int f = 0; f < 12; ++f) {
-    ScriptedFrame s;
-    s.det_logits = {3.f};
-    s.det_boxes_px = {{2, 2, 8, 8}};
-    s.trk[0] = {2, 2, 8, 8};
-    be.frames[f] = s;
-  }
+  script_steady_object(be, 12);
   // Frame 1: a second detection appears far away -> object 1; afterwards object 1 is tracked but never
   // detected again (unmatched) -> removed once unmatched for hotstart_unmatch_thresh frames.
-  be.frames[1].det_logits.push_back(3.f);
-  be.frames[1].det_boxes_px.push_back({10, 10, 14, 14});
-  for (int f = 2; f < 12; ++f) be.frames[f].trk[1] = {10, 10, 14, 14};
+  script_second_object_detected_once(be, 12);
   ControlConfig cfg = small_config();
   cfg.hotstart_unmatch_thresh = 3;
   cfg.hotstart_delay = 4;
@@ -289,16 +299,8 @@ TEST(ControlPlane, KeepingOnlyTheLatestDecisionsChangesNoOutput) {
   auto run = [](bool keep, size_t& kept) {
     ScriptedSession be;
     auto src = make_blank_frame_source(12, kVideo, kVideo);
-    for (int f = 0; f < 12; ++f) {
-      ScriptedFrame s;
-      s.det_logits = {3.f};
-      s.det_boxes_px = {{2, 2, 8, 8}};
-      s.trk[0] = {2, 2, 8, 8};
-      be.frames[f] = s;
-    }
-    be.frames[1].det_logits.push_back(3.f);
-    be.frames[1].det_boxes_px.push_back({10, 10, 14, 14});
-    for (int f = 2; f < 12; ++f) be.frames[f].trk[1] = {10, 10, 14, 14};
+    script_steady_object(be, 12);
+    script_second_object_detected_once(be, 12);
     ControlConfig cfg = small_config();
     cfg.hotstart_unmatch_thresh = 3;
     cfg.hotstart_delay = 4;
@@ -464,13 +466,7 @@ TEST(ControlPlane, ReconditionEveryNthFrameAndNewStateWhenFull) {
 TEST(ControlPlane, ReversePropagationOrderAndHotStartWindow) {
   ScriptedSession be;
   auto src = make_blank_frame_source(10, kVideo, kVideo);
-  for (int f = 0; f < 10; ++f) {
-    ScriptedFrame s;
-    s.det_logits = {3.f};
-    s.det_boxes_px = {{2, 2, 8, 8}};
-    s.trk[0] = {2, 2, 8, 8};
-    be.frames[f] = s;
-  }
+  script_steady_object(be, 10);
   ControlConfig cfg = small_config();
   cfg.hotstart_delay = 3;
   cfg.postprocess_batch_size = 2;
@@ -490,13 +486,7 @@ TEST(ControlPlane, ReversePropagationOrderAndHotStartWindow) {
 TEST(ControlPlane, SinkCanStopAndBadBackendOutputIsAnError) {
   ScriptedSession be;
   auto src = make_blank_frame_source(6, kVideo, kVideo);
-  for (int f = 0; f < 6; ++f) {
-    ScriptedFrame s;
-    s.det_logits = {3.f};
-    s.det_boxes_px = {{2, 2, 8, 8}};
-    s.trk[0] = {2, 2, 8, 8};
-    be.frames[f] = s;
-  }
+  script_steady_object(be, 6);
   ControlConfig cfg = small_config();
   cfg.hotstart_delay = 0;
   cfg.postprocess_batch_size = 1;
