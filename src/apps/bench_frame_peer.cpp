@@ -1,7 +1,6 @@
 #include "apps/bench_frame_peer.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "apps/child_process.h"
 #include "core/error.h"
 #include "engines/ort/ort_model.h"
 #include "pipeline/backends/candidate_model.h"
@@ -65,30 +65,10 @@ double median_seconds(int warmup, int iters, Fn&& fn) {
   return t[t.size() / 2];
 }
 
-void write_all(int fd, const std::string& s) {
-  const char* p = s.data();
-  size_t left = s.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= size_t(n);
-  }
-}
-
 // ONNX Runtime on `onnx` for the calls of one file, in a child process: {"peer_seconds"} or {"error"}.
 nlohmann::json time_peer_in_child(const std::string& onnx, const std::vector<const Inputs*>& calls,
                                   const PeerOptions& opt) {
-  int fds[2];
-  SEGMUX_CHECK(::pipe(fds) == 0, "pipe(): ", std::strerror(errno));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  SEGMUX_CHECK(pid >= 0, "fork(): ", std::strerror(errno));
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // an outer limit that ends the parent ends the child too
+  const ChildOutcome child = run_in_child([&](int report_fd) {
     nlohmann::json r;
     try {
       OrtModel model(onnx, OrtModelOptions{opt.threads, true, true});
@@ -98,30 +78,16 @@ nlohmann::json time_peer_in_child(const std::string& onnx, const std::vector<con
     } catch (const std::exception& e) {
       r["error"] = e.what();
     }
-    write_all(fds[1], r.dump());
-    ::close(fds[1]);
-    ::_exit(0);  // no static destructors in the child
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
+    write_all(report_fd, r.dump());
+    return 0;
+  });
+  if (WIFSIGNALED(child.status)) {
+    const int sig = WTERMSIG(child.status);
     return {{"error", sig == SIGKILL ? std::string("ONNX Runtime could not hold it: killed (SIGKILL, most likely out "
                                                    "of memory)")
                                      : std::string("ONNX Runtime died of signal ") + strsignal(sig)}};
   }
-  nlohmann::json r = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json r = nlohmann::json::parse(child.output, nullptr, false);
   if (r.is_discarded() || !r.is_object()) return {{"error", "the ONNX Runtime child process sent no result"}};
   return r;
 }

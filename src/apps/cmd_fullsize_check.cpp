@@ -9,7 +9,6 @@
 // reported and the others still run. The child streams one JSON line per finished stage through a pipe,
 // so the stages that did finish are reported even when a later one dies.
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
@@ -27,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/child_process.h"
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "compiler/compile.h"
@@ -93,18 +93,7 @@ Target parse_target(const std::string& spec) {
 }
 
 // Sends one JSON line to the parent (whole line in one write: the pipe buffer holds it).
-void send_line(int fd, const nlohmann::json& j) {
-  std::string s = json_text(j) + "\n";
-  const char* p = s.data();
-  size_t left = s.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= size_t(n);
-  }
-}
+void send_line(int fd, const nlohmann::json& j) { write_all(fd, json_text(j) + "\n"); }
 
 // The child: build -> compile -> executor -> run, reporting after every stage.
 void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31::Weights& w, int threads, int runs,
@@ -175,41 +164,19 @@ void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31:
 // Runs one target in a child process; returns the last report it sent, with "error" set on failure.
 nlohmann::json check_target(const Target& t, const sam31::ModelConfig& cfg, const sam31::Weights& w, int threads,
                             int runs, uint64_t seed, int timeout_s) {
-  int fds[2];
-  SEGMUX_CHECK(::pipe(fds) == 0, "pipe(): ", std::strerror(errno));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = ::fork();
-  SEGMUX_CHECK(pid >= 0, "fork(): ", std::strerror(errno));
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);               // an outer time limit that ends the parent ends the child too
-    if (timeout_s > 0) ::alarm(unsigned(timeout_s));  // SIGALRM ends the child: reported as a timeout
-    int rc = 0;
-    try {
-      check_in_child(t, cfg, w, threads, runs, seed, fds[1]);
-    } catch (const std::exception& e) {
-      send_line(fds[1], {{"candidate", t.label}, {"stage", "error"}, {"error", e.what()}});
-      rc = 1;
-    }
-    ::close(fds[1]);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(rc);  // no static destructors / atexit in the child
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const ChildOutcome child = run_in_child(
+      [&](int report_fd) {
+        try {
+          check_in_child(t, cfg, w, threads, runs, seed, report_fd);
+          return 0;
+        } catch (const std::exception& e) {
+          send_line(report_fd, {{"candidate", t.label}, {"stage", "error"}, {"error", e.what()}});
+          return 1;
+        }
+      },
+      timeout_s);
+  const std::string& text = child.output;
+  const int status = child.status;
   // Keep the last complete report; an "error" line carries only the message, so merge it in.
   nlohmann::json last = {{"candidate", t.label}, {"stage", "none"}};
   size_t pos = 0;
