@@ -163,9 +163,7 @@ int run_segment(int argc, char** argv) {
   app.add_flag("--demo", demo, "built-in tiny random-weight model")->excludes(w)->excludes(m);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
   add_threads_option(app, src.num_threads, "CPU threads");
-  add_precision_option(app, src.precision,
-                       "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
-                       "its difference from fp32 on the fixtures is in docs/track.md)");
+  add_precision_option(app, src.precision, kCheckpointPrecisionHelp);
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   std::string format;

@@ -462,9 +462,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--token", opt.token, "bearer token required on /api/* and /metrics (or $SEGMUX_SERVE_TOKEN)");
   add_scale_out_options(app, opt);
   add_threads_option(app, src.num_threads, "CPU threads of the model");
-  add_precision_option(app, src.precision,
-                       "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
-                       "its difference from fp32 on the fixtures is in docs/track.md)");
+  add_precision_option(app, src.precision, kCheckpointPrecisionHelp);
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
   SEGMUX_USAGE_CHECK(!src.weights.empty() || !src.model_dir.empty(),
                      "no model: give --model DIR or --weights CHECKPOINT");

@@ -219,9 +219,7 @@ int run_track(int argc, char** argv) {
   LiveTrackOptions live;
   add_live_options(app, live);
   add_threads_option(app, src.num_threads, "CPU threads");
-  add_precision_option(app, src.precision,
-                       "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; "
-                       "its difference from fp32 on the fixtures is in docs/track.md)");
+  add_precision_option(app, src.precision, kCheckpointPrecisionHelp);
   app.add_flag("--quiet,-q", quiet, "no progress output");
   app.add_flag("--json", json, "print a JSON summary on stdout");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;

@@ -14,6 +14,11 @@ namespace segmux::apps {
 // "" when `s` names a precision, else why not (the option's error message).
 std::string precision_problem(const std::string& s);
 
+// The help of the commands that compile a --weights checkpoint on first use (track, segment, serve).
+inline constexpr const char* kCheckpointPrecisionHelp =
+    "fp32 or bf16: how a --weights checkpoint is compiled (bf16: MatMul/Gemm/Conv weights in bf16; its difference "
+    "from fp32 on the fixtures is in docs/track.md)";
+
 // Adds --precision to `app`, validated before the command runs; `precision` keeps its value as the
 // default, which the help text names.
 CLI::Option* add_precision_option(CLI::App& app, std::string& precision, const std::string& help);
