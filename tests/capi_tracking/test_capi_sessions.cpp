@@ -25,13 +25,7 @@ const std::string kFrames = kFixture + "/video/frames";
 // into the other.
 const std::string kMirrorFrames = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-mirror/video/frames";
 
-using segmux::test::expect_same;
-using segmux::test::forward_from;
-using segmux::test::FrameCopy;
-using segmux::test::objects_in;
-using segmux::test::propagate;
-using segmux::test::take_frame;
-using segmux::test::text_prompt;
+using namespace segmux::test;  // frame_copies.h
 
 // A session's whole run alone: its prompt's outputs, then a propagation in both directions.
 std::vector<FrameCopy> alone(segmux_model* m, const std::string& frames, int prompt_frame) {

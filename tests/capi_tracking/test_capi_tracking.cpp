@@ -19,13 +19,7 @@ namespace {
 const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 const std::string kFrames = kFixture + "/video/frames";
 
-using segmux::test::copy_frame;
-using segmux::test::expect_same;
-using segmux::test::forward_from;
-using segmux::test::FrameCopy;
-using segmux::test::objects_in;
-using segmux::test::propagate;
-using segmux::test::text_prompt;
+using namespace segmux::test;  // frame_copies.h
 
 segmux_model* open_fixture_model() { return segmux::test::open_fixture_model(kFixture); }
 
