@@ -188,11 +188,11 @@ class CandidateSession : public ModelSession {
     Tensor pix = state.tracker_only ? round_to_bf16(f.propagation2) : f.propagation2;
     Tensor mask_in = as_f32(masks).reshaped({n, 1, hi, hi});
     if (state.tracker_only) {
-      // track_step's memory: the decoder's masks at the image size, made non-overlapping.
+      // track_step's memory: the decoder's masks at the image size, as they are
+      // (non_overlap_masks_for_mem_enc is false in SAM 3.1; it matters for a state of several entries,
+      // e.g. an object a mask appended again).
       SEGMUX_CHECK(hi == cfg_.image_size, "encode_memory: interactive propagation masks must be ", cfg_.image_size,
                    " px, got ", hi);
-      mask_in = mask_in.clone();
-      apply_non_overlapping_constraints(mask_in);
     }
     Tensor maskmem =
         run_memory_encoder(state.tracker_only ? Candidate::memory_encoder_image_size : Candidate::memory_encoder, a,
