@@ -240,7 +240,7 @@ class VideoControlPlane {
   void insert_point_object(int frame_index, int64_t obj_id);                         // control_plane_points.cpp
   void clear_detector_inputs(TrackerState& state);                                   // control_plane_points.cpp
   TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);          // control_plane_points.cpp
-  void check_mask_for_existing_object(int frame_index, int64_t obj_id) const;
+  void check_mask_for_existing_object(int frame_index, int64_t obj_id) const;        // control_plane_masks.cpp
   TrackerState& user_prompt_state(int frame_index, int64_t obj_id, PointResult& r);  // control_plane_points.cpp
   void finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob);
 
