@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     struct Peer {
       std::string name;
       std::function<std::map<std::string, Tensor>()> run;
-      std::vector<double> times;
+      std::vector<double> times, cpu_times;  // wall, and CPU seconds of the process (all threads)
       std::map<std::string, Tensor> out;
       ExecutorProfiler* profiler = nullptr;
     };
@@ -178,9 +178,10 @@ int main(int argc, char** argv) {
     for (int rep = 0; rep < reps; ++rep)
       for (auto& p : peers) {
         if (p.profiler) p.profiler->begin_run();
-        const double t0 = now_s();
+        const double t0 = now_s(), c0 = cpu_s();
         p.out = p.run();
         p.times.push_back(now_s() - t0);
+        p.cpu_times.push_back(cpu_s() - c0);
         if (p.profiler) p.profiler->end_run();
       }
     const double ort_best = have_ort ? *std::min_element(peers[0].times.begin(), peers[0].times.end()) : 0;
@@ -194,7 +195,9 @@ int main(int argc, char** argv) {
       if (have_ort && &p != &peers[0])
         std::printf("   ORT/segmux best %.2fx, median %.2fx", ort_best / t.front(),
                     sorted_ort[sorted_ort.size() / 2] / t[t.size() / 2]);
-      std::printf("\n");
+      std::vector<double> c = p.cpu_times;
+      std::sort(c.begin(), c.end());
+      std::printf("   CPU median %.3f s\n", c[c.size() / 2]);
       if (have_ort && &p != &peers[0]) compare(p.out.at("y"), peers[0].out.at("y"), ("vs ORT: " + p.name).c_str());
     }
     if (ab)  // the pass must not change a bit (the reader rounded to bf16 before)
