@@ -4,7 +4,10 @@
 // global attention. Built with the SAM 3.1 layer helpers (the patterns the model emits), compiled by
 // our compiler (fusion passes, memory plan) and run by our Executor; the peer is ONNX Runtime on the
 // same graph exported to ONNX, same thread count, same inputs, in the same process.
-// Usage: bench_vit_block [threads=2] [reps=3] [windowed|global|both]
+// Usage: bench_vit_block [threads=2] [reps=3] [windowed|global|both] [ab] [profile]
+// `ab` adds a bf16 build without the pass bf16-between-linears (fc1 writes f32 for fc2: the build before
+// that pass), timed in turns with the others; `profile` prints each segmux build's per-op-type table of
+// the timed runs (runtime/profiler.h).
 #include <omp.h>
 
 #include <cstdlib>
@@ -14,6 +17,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/layers.h"
 #include "onnx/onnx_io.h"
+#include "runtime/profiler.h"
 #include "verify/ort_peer.h"
 
 using namespace segmux;
@@ -107,6 +111,11 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
   const std::string which = argc > 3 ? argv[3] : "both";
+  bool ab = false, profile = false;
+  for (int i = 4; i < argc; ++i) {
+    ab |= std::string(argv[i]) == "ab";
+    profile |= std::string(argv[i]) == "profile";
+  }
   omp_set_num_threads(threads);
   const sam31::ModelConfig cfg = sam31::default_config();
   const sam31::Weights w = block_weights(cfg.vit_dim, cfg.vit_mlp_hidden());
@@ -128,9 +137,11 @@ int main(int argc, char** argv) {
     struct Peer {
       std::string name;
       std::function<std::map<std::string, Tensor>()> run;
-      std::vector<double> times;
+      std::vector<double> times, cpu_times;  // wall, and CPU seconds of the process (all threads)
       std::map<std::string, Tensor> out;
+      ExecutorProfiler* profiler = nullptr;
     };
+    std::vector<std::unique_ptr<ExecutorProfiler>> profilers;
     std::vector<Peer> peers;
     std::unique_ptr<OrtPeer> ort;
     if (have_ort) {
@@ -141,26 +152,37 @@ int main(int argc, char** argv) {
       peers.push_back({"ONNX Runtime (all optimizations)", [&] { return ort->run({{"x", x}}); }, {}, {}});
     }
     std::vector<std::unique_ptr<Executor>> executors;
-    for (const char* precision : {"fp32", "bf16"}) {
+    std::vector<std::pair<std::string, std::string>> builds = {{"fp32", ""}, {"bf16", ""}};
+    if (ab) builds.push_back({"bf16", "bf16-between-linears"});
+    for (const auto& [precision, skipped] : builds) {
       compiler::CompileOptions co;
       co.precision = precision;
+      if (!skipped.empty()) co.skip_passes.insert(skipped);
+      const std::string name = precision + (skipped.empty() ? "" : " -" + skipped);
       compiler::CompileResult r = compiler::compile_graph(g, co);
       int fused = 0;
       for (auto& n : r.graph.nodes) fused += n.domain == "segmux";
-      std::printf("  compiled %s: %zu nodes (%d fused), arena %.0f MiB\n", precision, r.graph.nodes.size(), fused,
+      std::printf("  compiled %s: %zu nodes (%d fused), arena %.0f MiB\n", name.c_str(), r.graph.nodes.size(), fused,
                   double(r.plan.arena_bytes) / (1 << 20));
       ExecutorOptions eo;
       eo.num_threads = threads;
       executors.push_back(std::make_unique<Executor>(r.graph, r.plan, eo));
       Executor* ex = executors.back().get();
-      peers.push_back({std::string("segmux Executor ") + precision, [ex, &x] { return ex->run({{"x", x}}); }, {}, {}});
+      peers.push_back({"segmux " + name, [ex, &x] { return ex->run({{"x", x}}); }, {}, {}});
+      if (profile) {
+        profilers.push_back(std::make_unique<ExecutorProfiler>(*ex));
+        peers.back().profiler = profilers.back().get();
+      }
     }
     for (auto& p : peers) p.out = p.run();  // warm-up (first touch, plans)
     for (int rep = 0; rep < reps; ++rep)
       for (auto& p : peers) {
-        const double t0 = now_s();
+        if (p.profiler) p.profiler->begin_run();
+        const double t0 = now_s(), c0 = cpu_s();
         p.out = p.run();
         p.times.push_back(now_s() - t0);
+        p.cpu_times.push_back(cpu_s() - c0);
+        if (p.profiler) p.profiler->end_run();
       }
     const double ort_best = have_ort ? *std::min_element(peers[0].times.begin(), peers[0].times.end()) : 0;
     std::vector<double> sorted_ort = have_ort ? peers[0].times : std::vector<double>{};
@@ -173,9 +195,16 @@ int main(int argc, char** argv) {
       if (have_ort && &p != &peers[0])
         std::printf("   ORT/segmux best %.2fx, median %.2fx", ort_best / t.front(),
                     sorted_ort[sorted_ort.size() / 2] / t[t.size() / 2]);
-      std::printf("\n");
+      std::vector<double> c = p.cpu_times;
+      std::sort(c.begin(), c.end());
+      std::printf("   CPU median %.3f s\n", c[c.size() / 2]);
       if (have_ort && &p != &peers[0]) compare(p.out.at("y"), peers[0].out.at("y"), ("vs ORT: " + p.name).c_str());
     }
+    if (ab)  // the pass must not change a bit (the reader rounded to bf16 before)
+      std::printf("  bf16 with / without bf16-between-linears: outputs %s\n",
+                  peers[peers.size() - 2].out.at("y").identical(peers.back().out.at("y")) ? "bit-identical" : "DIFFER");
+    for (auto& p : peers)
+      if (p.profiler) std::printf("\n  profile of %s:\n%s", p.name.c_str(), p.profiler->summary_text(8).c_str());
   }
   return 0;
 }

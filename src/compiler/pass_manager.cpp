@@ -28,6 +28,7 @@ std::vector<Pass> default_passes(const std::string& precision, const FoldOptions
   if (precision == "bf16") {
     passes.push_back(Pass{"precision-bf16", mark_bf16_precision});
     passes.push_back(Pass{"bf16-roundings", drop_bf16_roundings});
+    passes.push_back(Pass{"bf16-between-linears", keep_bf16_between_linears});
   }
   passes.push_back(Pass{"gelu-bf16-roundings", fold_gelu_bf16_roundings});
   return passes;

@@ -46,6 +46,10 @@ bool mark_bf16_precision(ir::Graph& g);
 // Linear input the kernel rounds anyway (exact), and those between a bf16 Linear and its GELU (so they
 // fuse; GELU then sees the unrounded f32 result). passes/bf16_rounding.cpp.
 bool drop_bf16_roundings(ir::Graph& g);
+// After those (bf16 builds): a bf16 Linear whose output only bf16 Linears read (as their input 0, which
+// their kernels round to bf16) stores it as bf16 (ir::kLinearBf16Output): the same values, half the
+// bytes, and no conversion in the reader (the ViT MLP's fc1 -> fc2). passes/bf16_rounding.cpp.
+bool keep_bf16_between_linears(ir::Graph& g);
 // Every build: Cast(Cast(x, bf16), f32) around a segmux Gelu folded into it (attributes
 // ir::kGeluRoundInput / kGeluRoundOutput; exact). passes/bf16_rounding.cpp.
 bool fold_gelu_bf16_roundings(ir::Graph& g);

@@ -17,4 +17,9 @@ inline bool wants_bf16(const Node& node) { return node.attr_string(kPrecisionAtt
 inline constexpr const char* kGeluRoundInput = "bf16_round_input";
 inline constexpr const char* kGeluRoundOutput = "bf16_round_output";
 
+// Semantic attribute of segmux Linear: 1 = the output is stored as bf16 (rounded to nearest even) instead
+// of the weight's dtype. The bf16 build sets it where every reader rounds that value to bf16 anyway
+// (compiler pass bf16-between-linears), so the result is the same and half the bytes move.
+inline constexpr const char* kLinearBf16Output = "bf16_output";
+
 }  // namespace segmux::ir

@@ -144,6 +144,59 @@ TEST(Bf16Roundings, Fp32BuildFoldsTheCastsAroundGeluExactly) {
       Session(kept, ref_opt).run({{"x", in}}).at("y").identical(Session(folded, ref_opt).run({{"x", in}}).at("y")));
 }
 
+// bf16-between-linears: in a bf16 build the official MLP's fc1 (+ GELU) stores its output as bf16 for
+// fc2, which rounds it to bf16 anyway: the same numbers, bit for bit, with half the bytes.
+TEST(Bf16BetweenLinears, Fc1StoresBf16ForFc2WithTheSameResult) {
+  const ir::Graph g = official_mlp({2, 9, 48}, 96);
+  ir::Graph f32_between = g, bf16_between = g;
+  compiler::PassManagerOptions skip;
+  skip.skip.insert("bf16-between-linears");
+  compiler::run_passes(f32_between, compiler::default_passes("bf16"), skip);
+  compiler::run_passes(bf16_between, compiler::default_passes("bf16"), {});
+  int marked = 0;
+  for (auto& n : bf16_between.nodes) {
+    if (n.op_type != "Linear") continue;
+    const bool fc1 = n.attr_string("activation", "") == "gelu";
+    EXPECT_EQ(n.attr_int(ir::kLinearBf16Output, 0), fc1 ? 1 : 0) << n.name;
+    EXPECT_EQ(bf16_between.value(n.outputs[0]).dtype, fc1 ? DType::bf16 : DType::f32) << n.name;
+    marked += fc1;
+  }
+  EXPECT_EQ(marked, 1);
+  for (auto& n : f32_between.nodes) EXPECT_EQ(n.attr_int(ir::kLinearBf16Output, 0), 0) << n.name;
+  Tensor in = random_tensor({2, 9, 48}, 9);
+  EXPECT_TRUE(run_optimized(f32_between, in).identical(run_optimized(bf16_between, in)));
+  // The reference kernels (no bf16 compute) honour the attribute: fc2 then reads the GELU output rounded
+  // to bf16, which moves the result by less than the bf16 build's own distance from the f32 graph.
+  SessionOptions ref_opt;
+  ref_opt.use_optimized_kernels = false;
+  const Tensor ref_f32 = Session(f32_between, ref_opt).run({{"x", in}}).at("y");
+  const Tensor ref_bf16 = Session(bf16_between, ref_opt).run({{"x", in}}).at("y");
+  const double moved = max_abs_diff(ref_bf16, ref_f32);
+  EXPECT_GT(moved, 0.0);
+  EXPECT_LT(moved, max_abs_diff(run_optimized(bf16_between, in), ref_f32));
+}
+
+TEST(Bf16BetweenLinears, OnlyWhereEveryReaderIsABf16Linear) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const int64_t D = 16, H = 24;
+  int x = b.input("x", DType::f32, {4, D});
+  int h1 = L::linear_t(b, x, random_tensor({H, D}, 20), random_tensor({H}, 21), "fc_a");  // read by fc_b and Relu
+  int h2 = L::linear_t(b, h1, random_tensor({D, H}, 22), random_tensor({D}, 23), "fc_b");
+  b.output(L::relu(b, h1), "r");
+  int h3 = L::linear_t(b, x, random_tensor({H, D}, 24), random_tensor({H}, 25), "fc_c");  // a graph output too
+  b.output(h3, "c");
+  b.output(L::linear_t(b, h3, random_tensor({D, H}, 26), random_tensor({D}, 27), "fc_d"), "d");
+  int h5 = L::linear_t(b, x, random_tensor({H, D}, 28), random_tensor({H}, 29), "fc_e");  // the residual of fc_f
+  b.output(L::add(b, L::linear_t(b, h5, random_tensor({H, H}, 30), random_tensor({H}, 31), "fc_f"), h5), "f");
+  b.output(h2, "y");
+  ir::Graph c16 = g, c32 = g;
+  compiler::run_passes(c16, compiler::default_passes("bf16"), {});
+  compiler::run_passes(c32, compiler::default_passes("fp32"), {});
+  for (const ir::Graph* c : {&c16, &c32})
+    for (auto& n : c->nodes) EXPECT_EQ(n.attr_int(ir::kLinearBf16Output, 0), 0) << n.name;
+}
+
 // Bit patterns where rounding to bf16 is easy to get wrong: ties to even both ways, carries into the
 // exponent, the largest finite values (rounding to infinity), infinities, NaNs with payloads and signs
 // (quieted, payload's top bits kept), denormals, zeros.

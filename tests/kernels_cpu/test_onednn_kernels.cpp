@@ -5,6 +5,7 @@
 // difference is f32 accumulation order): same tolerance. Against unrounded inputs bf16 would differ
 // by ~2^-8 relative per product, which is what the precision choice costs, not a kernel error.
 #include "harness.h"
+#include "ir/precision.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace segmux::testing_cpu {
@@ -113,6 +114,51 @@ TEST(CpuLinear, BiasGeluAndResidual) {
     expect_matches_reference(make_node("Linear", {}, "segmux"), {{a}, {w, true}, {Tensor(), false, true}, {r}},
                              tol_k(k), 1e-5, label + " residual only");
   }
+}
+
+// bf16 activations (the bf16 build's fc1 -> fc2, compiler pass bf16-between-linears): a bf16 input is
+// what the f32 input becomes inside the kernel, and a bf16 output the f32 one rounded, bit for bit (the
+// pass relies on both); against the reference within one bf16 rounding of the output.
+TEST(CpuLinear, Bf16InputAndOutputAreTheRoundedF32Run) {
+  uint32_t seed = 450;
+  const ir::Attrs bf16 = {{ir::kPrecisionAttr, std::string(ir::kPrecisionBf16)}};
+  ir::Attrs bf16_out = bf16, bf16_out_gelu = bf16;
+  bf16_out[ir::kLinearBf16Output] = int64_t(1);
+  bf16_out_gelu[ir::kLinearBf16Output] = int64_t(1);
+  bf16_out_gelu["activation"] = std::string("gelu");
+  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{3, 17, 63}, {65, 64, 129}, {1, 5, 1}}) {
+    Tensor a = random_tensor({2, m, k}, seed++), w = random_tensor({k, n}, seed++), b = random_tensor({n}, seed++);
+    Tensor r = random_tensor({2, m, n}, seed++);
+    const Tensor a16 = a.cast(DType::bf16);
+    const std::string label = "linear m" + std::to_string(m) + " k" + std::to_string(k) + " n" + std::to_string(n);
+    for (const ir::Attrs& attrs : {bf16_out, bf16_out_gelu}) {
+      ir::Attrs f32_out = attrs;
+      f32_out.erase(ir::kLinearBf16Output);
+      const std::vector<Input> in = {{a}, {w, true}, {b, true}, {r}};
+      auto f32_run = run_node(cpu_provider(), make_node("Linear", f32_out, "segmux"), in);
+      auto out16 = run_node(cpu_provider(), make_node("Linear", attrs, "segmux"), in);
+      auto in16 = run_node(cpu_provider(), make_node("Linear", f32_out, "segmux"), {{a16}, {w, true}, {b, true}, {r}});
+      auto both16 = run_node(cpu_provider(), make_node("Linear", attrs, "segmux"), {{a16}, {w, true}, {b, true}, {r}});
+      ASSERT_EQ(out16.size(), 1u) << label;
+      ASSERT_EQ(both16.size(), 1u) << label;
+      ASSERT_EQ(out16[0].dtype(), DType::bf16) << label;
+      EXPECT_TRUE(out16[0].identical(f32_run[0].cast(DType::bf16))) << label << " bf16 output";
+      EXPECT_TRUE(in16[0].identical(f32_run[0])) << label << " bf16 input";
+      EXPECT_TRUE(both16[0].identical(out16[0])) << label << " bf16 input and output";
+      // The reference on the rounded values (it ignores the precision, honours bf16_output).
+      ir::Attrs ref_attrs = attrs;
+      ref_attrs.erase(ir::kPrecisionAttr);
+      auto want = run_node(reference_provider(), make_node("Linear", ref_attrs, "segmux"),
+                           {{a16}, {bf16_rounded(w), true}, {b, true}, {r}}, 1);
+      ASSERT_EQ(want[0].dtype(), DType::bf16) << label;
+      EXPECT_TRUE(close(both16[0], want[0], tol_k(k), 1.0 / 128)) << label << " vs reference";
+    }
+  }
+  // An f32 Linear does not take bf16 activations (the reference kernel runs it).
+  bool handled = true;
+  run_node(cpu_provider(), make_node("Linear", {}, "segmux"),
+           {{random_tensor({4, 8}, 1).cast(DType::bf16)}, {random_tensor({8, 3}, 2), true}}, 2, &handled);
+  EXPECT_FALSE(handled);
 }
 
 struct ConvCase {

@@ -276,6 +276,14 @@ TEST(CudaLinalg, LinearFp32Tf32Bf16) {
                            cuda::Fp32Gemm::tf32);
   expect_matches_reference(make_node("Linear", {{ir::kPrecisionAttr, std::string(ir::kPrecisionBf16)}}, "segmux"),
                            linear_inputs(seed, true), kBf16Limit, "Linear bf16" + s);
+  // bf16 activations (compiler pass bf16-between-linears): a bf16 input taken as it is, a bf16 output.
+  std::vector<Input> in16 = linear_inputs(seed, false);
+  in16[0].t = in16[0].t.cast(DType::bf16);
+  const ir::Attrs bf16_io = {{ir::kPrecisionAttr, std::string(ir::kPrecisionBf16)},
+                             {ir::kLinearBf16Output, int64_t(1)},
+                             {"activation", std::string("gelu")}};
+  expect_matches_reference(make_node("Linear", bf16_io, "segmux"), in16, kBf16Limit,
+                           "Linear bf16 input and output, gelu" + s);
 }
 
 TEST(CudaLinalg, MatMulShapes) {

@@ -1,7 +1,8 @@
 // Mask prompts in `segmux track` (issue 25 item 1): --mask FILE.png[:OBJ[:FRAME]] runs as the official
 // request sequence of tests/fixtures/sam31-tiny-masks (its first session: a new object from a mask on
 // frame 0, propagated forward) and gives the official outputs; bad mask files, frames and ids name the
-// problem, exit non-zero and leave no outputs; request files refuse bad "object_mask" fields.
+// problem, exit non-zero and leave no outputs; request files refuse bad "object_mask" fields and the
+// orders of masks for existing objects the official tracker fails on.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -106,6 +107,28 @@ TEST_F(TrackMasks, BadMasksNameTheProblem) {
   bad("blank",
       R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "object_mask": {"size": [2, 2], "counts": [4]}}])",
       "has no foreground pixel");
+  // A mask for an existing object where the official add_new_masks fails (tools/fixtures
+  // sam31-tiny-masks-existing "official_failures"): a frame its state has no output on, and a frame
+  // whose output dates from before an earlier mask for the object on another frame.
+  const std::string disc =
+      nlohmann::json{{"size", {m.height, m.width}}, {"counts", segmux::pipeline::rle_encode(m).counts}}.dump();
+  bad("untracked",
+      R"([{"type": "add_prompt", "frame_index": 3, "obj_id": 2, "object_mask": )" + disc +
+          R"(}, {"type": "add_prompt", "frame_index": 8, "obj_id": 2, "object_mask": )" + disc + "}]",
+      "object 2 has no output on frame 8 to add a mask to");
+  bad("stale",
+      R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "object_mask": )" + disc +
+          R"(}, {"type": "propagate_in_video", "start_frame_index": 0, "max_frame_num_to_track": 2},
+          {"type": "add_prompt", "frame_index": 1, "obj_id": 1, "object_mask": )" +
+          disc + R"(}, {"type": "add_prompt", "frame_index": 2, "obj_id": 1, "object_mask": )" + disc + "}]",
+      "output on frame 2 dates from before its last mask on another frame");
+  bad("click",
+      R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "object_mask": )" + disc +
+          R"(}, {"type": "propagate_in_video", "start_frame_index": 0, "max_frame_num_to_track": 1},
+          {"type": "add_prompt", "frame_index": 1, "obj_id": 1, "object_mask": )" +
+          disc +
+          R"(}, {"type": "add_prompt", "frame_index": 1, "obj_id": 1, "points": [[0.375, 0.29]], "point_labels": [1]}])",
+      "cannot refine it with points on tracked frame 1");
   bad("pts", R"([{"type": "add_prompt", "frame_index": 0, "obj_id": 1, "points": [[0.5, 0.5]], "point_labels": [1],
           "object_mask": {"size": [2, 2], "counts": [1, 3]}}])",
       "'object_mask' excludes 'points'");

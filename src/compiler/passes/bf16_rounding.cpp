@@ -1,7 +1,8 @@
 // The graph's own bf16 roundings (Cast to bf16 then back to f32, as the official bf16 MLP of the ViT
 // is exported: src/models/sam31/backbone.cpp vit_mlp). bf16 builds drop them where the bf16 kernels
 // make them redundant, so that fc1 + GELU fuse; every build folds those around a GELU into the GELU
-// (attributes bf16_round_input / bf16_round_output), so they cost no pass over [tokens, hidden].
+// (attributes bf16_round_input / bf16_round_output), so they cost no pass over [tokens, hidden]. bf16
+// builds then keep fc1's output bf16 for fc2 (keep_bf16_between_linears): fc2 rounded it anyway.
 #include "compiler/passes.h"
 #include "compiler/passes/fuse_util.h"
 #include "ir/precision.h"
@@ -34,7 +35,39 @@ bool rounds_first_input(const ir::Graph& g, const ir::Node& n) {
   return w && w->rank() == 2;
 }
 
+// A bf16 segmux Linear with a constant 2-D f32 weight whose activations may be stored as bf16.
+bool is_bf16_weight_linear(const ir::Graph& g, const ir::Node& n) {
+  if (n.domain != "segmux" || n.op_type != "Linear" || !ir::wants_bf16(n) || n.inputs.size() < 2) return false;
+  const Tensor* w = n.inputs[1] >= 0 ? g.initializer(n.inputs[1]) : nullptr;
+  return w && w->rank() == 2 && w->dtype() == DType::f32;
+}
+
+// v is read only as input 0 of bf16 Linears, each of which rounds it to bf16 first.
+bool read_only_as_bf16_linear_input(const fuse::Matcher& m, int v) {
+  if (m.is_output[size_t(v)] || m.consumers[size_t(v)].empty()) return false;
+  for (int c : m.consumers[size_t(v)]) {
+    const ir::Node& n = m.g.nodes[size_t(c)];
+    if (!is_bf16_weight_linear(m.g, n) || n.inputs[0] != v) return false;
+    for (size_t k = 1; k < n.inputs.size(); ++k)
+      if (n.inputs[k] == v) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool keep_bf16_between_linears(ir::Graph& g) {
+  fuse::Matcher m(g);
+  bool changed = false;
+  for (ir::Node& n : g.nodes) {
+    if (!is_bf16_weight_linear(g, n) || n.attr_int(ir::kLinearBf16Output, 0) != 0 || n.outputs.empty()) continue;
+    const int y = n.outputs[0];
+    if (y < 0 || g.value(y).dtype != DType::f32 || !read_only_as_bf16_linear_input(m, y)) continue;
+    n.attrs[ir::kLinearBf16Output] = int64_t(1);
+    changed = true;
+  }
+  return changed;
+}
 
 bool drop_bf16_roundings(ir::Graph& g) {
   fuse::Matcher m(g);

@@ -3,7 +3,8 @@
 //
 //   Linear(A [..., K], W [K, N], bias [N]?, residual?) -> [..., N]
 //       y = act(A W + bias) + residual; attr activation = "" | "gelu" (exact erf); residual
-//       broadcasts to the output.
+//       broadcasts to the output. y has W's dtype, or bf16 with attr bf16_output = 1 (ir/precision.h);
+//       A may be bf16 with an f32 W (the bf16 activations between two Linears of a bf16 build).
 //   Gelu(X) -> X's shape: 0.5 x (1 + erf(x / sqrt 2)); attrs bf16_round_input / bf16_round_output = 1
 //       round x, resp. the result, to bf16 values first (what Cast(Cast(., bf16), f32) does).
 //   GroupNorm(X [N, C, ...], scale [C], bias [C]) -> X's shape; attrs num_groups, epsilon (1e-5).
@@ -22,6 +23,7 @@
 //       applied in order to X, each binary step taking the next operand, which broadcasts to X; f32.
 //       Every step rounds to f32 as the unfused op does, so results are those of the chain.
 #include "ir/pointwise.h"
+#include "ir/precision.h"
 #include "ir/schemas/schema_util.h"
 #include "ir/schemas/schemas.h"
 #include "ir/schemas/shape_math.h"
@@ -34,7 +36,8 @@ namespace {
 
 void infer_linear(InferContext& ctx) {
   su::require_float(ctx, 0);
-  const DType t = ctx.in(0).dtype;
+  su::require_float(ctx, 1);
+  const DType t = ctx.node.attr_int(kLinearBf16Output, 0) != 0 ? DType::bf16 : ctx.in(1).dtype;
   const std::string act = ctx.node.attr_string("activation", "");
   if (!act.empty() && act != "gelu") ctx.error("unknown activation '" + act + "' (expected \"\" or \"gelu\")");
   if (!su::shapes_known(ctx, {0, 1})) return su::set_out_unknown(ctx, 0, t);

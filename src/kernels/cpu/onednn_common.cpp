@@ -70,4 +70,16 @@ void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threa
                   [&](int64_t b, int64_t e) { round_run_to_bf16(src + b, dst + b, e - b); });
 }
 
+void bf16_to_f32_values(const uint16_t* src, float* dst, int64_t n, int num_threads) {
+  parallel_chunks(n, n < 65536 ? 1 : num_threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = bf16_to_f32(src[i]);
+  });
+}
+
+void f32_to_bf16_values(const float* src, uint16_t* dst, int64_t n, int num_threads) {
+  parallel_chunks(n, n < 65536 ? 1 : num_threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = f32_to_bf16(src[i]);
+  });
+}
+
 }  // namespace segmux::cpu

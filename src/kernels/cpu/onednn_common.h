@@ -74,6 +74,10 @@ inline dnnl::memory workspace_memory(WorkSlot slot, const dnnl::memory::desc& md
 
 // Copies n floats rounded to bf16 values (the activations of an emulated bf16 primitive).
 void round_to_bf16_values(const float* src, float* dst, int64_t n, int num_threads);
+// bf16 activations of an emulated bf16 primitive: widened to f32 (exact), resp. its f32 result stored as
+// bf16 (round to nearest even, as f32_to_bf16).
+void bf16_to_f32_values(const uint16_t* src, float* dst, int64_t n, int num_threads);
+void f32_to_bf16_values(const float* src, uint16_t* dst, int64_t n, int num_threads);
 
 // ConvTranspose with kernel == stride (no pads, dilation, groups), f32 or bf16, as one GEMM and a
 // scatter (onednn_deconv_gemm.cpp); nullptr where it does not apply or oneDNN has no fast matmul of

@@ -5,7 +5,9 @@
 // created once per distinct row count M (plans are cached). Bias, exact GELU and an addend (Gemm's C,
 // Linear's residual) run as oneDNN bias / post-ops, so the output is written once.
 // bf16 (node attribute segmux_precision = "bf16"): weights are packed as bf16 once, activations are
-// converted per run into a buffer that belongs to the plan; accumulation and output stay f32. Where
+// converted per run into a buffer that belongs to the plan; accumulation stays f32, and so does the output
+// unless the compiler asked a Linear for bf16 (attr bf16_output: its readers round it anyway). A bf16
+// input (such an output) goes to the primitive as it is. Where
 // oneDNN has no bf16 matmul for this CPU (no AVX-512), the same numbers in f32: weight and activations
 // rounded to bf16 values (products stay exact in f32), instead of the much slower reference kernel.
 // General case (both operands computed): a batched oneDNN matmul with numpy batch broadcasting, f32.
@@ -37,6 +39,7 @@ struct WeightMatMulConfig {
   int addend_input = -1;
   bool gelu = false;
   bool bf16 = false;
+  bool src_bf16 = false, dst_bf16 = false;  // activations stored as bf16 (Linear only, bf16 nodes only)
 };
 
 struct WeightPlan {
@@ -86,18 +89,24 @@ class WeightMatMul : public Kernel {
     const void* src_data = a.raw();
     if (p.emulate_bf16) {
       if (!p.rounded_src.defined() || p.rounded_src.numel() != a.numel()) p.rounded_src = Tensor(DType::f32, a.shape());
-      round_to_bf16_values(a.data<float>(), p.rounded_src.data<float>(), a.numel(), ctx.num_threads);
+      if (cfg_.src_bf16)
+        bf16_to_f32_values(a.data<uint16_t>(), p.rounded_src.data<float>(), a.numel(), ctx.num_threads);
+      else
+        round_to_bf16_values(a.data<float>(), p.rounded_src.data<float>(), a.numel(), ctx.num_threads);
       src_data = p.rounded_src.raw();
     }
     memory src_user(p.src_user_md, cpu_engine(), const_cast<void*>(src_data));
     memory src = src_user;
-    if (cfg_.bf16 && !p.emulate_bf16) {
+    if (cfg_.bf16 && !p.emulate_bf16 && !cfg_.src_bf16) {
       src = workspace_memory(WorkSlot::src, p.src_md);
       p.src_reorder.execute(s, src_user, src);
     }
+    // An emulated bf16 output: the f32 result on the workspace, stored as bf16 below.
+    const bool store_bf16 = cfg_.dst_bf16 && p.emulate_bf16;
+    void* dst_data = store_bf16 ? run_workspace(WorkSlot::dst, p.dst_md.get_size()) : y.raw();
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
                                          {DNNL_ARG_WEIGHTS, *p.packed},
-                                         {DNNL_ARG_DST, memory(p.dst_md, cpu_engine(), y.raw())},
+                                         {DNNL_ARG_DST, memory(p.dst_md, cpu_engine(), dst_data)},
                                          {DNNL_ARG_SCRATCHPAD, workspace_memory(WorkSlot::scratch, p.scratch_md)}};
     if (cfg_.bias_const.defined())
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(cfg_.bias_const.raw()));
@@ -114,6 +123,8 @@ class WeightMatMul : public Kernel {
     }
     p.prim.execute(s, args);
     s.wait();
+    if (store_bf16)
+      f32_to_bf16_values(static_cast<const float*>(dst_data), y.data<uint16_t>(), y.numel(), ctx.num_threads);
   }
 
  private:
@@ -158,10 +169,12 @@ class WeightMatMul : public Kernel {
     const bool bf16 = cfg_.bf16 && !emulate_bf16;
     const dt compute = bf16 ? dt::bf16 : dt::f32;
     p.emulate_bf16 = emulate_bf16;
-    p.src_user_md = cfg_.trans_a ? memory::desc({M, K}, dt::f32, memory::dims{1, M}) : plain_md({M, K}, dt::f32);
+    // What the primitive reads: f32 values (emulated: a bf16 input is widened first), else the input's dtype.
+    const dt user_src = cfg_.src_bf16 && !emulate_bf16 ? dt::bf16 : dt::f32;
+    p.src_user_md = cfg_.trans_a ? memory::desc({M, K}, dt::f32, memory::dims{1, M}) : plain_md({M, K}, user_src);
     p.src_md = bf16 ? plain_md({M, K}, dt::bf16) : p.src_user_md;
     memory::desc wei_any({K, N}, compute, memory::format_tag::any);
-    p.dst_md = plain_md({M, N}, dt::f32);
+    p.dst_md = plain_md({M, N}, cfg_.dst_bf16 && bf16 ? dt::bf16 : dt::f32);
     p.bias_md = plain_md({1, N}, dt::f32);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -179,7 +192,7 @@ class WeightMatMul : public Kernel {
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     p.prim = dnnl::matmul(pd);
     p.scratch_md = pd.scratchpad_desc();
-    if (bf16)
+    if (bf16 && !cfg_.src_bf16)
       p.src_reorder =
           dnnl::reorder(memory(p.src_user_md, cpu_engine(), nullptr), memory(p.src_md, cpu_engine(), nullptr));
     memory::desc user =
@@ -320,7 +333,7 @@ std::unique_ptr<Kernel> make_gemm(const KernelInit& init) {
 }
 
 std::unique_ptr<Kernel> make_linear(const KernelInit& init) {
-  if (init.inputs.size() < 2 || !is_f32(init.inputs[0]) || !is_f32(init.inputs[1])) return nullptr;
+  if (init.inputs.size() < 2 || !init.inputs[0] || !is_f32(init.inputs[1]) || init.outputs.empty()) return nullptr;
   const Tensor* w = init.constants.size() > 1 ? init.constants[1] : nullptr;
   if (!w || w->rank() != 2) return nullptr;
   WeightMatMulConfig cfg;
@@ -328,6 +341,12 @@ std::unique_ptr<Kernel> make_linear(const KernelInit& init) {
   cfg.N = w->dim(1);
   cfg.weight = *w;
   cfg.bf16 = ir::wants_bf16(init.node);
+  // bf16 activations only on bf16 nodes (the f32 ones run on the reference kernel then).
+  cfg.src_bf16 = init.inputs[0]->dtype == DType::bf16;
+  cfg.dst_bf16 = init.outputs[0].dtype == DType::bf16;
+  if ((!is_f32(init.inputs[0]) && !cfg.src_bf16) || (init.outputs[0].dtype != DType::f32 && !cfg.dst_bf16))
+    return nullptr;
+  if ((cfg.src_bf16 || cfg.dst_bf16) && !cfg.bf16) return nullptr;
   const std::string act = init.node.attr_string("activation", "");
   if (act == "gelu") {
     cfg.gelu = true;

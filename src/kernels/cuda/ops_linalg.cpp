@@ -1,7 +1,8 @@
 // Linear, MatMul (cuBLASLt) and Attention on the CUDA provider.
 // GEMM precision: nodes the compiler marked bf16 multiply bf16 values (weights converted once, at
-// kernel creation; activations per run into a scratch buffer) with f32 accumulation; the others use
-// exact fp32 or TF32 as the provider was asked (Fp32Gemm).
+// kernel creation; activations per run into a scratch buffer, unless they are bf16 already) with f32
+// accumulation; the others use exact fp32 or TF32 as the provider was asked (Fp32Gemm). A bf16 Linear
+// output (attr bf16_output) is the f32 result stored as bf16 at the end.
 #include <cmath>
 
 #include "ir/precision.h"
@@ -16,14 +17,16 @@ struct GemmPlan {
   int64_t a_elems = 0, w_elems = 0;  // per whole tensor (bf16 scratch sizes)
   bool bias = false, gelu = false;
   bool residual = false, residual_as_c = false;  // a residual of the output's own shape rides as C
+  bool a_bf16 = false, y_bf16 = false;           // bf16 activations (bf16 Linears only)
 };
 
 class GemmKernel : public Kernel {
  public:
   GemmKernel(const GemmPlan& plan, const Tensor* constant_w) : plan_(plan) {
     if (plan_.shape.mode != GemmMode::bf16) return;
-    a16_ = std::make_shared<DeviceBuffer>(size_t(plan_.a_elems) * 2);
+    if (!plan_.a_bf16) a16_ = std::make_shared<DeviceBuffer>(size_t(plan_.a_elems) * 2);
     w16_ = std::make_shared<DeviceBuffer>(size_t(plan_.w_elems) * 2);
+    if (plan_.y_bf16) y32_ = std::make_shared<DeviceBuffer>(size_t(plan_.shape.m * plan_.shape.n) * 4);
     if (constant_w) {  // converted once: bf16 weights, rounded to nearest even as Tensor::cast does
       Tensor w = constant_w->cast(DType::bf16);
       Stream s = current_stream();
@@ -48,16 +51,18 @@ class GemmKernel : public Kernel {
     const void* a = ctx.inputs[0]->raw();
     const void* w = ctx.inputs[1]->raw();
     if (plan_.shape.mode == GemmMode::bf16) {
-      check_cuda(launch_cast(ScalarKind::f32, ScalarKind::bf16, a, a16_->data(), plan_.a_elems, s), "bf16 input");
+      if (!plan_.a_bf16) {
+        check_cuda(launch_cast(ScalarKind::f32, ScalarKind::bf16, a, a16_->data(), plan_.a_elems, s), "bf16 input");
+        a = a16_->data();
+      }
       if (!w_converted_)
         check_cuda(launch_cast(ScalarKind::f32, ScalarKind::bf16, w, w16_->data(), plan_.w_elems, s), "bf16 weights");
-      a = a16_->data();
       w = w16_->data();
     }
     const Tensor* bias = plan_.bias ? ctx.inputs[2] : nullptr;
     const Tensor* res = plan_.residual ? ctx.inputs[3] : nullptr;
     Tensor& y = *ctx.outputs[0];
-    float* d = static_cast<float*>(y.raw());
+    float* d = static_cast<float*>(plan_.y_bf16 ? y32_->data() : y.raw());
     const float* c = plan_.residual_as_c ? static_cast<const float*>(res->raw()) : nullptr;
     check_cuda(launch_gemm(plan_.shape, a, w, bias ? static_cast<const float*>(bias->raw()) : nullptr, c, d, s),
                "cuBLASLt");
@@ -76,10 +81,12 @@ class GemmKernel : public Kernel {
       check_cuda(launch_pointwise(p, make_broadcast(y.shape(), {y.shape(), res->shape()}), 2, in, d, y.numel(), s),
                  "residual");
     }
+    if (plan_.y_bf16)
+      check_cuda(launch_cast(ScalarKind::f32, ScalarKind::bf16, d, y.raw(), y.numel(), s), "bf16 output");
   }
 
   GemmPlan plan_;
-  std::shared_ptr<DeviceBuffer> a16_, w16_;
+  std::shared_ptr<DeviceBuffer> a16_, w16_, y32_;
   bool w_converted_ = false;
 };
 
@@ -95,7 +102,14 @@ std::string linear_check(const KernelInit& init) {
     return "the CUDA Linear takes a [K, N] weight with K > 0";
   const std::string act = init.node.attr_string("activation", "");
   if (!act.empty() && act != "gelu") return "unknown activation '" + act + "'";
-  return f32_only(init);
+  // bf16 activations (input 0, the output) only where the GEMM runs in bf16.
+  if (!ir::wants_bf16(init.node) || (in_type(init, 0)->dtype != DType::bf16 && init.outputs[0].dtype != DType::bf16))
+    return f32_only(init);
+  if (init.outputs[0].dtype != DType::f32 && init.outputs[0].dtype != DType::bf16) return "an f32 or bf16 output";
+  for (size_t k = 1; k < init.inputs.size(); ++k)
+    if (in_type(init, k) && in_type(init, k)->dtype != DType::f32)
+      return dtype_reason(init, "f32 weight, bias, residual");
+  return "";
 }
 
 std::unique_ptr<Kernel> linear(const KernelInit& init, Fp32Gemm fp32) {
@@ -111,6 +125,8 @@ std::unique_ptr<Kernel> linear(const KernelInit& init, Fp32Gemm fp32) {
   p.gelu = init.node.attr_string("activation", "") == "gelu";
   p.residual = in_type(init, 3) != nullptr;
   p.residual_as_c = p.residual && !p.gelu && in_type(init, 3)->shape == out;
+  p.a_bf16 = in_type(init, 0)->dtype == DType::bf16;
+  p.y_bf16 = init.outputs[0].dtype == DType::bf16;
   return std::make_unique<GemmKernel>(p, in_const(init, 1));
 }
 

@@ -1,8 +1,10 @@
 // Reference kernels of the segmux fused ops (semantics in src/ir/schemas/segmux_ops.cpp): plain loops,
 // statistics and GELU in double, the ground truth the optimized kernels are tested against.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "core/tensor_ops.h"
 #include "ir/pointwise.h"
 #include "ir/precision.h"
 #include "kernels/kernel.h"
@@ -30,12 +32,15 @@ void next_index(std::vector<int64_t>& idx, const Shape& shape) {
   }
 }
 
+// A and W may be bf16 (read as their f32 values); a bf16 output (attr bf16_output) is the f32 result
+// rounded to nearest even.
 void linear(KernelContext& ctx) {
-  const Tensor& a = *ctx.inputs[0];
-  const Tensor& w = *ctx.inputs[1];
+  const Tensor a = as_f32(*ctx.inputs[0]);
+  const Tensor w = as_f32(*ctx.inputs[1]);
   const Tensor* bias = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   const Tensor* res = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
-  Tensor& y = *ctx.outputs[0];
+  Tensor& out = *ctx.outputs[0];
+  Tensor y = out.dtype() == DType::f32 ? out : Tensor(DType::f32, out.shape());
   const int64_t K = w.dim(0), N = w.dim(1);
   SEGMUX_CHECK(a.dim(-1) == K, ctx.node.describe(), ": input ", shape_str(a.shape()), " does not end in K=", K);
   const int64_t M = K == 0 ? y.numel() / std::max<int64_t>(N, 1) : a.numel() / K;
@@ -63,6 +68,10 @@ void linear(KernelContext& ctx) {
     const float* pr = res->data<float>();
     for (int64_t i = 0; i < y.numel(); ++i, next_index(idx, y.shape()))
       py[i] += pr[broadcast_offset(res->shape(), y.shape(), idx)];
+  }
+  if (out.dtype() != DType::f32) {
+    const Tensor c = y.cast(out.dtype());
+    std::memcpy(out.raw(), c.raw(), c.nbytes());
   }
 }
 

@@ -90,7 +90,7 @@ void TrackerMemory::trim(int current, int window) {
       ++it;
   }
   for (auto it = outputs.begin(); it != outputs.end();) {
-    if (it->first != current && !bank.cond_frames.count(it->first))
+    if (it->first != current && !bank.cond_frames.count(it->first) && !bank.non_cond_frames.count(it->first))
       it = outputs.erase(it);
     else
       ++it;
@@ -122,6 +122,7 @@ TrackerMemory TrackerMemory::extract_object(const MultiplexAssignment& from, int
 void TrackerMemory::relayout_single_object(const MultiplexAssignment& from, const MultiplexAssignment& to, int64_t row,
                                            int M) {
   auto move = [&](const Tensor& muxed) { return mux_objects(to, M, demux_objects(from, M, muxed, 1)); };
+  cond_objects.clear();  // entries are renumbered
   for (auto* frames : {&bank.cond_frames, &bank.non_cond_frames})
     for (auto& [t, sf] : *frames) {
       if (sf.maskmem_features.defined())

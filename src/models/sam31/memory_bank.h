@@ -31,6 +31,8 @@ struct FrameTrackerOutputs {
 struct TrackerMemory {
   MemoryBank bank;
   std::map<int, FrameTrackerOutputs> outputs;  // by frame index
+  // Conditioning entries of each consolidated frame output (official conditioning_objects).
+  std::map<int, std::set<int>> cond_objects;
 
   bool has_memory() const { return !bank.cond_frames.empty() || !bank.non_cond_frames.empty(); }
 
@@ -47,8 +49,8 @@ struct TrackerMemory {
   // frame, forward or backward. A stored frame farther than that from `current` and from every
   // conditioning frame can never be read again by such a run, so it is dropped: the bank holds at most
   // 2 * window + 1 frames around the current frame plus each conditioning frame's neighbourhood (the
-  // official code keeps every frame, which grows without bound). Outputs are kept for the current and
-  // the conditioning frames only.
+  // official code keeps every frame, which grows without bound). Outputs are kept for the current
+  // frame and the frames whose memory is kept (a mask for an existing object reads them).
   void trim(int current, int window);
 
   // The memory of a new singleton state for data-space object `row` of this state (n objects, layout

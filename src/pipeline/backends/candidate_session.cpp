@@ -170,6 +170,7 @@ class CandidateSession : public ModelSession {
     p.scores = mux_objects(a, M, r.object_score_logits.reshaped({n}));
     p.stored_obj_ptr = r.stored_obj_ptr;
     sm.outputs[t] = p;
+    sm.cond_objects.erase(t);  // a tracked output has no conditioning entries
     return data_outputs(a, p, n);
   }
 
@@ -187,11 +188,11 @@ class CandidateSession : public ModelSession {
     Tensor pix = state.tracker_only ? round_to_bf16(f.propagation2) : f.propagation2;
     Tensor mask_in = as_f32(masks).reshaped({n, 1, hi, hi});
     if (state.tracker_only) {
-      // track_step's memory: the decoder's masks at the image size, made non-overlapping.
+      // track_step's memory: the decoder's masks at the image size, as they are
+      // (non_overlap_masks_for_mem_enc is false in SAM 3.1; it matters for a state of several entries,
+      // e.g. an object a mask appended again).
       SEGMUX_CHECK(hi == cfg_.image_size, "encode_memory: interactive propagation masks must be ", cfg_.image_size,
                    " px, got ", hi);
-      mask_in = mask_in.clone();
-      apply_non_overlapping_constraints(mask_in);
     }
     Tensor maskmem =
         run_memory_encoder(state.tracker_only ? Candidate::memory_encoder_image_size : Candidate::memory_encoder, a,
@@ -252,6 +253,12 @@ class CandidateSession : public ModelSession {
                  "add_mask_prompt: video mask ", shape_str(video_mask.shape()), " for a video of ", f.video_width, "x",
                  f.video_height);
     sam31::TrackerMemory& sm = states_[state.state_id];
+    const auto first = std::find(state.obj_ids.begin(), state.obj_ids.end(), obj_id);
+    if (first != state.obj_ids.end() && first + 1 != state.obj_ids.end() && state.obj_ids.back() == obj_id) {
+      append_object_entry(state, t, int(first - state.obj_ids.begin()), as_f32(input_mask), as_f32(video_mask),
+                          conditioning);
+      return;
+    }
     if (!conditioning && sm.bank.cond_frames.count(t)) {  // as add_masks: the same official add_new_masks
       update_cond_frame_pointers(sm.bank.cond_frames[t], state, t, {obj_id}, input_mask);
       return;
@@ -260,6 +267,87 @@ class CandidateSession : public ModelSession {
     std::vector<std::vector<uint8_t>> given_bin(1, std::vector<uint8_t>(size_t(v.numel())));
     for (size_t i = 0; i < given_bin[0].size(); ++i) given_bin[0][i] = v.data<float>()[i] > 0.5f;
     add_given_masks(state, t, {obj_id}, as_f32(input_mask), given_bin, conditioning);
+  }
+
+  // A mask for an object the state already holds (official add_new_masks ->
+  // add_new_masks_to_existing_state, then the preflight): the view's last entry is the object appended
+  // again (`row` its first entry). The frame's stored outputs gain that entry: the mask-as-output logits
+  // (mask * 20 - 10, antialiased to low resolution), the interactive decoder's pointer and score; the
+  // object's own entry keeps its tracked score and pointer. The frame's memory is then encoded as the
+  // preflight consolidates it: the object's entry from the given mask at video resolution, the state's
+  // other objects from their own outputs, the appended entries from the frame's outputs upsampled to
+  // the video, made non-overlapping there (before the given mask is written in) and antialiased back;
+  // the appended entry is a conditioning object of the frame.
+  void append_object_entry(const TrackerStateView& state, int t, int row, const Tensor& mask_f, const Tensor& video_f,
+                           bool conditioning) {
+    sam31::TrackerMemory& sm = states_[state.state_id];
+    MultiplexAssignment a{state.buckets};
+    // Outputs of a frame beyond the memory window are no longer kept: made again from the memory bank
+    // (as for a click there), the appended entry's row included (overwritten below).
+    if (!sm.outputs.count(t)) propagate(state, t, false);
+    const FrameFeatures& f = features(t);
+    const int M = cfg_.multiplex_count;
+    const int64_t n = int64_t(state.obj_ids.size()), e = n - 1, hm = cfg_.low_res_mask_size(),
+                  hi = cfg_.input_mask_size(), D = cfg_.d_model;
+    const sam31::FrameTrackerOutputs& prev = sm.outputs[t];
+    Tensor low = demux_objects(a, M, pad_buckets(prev.low_res, a.num_buckets()), n);
+    Tensor scores = demux_objects(a, M, pad_buckets(prev.scores, a.num_buckets()), n);
+    Tensor ptrs = demux_objects(a, M, pad_buckets(prev.stored_obj_ptr, a.num_buckets()), n);
+    namespace id = sam31::names::interactive_decoder;
+    auto out = model_->run(Candidate::interactive_decoder,
+                           {{id::kImage, f.interactive2}, {id::kMask, mask_f.reshaped({1, 1, hi, hi})}});
+    std::memcpy(ptrs.data<float>() + size_t(e * D), out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
+    scores.data<float>()[e] = out.at(id::kObjectScoreLogit).data<float>()[0];
+    Tensor logits = mask_f.reshaped({1, 1, hi, hi}).clone();
+    for (int64_t i = 0; i < logits.numel(); ++i) logits.data<float>()[i] = logits.data<float>()[i] * 20.0f - 10.0f;
+    Tensor low_new = resizer_.run(logits, hm, hm);
+    std::memcpy(low.data<float>() + size_t(e * hm * hm), low_new.data<float>(), size_t(hm * hm) * 4);
+    if (!conditioning && sm.bank.cond_frames.count(t)) {
+      // A conditioning frame the state has tracked since: the preflight's output of the frame is dropped
+      // for the conditioning one, which add_new_masks_to_existing_state extended in place (memory kept).
+      sam31::StoredFrame& sf = sm.bank.cond_frames[t];
+      if (sf.obj_ptr.defined()) {
+        Tensor cp = demux_objects(a, M, pad_buckets(sf.obj_ptr, a.num_buckets()), n);
+        std::memcpy(cp.data<float>() + size_t(e * D), out.at(id::kObjPtr).data<float>(), size_t(D) * 4);
+        sf.obj_ptr = mux_objects(a, M, cp);
+      }
+      sm.outputs[t] = {mux_objects(a, M, low), mux_objects(a, M, scores), mux_objects(a, M, ptrs)};
+      sm.cond_objects[t].insert(int(e));
+      return;
+    }
+    Tensor low_c = consolidate_appended(low, row, video_f, first_appended_entry(state), f.video_height, f.video_width);
+    std::set<int> cond = sm.cond_objects[t];  // the frame's earlier conditioning entries (none if tracked)
+    cond.insert(int(e));
+    store_consolidated_frame(sm, a, t, low_c, scores, ptrs, cond, conditioning);
+  }
+
+  // Index of the first appended entry (an object id seen before in the view), or the entry count.
+  static int64_t first_appended_entry(const TrackerStateView& state) {
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < state.obj_ids.size(); ++i)
+      if (!seen.insert(state.obj_ids[i]).second) return int64_t(i);
+    return int64_t(state.obj_ids.size());
+  }
+
+  // The preflight's low-resolution masks of a frame given a mask for entry `row` (official
+  // _consolidate_temp_output_across_obj over add_new_masks' video-resolution outputs).
+  Tensor consolidate_appended(const Tensor& low, int row, const Tensor& video_f, int64_t appended, int vh, int vw) {
+    const int64_t n = low.dim(0), hm = low.dim(1);
+    const size_t vplane = size_t(vh) * size_t(vw);
+    Tensor video(DType::f32, {n, 1, vh, vw});
+    for (int64_t j = 0; j < n; ++j)
+      resize_bilinear(low.data<float>() + size_t(j * hm * hm), int(hm), int(hm),
+                      video.data<float>() + size_t(j) * vplane, vh, vw);
+    apply_non_overlapping_constraints(video);  // non_overlap_masks_for_output, before the given mask
+    float* given = video.data<float>() + size_t(row) * vplane;
+    for (size_t i = 0; i < vplane; ++i) given[i] = video_f.data<float>()[i] > 0.5f ? -kNoObjScore : kNoObjScore;
+    Tensor down = resizer_.run(video.reshaped({1, n, vh, vw}), hm, hm).reshaped({n, hm, hm});
+    // The state's objects other than the given one keep their own low-resolution outputs.
+    for (int64_t j = 0; j < appended; ++j)
+      if (j != row)
+        std::memcpy(down.data<float>() + size_t(j * hm * hm), low.data<float>() + size_t(j * hm * hm),
+                    size_t(hm * hm) * 4);
+    return down;
   }
 
   // Official add_new_masks + preflight: `mask_f` f32 [K, Hi, Wi] the mask-as-output inputs, `given_bin`
@@ -446,6 +534,7 @@ class CandidateSession : public ModelSession {
     const int64_t n = low_c.dim(0), hm = cfg_.low_res_mask_size();
     sam31::FrameTrackerOutputs p{mux_objects(a, M, low_c), mux_objects(a, M, scores), mux_objects(a, M, ptrs)};
     sm.outputs[t] = p;
+    sm.cond_objects[t] = cond_objects;
     const int S = cfg_.image_size;
     Tensor high(DType::f32, {n, 1, S, S});
     for (int64_t j = 0; j < n; ++j)

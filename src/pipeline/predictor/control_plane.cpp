@@ -45,6 +45,7 @@ TrackerStateView VideoControlPlane::view(const TrackerState& s) const {
   TrackerStateView v;
   v.state_id = s.id;
   v.obj_ids = s.obj_ids;
+  v.obj_ids.insert(v.obj_ids.end(), s.extra_slots.begin(), s.extra_slots.end());
   v.buckets = s.buckets.slots();
   v.bucket_ids = s.buckets.bucket_ids();
   for (const auto& [f, m] : s.memory) v.memory_frames.push_back(m);
@@ -139,11 +140,14 @@ void VideoControlPlane::remove_from_states(const std::vector<int64_t>& ids) {
         idx.push_back(int(i));
         removed.push_back(s.obj_ids[i]);
       }
+    // An object's appended entries go with it (they belong to no other object).
+    for (size_t k = 0; k < s.extra_slots.size(); ++k)
+      if (std::find(ids.begin(), ids.end(), s.extra_slots[k]) != ids.end()) idx.push_back(int(s.obj_ids.size() + k));
     if (idx.empty()) {
       kept.push_back(std::move(s));
       continue;
     }
-    if (idx.size() == s.obj_ids.size()) {  // nothing left: the state goes away
+    if (removed.size() == s.obj_ids.size()) {  // nothing left: the state goes away
       model_.drop_state(s.id);
       continue;
     }
@@ -161,6 +165,9 @@ void VideoControlPlane::TrackerState::remove_objects(const std::vector<int>& ind
   for (int64_t id : obj_ids)
     if (std::find(removed.begin(), removed.end(), id) == removed.end()) remaining.push_back(id);
   obj_ids = remaining;
+  std::erase_if(extra_slots,
+                [&](int64_t id) { return std::find(removed.begin(), removed.end(), id) != removed.end(); });
+  output_entries.clear();  // the official removal slices every stored output
   // Clear the removed objects' mask inputs; a conditioning frame without inputs left is downgraded
   // to an ordinary memory frame (official clear_all_points_in_frame).
   bool any_cond = false;
@@ -208,6 +215,7 @@ void VideoControlPlane::add_new_objects(int frame_index, const std::vector<int64
   const bool conditioning = target->note_mask_inputs(frame_index, ids);
   model_.add_masks(view(*target), frame_index, ids, inputs, MaskInputKind::NewObjects, conditioning);
   target->tracked_frames.insert(frame_index);
+  target->output_entries[frame_index] = target->num_entries();
 }
 
 bool VideoControlPlane::TrackerState::note_mask_inputs(int frame_index, const std::vector<int64_t>& ids) {

@@ -182,9 +182,17 @@ class VideoControlPlane {
   struct TrackerState {
     int id = 0;
     std::vector<int64_t> obj_ids;
+    // Multiplex entries appended for objects the state already holds (official add_new_masks for an
+    // existing object: add_new_masks_to_existing_state appends it again). Entry obj_ids.size() + k holds
+    // extra_slots[k]; tracked and encoded like every entry, but the state's objects are read off the
+    // first obj_ids.size() rows only (docs/predictor.md "Mask prompts").
+    std::vector<int64_t> extra_slots;
     MultiplexBuckets buckets;
     std::map<int, MemoryFrame> memory;  // frame -> memory frame info
     std::set<int> tracked_frames;       // frames this state has produced outputs for
+    std::set<int> propagated_frames;    // of those, the frames a propagation ran on (official frames_already_tracked)
+    std::map<int, size_t> output_entries;  // frame -> entries its stored output holds (appends need all)
+    size_t num_entries() const { return obj_ids.size() + extra_slots.size(); }
     // Notes mask inputs of `ids` on a frame; returns whether they make it a conditioning frame (one
     // the state has not tracked yet).
     bool note_mask_inputs(int frame_index, const std::vector<int64_t>& ids);
@@ -232,6 +240,7 @@ class VideoControlPlane {
   void insert_point_object(int frame_index, int64_t obj_id);                         // control_plane_points.cpp
   void clear_detector_inputs(TrackerState& state);                                   // control_plane_points.cpp
   TrackerState& extract_to_singleton(TrackerState& source, int64_t obj_id);          // control_plane_points.cpp
+  void check_mask_for_existing_object(int frame_index, int64_t obj_id) const;        // control_plane_masks.cpp
   TrackerState& user_prompt_state(int frame_index, int64_t obj_id, PointResult& r);  // control_plane_points.cpp
   void finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob);
 

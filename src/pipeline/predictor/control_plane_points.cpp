@@ -76,6 +76,7 @@ VideoControlPlane::TrackerState& VideoControlPlane::user_prompt_state(int frame_
 void VideoControlPlane::finish_user_prompt(TrackerState& state, int frame_index, int64_t obj_id, float prob) {
   clear_detector_inputs(state);
   state.tracked_frames.insert(frame_index);
+  state.output_entries[frame_index] = state.num_entries();
   prompted_frames_.insert(frame_index);
   user_objects_.insert(obj_id);
   obj_id_to_score_[obj_id] = prob;
@@ -85,6 +86,18 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
                                                                    const PointInputs& points, bool clear_old_points) {
   SEGMUX_CHECK(!points.labels.empty() && points.xy.size() == 2 * points.labels.size(),
                "add_prompt: a point prompt needs one label per point");
+  // The official refinement on a tracked frame extracts the object into a singleton state, which fails
+  // for an object a mask appended to its state again ("object IDs must be unique"; tools/fixtures
+  // sam31-tiny-masks-existing "official_failures"). Refused before anything changes.
+  for (const auto& s : states_)
+    SEGMUX_CHECK(s.extra_slots.empty() || !s.tracked_frames.count(frame_index) ||
+                     std::find(s.obj_ids.begin(), s.obj_ids.end(), obj_id) == s.obj_ids.end(),
+                 "add_prompt: object ", obj_id,
+                 " was given masks on tracked frames; the official tracker cannot refine "
+                 "it with points on tracked frame ",
+                 frame_index,
+                 " (its refinement fails on the object's repeated "
+                 "multiplex entries): give it a mask instead");
   PointResult r;
   TrackerState* state = &user_prompt_state(frame_index, obj_id, r);
 
@@ -99,6 +112,7 @@ VideoControlPlane::PointResult VideoControlPlane::add_point_prompt(int frame_ind
   // merge re-creates the state with a fresh layout (the memory quirk is the model session's).
   if (!r.new_object && state->obj_ids.size() == 1 && state->tracked_frames.count(frame_index)) {
     const TrackerStateView before = view(*state);
+    state->output_entries.clear();
     state->buckets = MultiplexBuckets(1, cfg_.bucket_capacity, cfg_.multiplex_count);
     model_.relayout_refined_object(before, view(*state), obj_id);
   }
@@ -150,9 +164,12 @@ void VideoControlPlane::clear_detector_inputs(TrackerState& state) {
 std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_objects(int frame_index, bool reverse,
                                                                                      const std::set<int64_t>& ids) {
   ensure_frame_features(frame_index);
-  std::map<int64_t, TrackedObject> out;
-  const int H = frames_.height(), W = frames_.width();
-  std::vector<float> plane(size_t(H) * size_t(W));
+  // The selected states' objects and output rows, concatenated in state order. Official
+  // (_propogate_tracker_one_frame_local_gpu): an object's row is its position in the concatenated
+  // object list, so a state holding appended entries (extra_slots) shifts the rows of the states after it.
+  std::vector<int64_t> listed;
+  MaskStack rows(0, geo_.low_res_mask_size, geo_.low_res_mask_size);
+  std::vector<float> scores;
   for (auto& s : states_) {
     if (std::none_of(s.obj_ids.begin(), s.obj_ids.end(), [&](int64_t id) { return ids.count(id) > 0; })) continue;
     TrackerStateView v = view(s);
@@ -162,13 +179,14 @@ std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_obj
     TrackerOutput t = model_.propagate(v, frame_index, reverse);
     MaskStack low = MaskStack::from_tensor(t.low_res_masks, "tracker low-res masks");
     std::vector<float> sc = tensor_to_floats(t.object_score_logits, "tracker object scores");
-    SEGMUX_CHECK(low.count == int(s.obj_ids.size()) && sc.size() == s.obj_ids.size(), "tracker state ", s.id,
-                 " returned ", low.count, " masks for ", s.obj_ids.size(), " objects");
+    SEGMUX_CHECK(low.count == int(v.obj_ids.size()) && sc.size() == v.obj_ids.size(), "tracker state ", s.id,
+                 " returned ", low.count, " masks for ", v.obj_ids.size(), " entries");
     fill_holes_in_mask_scores(low, cfg_.fill_hole_area);
     // Memory of the frame (official track_step with run_mem_encoder=True): the decoder's masks at the
     // image size with their own object scores. Frames holding inputs keep their stored outputs and
     // memory (official: consolidated frames are not re-run).
     if (!stored) {
+      s.output_entries[frame_index] = s.num_entries();
       MemoryFrame& mf = s.memory[frame_index];
       mf.frame_index = frame_index;
       v = view(s);
@@ -177,12 +195,18 @@ std::map<int64_t, VideoControlPlane::TrackedObject> VideoControlPlane::track_obj
                            t.object_score_logits);
     }
     s.tracked_frames.insert(frame_index);
-    for (int j = 0; j < low.count; ++j) {
-      const int64_t id = s.obj_ids[size_t(j)];
-      if (!ids.count(id)) continue;
-      resize_bilinear(low.mask(j), low.height, low.width, plane.data(), H, W);
-      out[id] = {binarize(plane.data(), H, W), sc[size_t(j)]};
-    }
+    s.propagated_frames.insert(frame_index);
+    listed.insert(listed.end(), s.obj_ids.begin(), s.obj_ids.end());
+    rows.append(low);
+    scores.insert(scores.end(), sc.begin(), sc.end());
+  }
+  std::map<int64_t, TrackedObject> out;
+  const int H = frames_.height(), W = frames_.width();
+  std::vector<float> plane(size_t(H) * size_t(W));
+  for (size_t j = 0; j < listed.size(); ++j) {
+    if (!ids.count(listed[j]) || out.count(listed[j])) continue;
+    resize_bilinear(rows.mask(int(j)), rows.height, rows.width, plane.data(), H, W);
+    out[listed[j]] = {binarize(plane.data(), H, W), scores[j]};
   }
   prompted_frames_.insert(frame_index);
   return out;

@@ -61,6 +61,10 @@ void VideoControlPlane::run_tracker(FrameWork& w) {
   std::vector<float> scores;
   for (auto& s : states_) {
     if (s.obj_ids.empty()) continue;
+    // Official: only the interactive propagation runs after a user's prompt, so a full propagation never
+    // meets appended entries (its memory update would not fit them: mux of the state's objects only).
+    SEGMUX_CHECK(s.extra_slots.empty(), "tracker state ", s.id,
+                 " holds a mask prompt for an existing object; only the interactive propagation can track it");
     TrackerOutput out = model_.propagate(view(s), w.frame_index, w.reverse);
     MaskStack m = MaskStack::from_tensor(out.low_res_masks, "tracker low-res masks");
     std::vector<float> sc = tensor_to_floats(out.object_score_logits, "tracker object scores");
@@ -71,6 +75,8 @@ void VideoControlPlane::run_tracker(FrameWork& w) {
     masks.append(m);
     scores.insert(scores.end(), sc.begin(), sc.end());
     s.tracked_frames.insert(w.frame_index);
+    s.propagated_frames.insert(w.frame_index);
+    s.output_entries[w.frame_index] = s.num_entries();
   }
   std::sort(rows.begin(), rows.end());
   std::vector<int> order;
