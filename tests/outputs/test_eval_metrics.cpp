@@ -430,6 +430,18 @@ TEST(EvalMetrics, DeclaredSizesAndRunsAreBounded) {
     "counts": [4611686018427387904, 4611686018427387904, 4611686018427387904, 4611686018427387904, 12]}]}])")
                 .find("cover more than the 12 pixels"),
             std::string::npos);
+  // Videos that each declare 2^20 frames, 17 of them: more than 2^24 frames in all.
+  std::string videos;
+  for (int v = 1; v <= 17; ++v)
+    videos += std::string(v > 1 ? ", " : "") + R"({"id": )" + std::to_string(v) +
+              R"(, "width": 4, "height": 3, "length": 1048576})";
+  std::ofstream(dir + "/many.json") << R"({"videos": [)" << videos << R"(], "annotations": []})";
+  try {
+    load_ytvis_videos(dir + "/many.json");
+    ADD_FAILURE() << "17 x 2^20 frames were loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frames in all"), std::string::npos) << e.what();
+  }
   // A 2^20 x 2^20 frame (evaluation expands every mask to it).
   EXPECT_NE(error_of("huge.json", R"({"format": "segmux-tracks-2", "width": 1048576, "height": 1048576,
     "frames": []})")

@@ -17,8 +17,9 @@ namespace {
 
 // Evaluation inputs are whole videos' worth of RLE: larger than a config file, still bounded.
 const JsonLimits kEvalJsonLimits{.max_depth = 16, .max_bytes = size_t(1) << 30, .max_values = size_t(1) << 26};
-// The most frames a YTVIS video may declare ('length'): its frame list is made from the number alone.
-constexpr int64_t kMaxEvalFrames = int64_t(1) << 20;
+// The most frames a YTVIS video may declare ('length'): its frame list is made from the number alone;
+// and all the videos of one file together (each declares its own).
+constexpr int64_t kMaxEvalFrames = int64_t(1) << 20, kMaxEvalTotalFrames = int64_t(1) << 24;
 
 int64_t json_int(const nlohmann::json& j, const char* key, const std::string& what) {
   SEGMUX_CHECK(j.is_object() && j.contains(key) && j[key].is_number_integer(), what, ": '", key,
@@ -297,9 +298,13 @@ std::vector<std::pair<int64_t, MaskVideo>> load_ytvis_videos(const std::string& 
   SEGMUX_CHECK(annotations || (d.is_array() && !d.empty() && d[0].is_object() && d[0].contains("segmentations")), what,
                " is not a YTVIS json (annotations or a results list)");
   std::vector<std::pair<int64_t, MaskVideo>> out;
+  int64_t frames = 0;
   for (int64_t id : ytvis_video_ids(d, what)) {
     const EvalInputOptions one{.video_id = id};
     out.emplace_back(id, annotations ? from_ytvis_annotations(d, one, what) : from_ytvis_results(d, one, what));
+    frames += int64_t(out.back().second.frames.size());
+    SEGMUX_CHECK(frames <= kMaxEvalTotalFrames, what, ": its videos declare more than ", kMaxEvalTotalFrames,
+                 " frames in all");
   }
   return out;
 }
