@@ -14,7 +14,7 @@ from serve_util import check
 from browser_clicks import mouse, state, wait_until
 from browser_masks import set_file
 
-SAM1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'sam31-tiny-sam1')
+SAM1 = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'sam31-tiny-sam1'))
 
 
 def official(name):

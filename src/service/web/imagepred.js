@@ -13,7 +13,7 @@ const imagePred = {
   name: '',
   width: 0,
   height: 0,
-  bitmap: null,
+  image: null,
   points: [],        // [[x, y]] in image pixels
   labels: [],        // 1 object, 0 background
   box: null,         // [x0, y0, x1, y1] in image pixels
@@ -176,23 +176,31 @@ function clearImageClicks() {
 
 async function uploadImage(file) {
   setStatus('Uploading ' + file.name + '…', 'uploading');
-  const bitmap = await createImageBitmap(file).catch(() => {
-    throw new Error(file.name + ' is not an image the browser can read');
-  });
+  const url = URL.createObjectURL(file);
+  const image = new Image();
+  try {
+    await new Promise((resolve, reject) => {
+      image.onload = resolve;
+      image.onerror = () => reject(new Error(file.name + ' is not an image the browser can read'));
+      image.src = url;
+    });
+  } finally {
+    URL.revokeObjectURL(url);
+  }
   const form = new FormData();
   form.append('file', file, file.name);
   const up = await (await api('/api/upload', {method: 'POST', body: form})).json();
-  Object.assign(imagePred, {resource: up.resource_path, name: file.name, width: bitmap.width, height: bitmap.height,
-                            bitmap});
+  const [width, height] = [image.naturalWidth, image.naturalHeight];
+  Object.assign(imagePred, {resource: up.resource_path, name: file.name, width, height, image});
   for (const c of [$('image'), imageCanvas()]) {
-    c.width = bitmap.width;
-    c.height = bitmap.height;
+    c.width = width;
+    c.height = height;
   }
-  $('image').getContext('2d').drawImage(bitmap, 0, 0);
+  $('image').getContext('2d').drawImage(image, 0, 0);
   $('image-stage').hidden = false;
   $('image-clear').disabled = false;
   clearImageClicks();
-  setStatus(file.name + ' (' + bitmap.width + 'x' + bitmap.height + '): click the object.', 'image-ready');
+  setStatus(file.name + ' (' + width + 'x' + height + '): click the object.', 'image-ready');
 }
 
 // The predictor's part of the page state (window.segmuxState().image_predictor).
