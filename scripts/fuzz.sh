@@ -11,7 +11,7 @@
 #                               that add coverage beyond the generated seeds, within FUZZ_CORPUS_KIB),
 #                               its counts are added to fuzz/ledger.tsv and the ledger table in
 #                               docs/fuzzing.md is rewritten: commit the three
-#   scripts/fuzz.sh [--long] NAME...   only the named runs (e.g. pickle safetensors)
+#   scripts/fuzz.sh [--long] NAME...   only the named runs (e.g. pickle safetensors), building only their targets
 #   scripts/fuzz.sh --ledger    only rewrite docs/fuzzing.md's ledger table from fuzz/ledger.tsv
 #   FUZZ_SECONDS  seconds per brief run (default 10: 17 runs keep CI short)
 #   FUZZ_RUNS     executions per target in --long mode (default 10000000)
@@ -101,6 +101,10 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DSEGMUX_TESTS=OFF -DSEGMUX_BENCH=OFF -DSEGMUX_WERROR=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
+if [ ${#ONLY[@]} -gt 0 ]; then  # named runs build only their targets (their `run NAME TARGET` lines below)
+  TARGETS=()
+  for name in "${ONLY[@]}"; do TARGETS+=("$(awk -v n="$name" '$1 == "run" && $2 == n { print $3 }' "$0")"); done
+fi
 cmake --build "$BUILD" --target "${TARGETS[@]}" -j "$JOBS"
 
 WORK=$(mktemp -d)
