@@ -469,8 +469,7 @@ TEST(EvalMetrics, ManyLabelValuesTakeMemoryByRunsNotByValues) {
     // Every value but 255 (DAVIS void) is an object of 4 or 5 pixels (pixels i, i + 65535, ... of the
     // row-major image).
     const RleMask& seven = v.objects.at(7).at(0);
-    std::exit(v.objects.size() == 65534 && v.void_px.count(0) && rle_area(seven) == 4 &&
-                      rle_decode(seven).at(0, 6) == 1
+    std::exit(v.objects.size() == 65534 && v.void_px.count(0) && rle_area(seven) == 4 && rle_decode(seven).at(0, 6) == 1
                   ? 0
                   : 1);
   };

@@ -121,7 +121,8 @@ TEST_F(TrackLive, HttpAndHlsStreamsOnLoopbackAreTracked) {
   const std::string args = " --prompt shape " + segmux::test::tiny_model_args(tmp("cache")) +
                            " --quiet --overlay none --live-policy block --live-timeout 30";
   const std::string script =
-      "cd " + dir + " && { timeout 120 python3 -u -m http.server 0 --bind 127.0.0.1 >server.log 2>&1 & pid=$!; }; "
+      "cd " + dir +
+      " && { timeout 120 python3 -u -m http.server 0 --bind 127.0.0.1 >server.log 2>&1 & pid=$!; }; "
       "for i in $(seq 100); do port=$(sed -n 's/.* port \\([0-9]*\\) .*/\\1/p' server.log); "
       "[ -n \"$port\" ] && break; sleep 0.1; done; " +
       seg + "stream.mkv" + args + " --out " + tmp("http_out") + " 2>" + tmp("http_err.txt") + "; rc1=$?; " + seg +
