@@ -406,7 +406,7 @@ TEST(EvalMetrics, AllVideosOfAYtvisDataset) {
   EXPECT_NEAR(d.ap->ap, 51.0 / 101, 1e-12);
 }
 
-// Found by fuzz_eval_json: declared sizes and runs that the loaders trusted.
+// Found while writing fuzz_eval_json: declared sizes and runs that the loaders trusted.
 TEST(EvalMetrics, DeclaredSizesAndRunsAreBounded) {
   const std::string dir = ::testing::TempDir() + "/eval_bounded";
   fs::remove_all(dir);
@@ -449,7 +449,7 @@ TEST(EvalMetrics, DeclaredSizesAndRunsAreBounded) {
             std::string::npos);
 }
 
-// Found by fuzz_label_png: a 16-bit label image of many values took one full mask per value (65535
+// Found while writing fuzz_label_png: a 16-bit label image of many values took one full mask per value (65535
 // values x the pixels); its runs are now made in one pass. Run in a child under a 1 GiB address space.
 TEST(EvalMetrics, ManyLabelValuesTakeMemoryByRunsNotByValues) {
 #ifdef __SANITIZE_ADDRESS__
