@@ -1,6 +1,7 @@
 // libFuzzer target: official request JSON (`segmux track --requests`, `segmux serve`'s POST
 // /api/request) through the untrusted-JSON parser and the request checks: any bytes give requests or
-// a segmux::Error naming the request, never a crash or a raw library exception.
+// a segmux::Error naming the request, never a crash or a raw library exception. Mask prompts
+// ("object_mask", service/mask_request.h) go through the same checks.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         R"([{"type": "add_prompt", "frame_index": 1, "obj_id": 0, "points": [[0.5, 0.5]], "point_labels": [1]},
             {"type": "add_prompt", "frame_index": 0, "text": "x", "bounding_boxes": [[0.1, 0.1, 0.2, 0.2]],
              "bounding_box_labels": [0]}])",
+        // A mask prompt (segmux extension, service/mask_request.h): COCO runs of a 3 x 4 mask.
+        R"([{"type": "add_prompt", "frame_index": 2, "obj_id": 4,
+             "object_mask": {"size": [3, 4], "counts": [1, 2, 9]}}])",
     };
   });
   return 0;

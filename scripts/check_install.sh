@@ -56,6 +56,28 @@ grep -q '^object 0: prompt "shape"' <<<"$out" && ! grep -q '^0 objects$' <<<"$ou
   { echo "check_install: segment_c found nothing:"; echo "$out"; exit 1; }
 echo "check_install: find_package c segment: $(tail -n1 <<<"$out")"
 
+# The C++ image predictor through the installed package: the official notebook's clicks (a point, its
+# best candidate's low-res logits fed back with a second point) against the official goldens.
+sam1=$src/tests/fixtures/sam31-tiny-sam1
+out=$("$work/ex-cpp/predict_image_cpp" --checkpoint "$sam1/weights.safetensors" "$sam1/config.json" \
+      "$sam1/tokenizer/bpe_simple_vocab_16e6.txt.gz" "$sam1/images/frame00.png" 163,79 150,60)
+compare=$(cat <<'PY'
+import json, re, sys
+cases = {c["name"]: c for c in json.load(open(sys.argv[1]))["cases"]}
+text = sys.stdin.read()
+got = [(float(s), int(a)) for s, a in re.findall(r"score (\S+) area (\d+)", text)]
+want = [(s, a) for c in ("frame00_point_multimask", "frame00_refine_mask_input")
+        for s, a in zip(cases[c]["scores"], cases[c]["mask_areas"])]
+# The C API test's score tolerance; areas within the parity tests' mask IoU of 0.999.
+ok = len(got) == len(want) and all(abs(g[0] - w[0]) < 2e-4 and abs(g[1] - w[1]) <= 1e-3 * max(g[1], w[1])
+                                   for g, w in zip(got, want))
+sys.exit(0 if ok and "picked candidate 2" in text else 1)
+PY
+)
+/usr/bin/python3 -c "$compare" "$sam1/cases.json" <<<"$out" ||
+  { echo "check_install: predict_image_cpp differs from the official predictor:"; echo "$out"; exit 1; }
+echo "check_install: find_package cpp image predictor: $(tail -n1 <<<"$out")"
+
 # 2. pkg-config.
 export PKG_CONFIG_PATH=$pcdir
 libdir=$(pkg-config --variable=libdir segmux)
@@ -65,6 +87,9 @@ cc -std=c99 -Wall -Wextra -Werror -pedantic examples/c/track.c $(pkg-config --cf
 # shellcheck disable=SC2046
 c++ -std=c++17 -Wall -Wextra -Werror examples/cpp/track.cpp $(pkg-config --cflags --libs segmux) \
     -Wl,-rpath,"$libdir" -o "$work/track_cpp_pc"
+# shellcheck disable=SC2046
+c++ -std=c++17 -Wall -Wextra -Werror examples/cpp/predict_image.cpp $(pkg-config --cflags --libs segmux) \
+    -Wl,-rpath,"$libdir" -o "$work/predict_image_cpp_pc"
 run_example "pkg-config c" "$work/track_c_pc"
 run_example "pkg-config cpp" "$work/track_cpp_pc"
 

@@ -11,9 +11,9 @@
 #                               that add coverage beyond the generated seeds, within FUZZ_CORPUS_KIB),
 #                               its counts are added to fuzz/ledger.tsv and the ledger table in
 #                               docs/fuzzing.md is rewritten: commit the three
-#   scripts/fuzz.sh [--long] NAME...   only the named runs (e.g. pickle safetensors)
+#   scripts/fuzz.sh [--long] NAME...   only the named runs (e.g. pickle safetensors), building only their targets
 #   scripts/fuzz.sh --ledger    only rewrite docs/fuzzing.md's ledger table from fuzz/ledger.tsv
-#   FUZZ_SECONDS  seconds per brief run (default 10: 15 runs keep CI short)
+#   FUZZ_SECONDS  seconds per brief run (default 10: 17 runs keep CI short)
 #   FUZZ_RUNS     executions per target in --long mode (default 10000000)
 #   FUZZ_MAX_SECONDS  --long mode: also stop a run after this many seconds (default 0: no limit), so
 #                 that one slow target cannot take the whole campaign; the summary shows the count
@@ -21,7 +21,7 @@
 #                 fails on a regression, not on the luck of the draw; a longer local run with the same
 #                 seed covers what CI will see. --long runs use a random seed (new ground each time).
 #   FUZZ_CORPUS_KIB  --long mode: the most a run's committed corpus may hold (default 512 KiB, so the
-#                 15 runs stay under 8 MiB); past it the largest inputs are dropped
+#                 17 runs stay under 9 MiB); past it the largest inputs are dropped
 #   FUZZ_JOBS     build parallelism (default: nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ LEDGER=fuzz/ledger.tsv # committed: what every --long run has done so far
 DOC=docs/fuzzing.md
 CORPUS_KIB=${FUZZ_CORPUS_KIB:-512}
 RUN_NAMES=(onnx onnx-run smx-no-checksums smx media pickle pytorch-zip safetensors npy config-json tokenizer
-  vocabulary requests package-manifest coco-rle)
+  vocabulary requests package-manifest coco-rle eval-json label-png)
 
 # The ledger as a Markdown table, with the rate and what 1 M executions would still take.
 ledger_table() {
@@ -94,12 +94,17 @@ VOCAB="$FIXTURES/sam31-tiny/tokenizer/bpe_simple_vocab_16e6.txt.gz"
 [ -f "$VOCAB" ] || VOCAB=""  # the tokenizer target then uses its generated vocabulary
 
 TARGETS=(fuzz_onnx_import fuzz_onnx_run fuzz_offline_model fuzz_media fuzz_pickle fuzz_pytorch_zip fuzz_safetensors fuzz_npy
-  fuzz_config_json fuzz_tokenizer fuzz_vocabulary fuzz_requests fuzz_package_manifest fuzz_coco_rle)
+  fuzz_config_json fuzz_tokenizer fuzz_vocabulary fuzz_requests fuzz_package_manifest fuzz_coco_rle
+  fuzz_eval_json fuzz_label_png)
 # No CUDA backend here: it parses nothing untrusted, and nvcc would get the fuzzer's clang flags.
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSEGMUX_FUZZ=ON -DSEGMUX_CUDA=OFF \
   -DSEGMUX_TESTS=OFF -DSEGMUX_BENCH=OFF -DSEGMUX_WERROR=OFF \
   -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
+if [ ${#ONLY[@]} -gt 0 ]; then  # named runs build only their targets (their `run NAME TARGET` lines below)
+  TARGETS=()
+  for name in "${ONLY[@]}"; do TARGETS+=("$(awk -v n="$name" '$1 == "run" && $2 == n { print $3 }' "$0")"); done
+fi
 cmake --build "$BUILD" --target "${TARGETS[@]}" -j "$JOBS"
 
 WORK=$(mktemp -d)
@@ -221,6 +226,8 @@ run vocabulary fuzz_vocabulary
 run requests fuzz_requests
 run package-manifest fuzz_package_manifest
 run coco-rle fuzz_coco_rle
+run eval-json fuzz_eval_json
+run label-png fuzz_label_png
 if [ "$LONG" = 1 ]; then
   write_ledger_doc
   echo "fuzz: campaign summary in $SUMMARY; ledger $LEDGER, corpora $CORPORA/, table in $DOC: commit them"

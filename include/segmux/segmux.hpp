@@ -7,10 +7,17 @@
 //   session.add_text_prompt(0, "person");
 //   session.propagate([](const segmux::FrameView& f) { ...; return true; });
 //
+//   segmux::ImagePredictor predictor = model.open_image_predictor("photo.jpg");  // SAM-1-style clicks
+//   segmux::Prediction candidates = predictor.predict(segmux::PredictPrompt().point(163, 79));
+//   segmux::Prediction refined = predictor.predict(
+//       segmux::PredictPrompt().point(163, 79).point(150, 60).mask_input(candidates, candidates.best()).single_mask());
+//
 // Thread safety is the C API's (one call at a time per session; one open session per model).
 #ifndef SEGMUX_SEGMUX_HPP
 #define SEGMUX_SEGMUX_HPP
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -168,6 +175,125 @@ class Session {
   segmux_session* s_;
 };
 
+// The candidate masks of one image-predictor prompt (owned): scores (predicted IoU), masks (or logits
+// with return_logits) at the image size, and low-res logits to feed back as a later mask_input.
+class Prediction {
+ public:
+  explicit Prediction(segmux_prediction* p) : p_(p) {}
+  Prediction(Prediction&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Prediction(const Prediction&) = delete;
+  Prediction& operator=(const Prediction&) = delete;
+  Prediction& operator=(Prediction&& o) noexcept {  // a click loop keeps the latest prediction
+    if (this != &o) {
+      segmux_prediction_free(p_);
+      p_ = std::exchange(o.p_, nullptr);
+    }
+    return *this;
+  }
+  ~Prediction() { segmux_prediction_free(p_); }
+
+  size_t size() const { return segmux_prediction_count(p_); }  // 3 (multimask) or 1
+  int width() const { return segmux_prediction_width(p_); }
+  int height() const { return segmux_prediction_height(p_); }
+  float score(size_t i) const { return segmux_prediction_score(p_, i); }
+  const uint8_t* mask(size_t i) const { return segmux_prediction_mask(p_, i); }  // height x width 0/1; null with logits
+  const float* logits(size_t i) const { return segmux_prediction_logits(p_, i); }  // only with return_logits
+  int low_res_size() const { return segmux_prediction_low_res_size(p_); }
+  const float* low_res(size_t i) const { return segmux_prediction_low_res(p_, i); }  // low_res_size^2 logits
+  size_t best() const {  // the candidate of the highest score (the notebooks' np.argmax(scores))
+    size_t b = 0;
+    for (size_t i = 1; i < size(); ++i)
+      if (score(i) > score(b)) b = i;
+    return b;
+  }
+  size_t area(size_t i) const {  // pixels of mask i (0 with return_logits)
+    const uint8_t* m = mask(i);
+    return m ? size_t(std::count(m, m + size_t(width()) * size_t(height()), uint8_t(1))) : 0;
+  }
+  segmux_prediction* get() const { return p_; }
+
+ private:
+  segmux_prediction* p_;
+};
+
+// A prompt of the image predictor (official predict): clicks and a box in pixels of the image, and
+// optionally a previous prediction's low-res logits as mask_input.
+class PredictPrompt {
+ public:
+  PredictPrompt& point(float x, float y, bool positive = true) {
+    points_.insert(points_.end(), {x, y});
+    labels_.push_back(positive ? 1 : 0);
+    return *this;
+  }
+  PredictPrompt& box(float x0, float y0, float x1, float y1) {
+    box_ = {x0, y0, x1, y1};
+    has_box_ = true;
+    return *this;
+  }
+  PredictPrompt& mask_input(const Prediction& from, size_t i) {  // the notebooks' logits[np.argmax(scores)]
+    const int side = from.low_res_size();
+    const float* v = from.low_res(i);
+    if (!v)
+      throw Exception(SEGMUX_ERROR_INVALID_ARGUMENT,
+                      "mask_input: the prediction has no candidate " + std::to_string(i));
+    return mask_input(std::vector<float>(v, v + size_t(side) * size_t(side)), side);
+  }
+  PredictPrompt& mask_input(std::vector<float> logits, int side) {
+    mask_ = std::move(logits);
+    mask_side_ = side;
+    return *this;
+  }
+  PredictPrompt& single_mask() { return multimask_ = false, *this; }  // multimask_output=False
+  PredictPrompt& return_logits() { return logits_ = true, *this; }
+
+  // The C struct, viewing this prompt's vectors (valid while it lives, unchanged).
+  segmux_predict_prompt c_prompt() const {
+    segmux_predict_prompt q;
+    segmux_predict_prompt_init(&q);
+    q.points_xy = points_.data();
+    q.point_labels = labels_.data();
+    q.num_points = labels_.size();
+    q.box_xyxy = has_box_ ? box_.data() : nullptr;
+    q.mask_input = mask_.empty() ? nullptr : mask_.data();
+    q.mask_input_size = mask_side_;
+    q.multimask_output = multimask_ ? 1 : 0;
+    q.return_logits = logits_ ? 1 : 0;
+    return q;
+  }
+
+ private:
+  std::vector<float> points_;
+  std::vector<int> labels_;
+  std::array<float, 4> box_{};
+  bool has_box_ = false;
+  std::vector<float> mask_;
+  int mask_side_ = 0;
+  bool multimask_ = true, logits_ = false;
+};
+
+// One image's embedding, asked any number of prompts. While it lives the model serves nothing else
+// (close it before opening sessions or segmenting).
+class ImagePredictor {
+ public:
+  explicit ImagePredictor(segmux_image_predictor* p) : p_(p) {}
+  ImagePredictor(ImagePredictor&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  ImagePredictor(const ImagePredictor&) = delete;
+  ImagePredictor& operator=(const ImagePredictor&) = delete;
+  ImagePredictor& operator=(ImagePredictor&&) = delete;
+  ~ImagePredictor() { segmux_image_predictor_close(p_); }
+
+  Prediction predict(const PredictPrompt& prompt) {
+    const segmux_predict_prompt q = prompt.c_prompt();
+    segmux_prediction* out = nullptr;
+    detail::check(segmux_image_predictor_predict(p_, &q, &out));
+    return Prediction(out);
+  }
+  segmux_image_predictor* get() const { return p_; }
+
+ private:
+  segmux_image_predictor* p_;
+};
+
 class Model {
  public:
   struct Options {
@@ -231,6 +357,17 @@ class Model {
     segmux_frame* out = nullptr;
     detail::check(segmux_model_segment_file(m_, path.c_str(), &p, &out));
     return Frame(out);
+  }
+  // The SAM-1-style interactive predictor on an image file, or on RGB u8 rows `stride` bytes apart.
+  ImagePredictor open_image_predictor(const std::string& path) {
+    segmux_image_predictor* p = nullptr;
+    detail::check(segmux_image_predictor_open_file(m_, path.c_str(), &p));
+    return ImagePredictor(p);
+  }
+  ImagePredictor open_image_predictor(const uint8_t* rgb, int width, int height, size_t stride = 0) {
+    segmux_image_predictor* p = nullptr;
+    detail::check(segmux_image_predictor_open(m_, rgb, width, height, stride, &p));
+    return ImagePredictor(p);
   }
   segmux_model* get() const { return m_; }
 

@@ -1,6 +1,7 @@
 // The DAVIS measures against values worked out by hand or by an independent brute force written here
 // (boundaries of rectangles are known outlines; F by nearest-distance search instead of dilation).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cmath>
 #include <filesystem>
@@ -403,4 +404,92 @@ TEST(EvalMetrics, AllVideosOfAYtvisDataset) {
   // to recall 0.5 (51 of the 101 points), nothing above.
   ASSERT_TRUE(d.ap.has_value());
   EXPECT_NEAR(d.ap->ap, 51.0 / 101, 1e-12);
+}
+
+// Found while writing fuzz_eval_json: declared sizes and runs that the loaders trusted.
+TEST(EvalMetrics, DeclaredSizesAndRunsAreBounded) {
+  const std::string dir = ::testing::TempDir() + "/eval_bounded";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto error_of = [&](const std::string& name, const std::string& doc) -> std::string {
+    std::ofstream(dir + "/" + name) << doc;
+    try {
+      load_mask_video(dir + "/" + name);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // A billion frames declared by 'length' (the frame list was made from the number alone).
+  EXPECT_NE(error_of("long.json", R"({"videos": [{"id": 1, "width": 4, "height": 3, "length": 1000000000}],
+    "annotations": []})")
+                .find("declares 1000000000 frames"),
+            std::string::npos);
+  // Runs whose sum overflows int64 (UB before; now refused as soon as they pass the mask's pixels).
+  EXPECT_NE(error_of("overflow.json", R"([{"video_id": 1, "segmentations": [{"size": [3, 4],
+    "counts": [4611686018427387904, 4611686018427387904, 4611686018427387904, 4611686018427387904, 12]}]}])")
+                .find("cover more than the 12 pixels"),
+            std::string::npos);
+  // Videos that each declare 2^20 frames, 17 of them: more than 2^24 frames in all.
+  std::string videos;
+  for (int v = 1; v <= 17; ++v)
+    videos += std::string(v > 1 ? ", " : "") + R"({"id": )" + std::to_string(v) +
+              R"(, "width": 4, "height": 3, "length": 1048576})";
+  std::ofstream(dir + "/many.json") << R"({"videos": [)" << videos << R"(], "annotations": []})";
+  try {
+    load_ytvis_videos(dir + "/many.json");
+    ADD_FAILURE() << "17 x 2^20 frames were loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frames in all"), std::string::npos) << e.what();
+  }
+  // A 2^20 x 2^20 frame (evaluation expands every mask to it).
+  EXPECT_NE(error_of("huge.json", R"({"format": "segmux-tracks-2", "width": 1048576, "height": 1048576,
+    "frames": []})")
+                .find("Mpixel"),
+            std::string::npos);
+}
+
+// Found while writing fuzz_label_png: a 16-bit label image of many values took one full mask per value (65535
+// values x the pixels); its runs are now made in one pass. Run in a child under a 1 GiB address space.
+TEST(EvalMetrics, ManyLabelValuesTakeMemoryByRunsNotByValues) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "ASan reserves terabytes of address space: the Release run checks this";
+#endif
+  const std::string dir = ::testing::TempDir() + "/eval_many_values";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int w = 512, h = 512;
+  std::vector<uint16_t> values(size_t(w) * h);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = uint16_t(i % 65535 + 1);
+  write_png_gray(dir + "/00000.png", w, h, values, true);
+  auto load_in_1_gib = [&] {
+    const rlimit lim{size_t(1) << 30, size_t(1) << 30};
+    ::setrlimit(RLIMIT_AS, &lim);
+    const MaskVideo v = load_mask_video(dir);
+    // Every value but 255 (DAVIS void) is an object of 4 or 5 pixels (pixels i, i + 65535, ... of the
+    // row-major image).
+    const RleMask& seven = v.objects.at(7).at(0);
+    std::exit(v.objects.size() == 65534 && v.void_px.count(0) && rle_area(seven) == 4 && rle_decode(seven).at(0, 6) == 1
+                  ? 0
+                  : 1);
+  };
+  EXPECT_EXIT(load_in_1_gib(), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(EvalMetrics, LabelRunsMatchTheMaskEncoder) {
+  const std::string dir = ::testing::TempDir() + "/eval_label_runs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const int w = 7, h = 5;
+  std::vector<uint16_t> values(size_t(w) * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) values[size_t(y) * w + x] = uint16_t((x * 3 + y * y) % 4);
+  write_png_gray(dir + "/00000.png", w, h, values, false);
+  const MaskVideo v = load_mask_video(dir);
+  ASSERT_EQ(v.objects.size(), 3u);
+  for (int value = 1; value <= 3; ++value) {
+    BinaryMask m(h, w);
+    for (size_t i = 0; i < values.size(); ++i) m.pixels[i] = values[i] == value;
+    EXPECT_EQ(v.objects.at(value).at(0).counts, rle_encode(m).counts) << value;
+  }
 }

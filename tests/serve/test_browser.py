@@ -5,7 +5,9 @@ propagate), waits for the masks, checks the DOM and the overlay canvas, clicks a
 button, checks again and keeps a screenshot. Then it clicks on the frame with the mouse as a person
 would (browser_clicks.py): a refinement of a tracked object, server errors shown on the page, and a
 session started from clicks alone (points, shift-click, the negative toggle, a dragged box, Propagate,
-Remove), checking each request the page sent, the answer taken and the marks drawn. Around them
+Remove), checking each request the page sent, the answer taken and the marks drawn; mask prompts
+(browser_masks.py) and the image predictor (browser_image.py: upload, click, candidates with scores,
+pick, refine with the picked logits, at the official goldens). Around them
 (page_checks.py): JSON 404s, PNG frames, errors without server paths, the CLI's object colours, the
 progress total, and sessions closed when the page is left and listed (and ended) across tabs.
 Usage: test_browser.py SCREENSHOT.png [SMALL_COPY.png (and SMALL_COPY-clicks.png)]"""
@@ -23,6 +25,7 @@ import urllib.request
 
 from serve_util import Server, allowed_dir, check, load_trace
 import browser_clicks
+import browser_image
 import browser_masks
 import page_checks
 
@@ -184,6 +187,7 @@ def main():
             browser_clicks.clicks_only(dt, srv, screenshot.replace('.png', '_clicks.png'),
                                        sys.argv[2].replace('.png', '-clicks.png') if len(sys.argv) > 2 else None)
             browser_masks.paint_and_upload(dt, srv, root)
+            browser_image.click_and_refine(dt)
             page_checks.upload_error_on_page(dt, srv, root)
             page_checks.reloads_and_sessions(dt, srv, port, DevTools)
         finally:

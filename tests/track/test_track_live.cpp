@@ -104,6 +104,40 @@ TEST_F(TrackLive, CtrlCEndsTheRunAndKeepsItsOutputs) {
   EXPECT_EQ(read_json(out + "/tracks.json")["frames"].size(), stats["frames_tracked"].get<size_t>());
 }
 
+// A network stream on loopback: a synthetic video served over HTTP by Python's http.server on 127.0.0.1
+// (this test's own process, stopped by its pid), read as a plain URL and through an HLS playlist of that
+// segment (Matroska: segmux writes no MPEG-TS; libav's HLS demuxer probes the segment's format); every
+// frame is tracked as it arrives, and the run ends with the stream.
+TEST_F(TrackLive, HttpAndHlsStreamsOnLoopbackAreTracked) {
+  const std::string dir = tmp("www");
+  fs::create_directories(dir);
+  ASSERT_EQ(segmux::test::run_segmux("sample-video " + dir + "/stream.mkv --frames 8 --size 64x48").code, 0);
+  std::ofstream(dir + "/stream.m3u8") << "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:10\n"
+                                         "#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:1.0,\nstream.mkv\n#EXT-X-ENDLIST\n";
+  const std::string seg = std::string(SEGMUX_BINARY_DIR) + "/segmux track http://127.0.0.1:$port/";
+  const std::string args = " --prompt shape " + segmux::test::tiny_model_args(tmp("cache")) +
+                           " --quiet --overlay none --live-policy block --live-timeout 30";
+  const std::string script =
+      "cd " + dir +
+      " && { timeout 120 python3 -u -m http.server 0 --bind 127.0.0.1 >server.log 2>&1 & pid=$!; }; "
+      "for i in $(seq 100); do port=$(sed -n 's/.* port \\([0-9]*\\) .*/\\1/p' server.log); "
+      "[ -n \"$port\" ] && break; sleep 0.1; done; " +
+      seg + "stream.mkv" + args + " --out " + tmp("http_out") + " 2>" + tmp("http_err.txt") + "; rc1=$?; " + seg +
+      "stream.m3u8" + args + " --out " + tmp("hls_out") + " 2>" + tmp("hls_err.txt") +
+      "; rc2=$?; kill $pid; wait $pid; echo rc=$rc1,$rc2";
+  const auto r = segmux::test::run_shell(script);
+  EXPECT_NE(r.out.find("rc=0,0"), std::string::npos)
+      << r.out << segmux::test::read_text(tmp("http_err.txt")) << segmux::test::read_text(tmp("hls_err.txt"));
+  for (const std::string& out : {tmp("http_out"), tmp("hls_out")}) {
+    const nlohmann::json stats = read_json(out + "/live_stats.json");
+    ASSERT_TRUE(stats.is_object()) << out;
+    EXPECT_EQ(stats["frames_tracked"], 8) << out;
+    EXPECT_EQ(stats["frames_dropped"], 0) << out;
+    EXPECT_EQ(stats["stopped_by"], "end of stream") << out;
+    EXPECT_EQ(read_json(out + "/tracks.json")["frames"].size(), 8u) << out;
+  }
+}
+
 TEST_F(TrackLive, LiveRefusesWhatNeedsAVideoFile) {
   const std::string out = tmp("bad");
   for (const std::string extra : {"--start 2", "--point 10,10 --obj-id 1", "--direction backward"}) {

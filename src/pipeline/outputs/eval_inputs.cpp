@@ -7,6 +7,7 @@
 #include "io/json_limits.h"
 #include "pipeline/masks/coco_rle.h"
 #include "pipeline/media/label_png.h"
+#include "pipeline/media/video_io.h"
 
 namespace segmux::pipeline {
 
@@ -16,6 +17,9 @@ namespace {
 
 // Evaluation inputs are whole videos' worth of RLE: larger than a config file, still bounded.
 const JsonLimits kEvalJsonLimits{.max_depth = 16, .max_bytes = size_t(1) << 30, .max_values = size_t(1) << 26};
+// The most frames a YTVIS video may declare ('length'): its frame list is made from the number alone;
+// and all the videos of one file together (each declares its own).
+constexpr int64_t kMaxEvalFrames = int64_t(1) << 20, kMaxEvalTotalFrames = int64_t(1) << 24;
 
 int64_t json_int(const nlohmann::json& j, const char* key, const std::string& what) {
   SEGMUX_CHECK(j.is_object() && j.contains(key) && j[key].is_number_integer(), what, ": '", key,
@@ -29,10 +33,17 @@ int checked_size(const nlohmann::json& j, const char* key, const std::string& wh
   return int(v);
 }
 
+// Every mask of the video is expanded to its frame size when evaluated: refuse what no frame has.
+void check_frame_pixels(const MaskVideo& v, const std::string& what) {
+  SEGMUX_CHECK(int64_t(v.width) * v.height <= kMaxFramePixels, what, ": frames of ", v.width, "x", v.height,
+               " pixels (at most ", kMaxFramePixels >> 20, " Mpixel)");
+}
+
 MaskVideo from_tracks_json(const nlohmann::json& t, const std::string& what) {
   MaskVideo v;
   v.width = checked_size(t, "width", what);
   v.height = checked_size(t, "height", what);
+  check_frame_pixels(v, what);
   std::vector<std::string> prompts;
   if (t.contains("prompts") && t["prompts"].is_array())
     for (const auto& p : t["prompts"]) prompts.push_back(p.is_string() ? p.get<std::string>() : "");
@@ -84,6 +95,38 @@ std::vector<std::pair<int, std::string>> png_frames(const std::string& dir) {
   return out;
 }
 
+// The COCO runs (column-major, rle.h) of every non-zero value of a label image, made in one pass: memory
+// grows with the runs, not with the number of values times the pixels (a 16-bit PNG may hold 65535).
+std::map<int, RleMask> runs_by_value(const LabelImage& img) {
+  struct Open {
+    RleMask rle;
+    int64_t end = 0;  // where the value's last 1-run ends (column-major)
+  };
+  std::map<int, Open> open;
+  int64_t pos = 0;
+  for (int x = 0; x < img.width; ++x)
+    for (int y = 0; y < img.height; ++y, ++pos) {
+      const int value = img.values[size_t(y) * size_t(img.width) + size_t(x)];
+      if (value == 0) continue;
+      auto [it, added] = open.try_emplace(value);
+      Open& o = it->second;
+      if (added) o.rle = RleMask{img.height, img.width, {}};
+      if (!added && o.end == pos) {
+        ++o.rle.counts.back();
+      } else {
+        o.rle.counts.push_back(pos - o.end);  // the 0-run before (0 long for a mask starting at pixel 0)
+        o.rle.counts.push_back(1);
+      }
+      o.end = pos + 1;
+    }
+  std::map<int, RleMask> out;
+  for (auto& [value, o] : open) {
+    if (o.end < pos) o.rle.counts.push_back(pos - o.end);
+    out.emplace(value, std::move(o.rle));
+  }
+  return out;
+}
+
 // Label PNGs: `id_offset` turns a value into an object id (segmux masks/: value - 1; DAVIS: the value);
 // `void_value` (DAVIS 255) marks pixels not judged (-1: none).
 MaskVideo from_label_pngs(const std::string& dir, int id_offset, int void_value, const std::string& kind) {
@@ -96,18 +139,11 @@ MaskVideo from_label_pngs(const std::string& dir, int id_offset, int void_value,
     SEGMUX_CHECK(img.width == v.width && img.height == v.height, "'", path, "' is ", img.width, "x", img.height,
                  " but the first frame is ", v.width, "x", v.height);
     v.frames.push_back(f);
-    std::map<int, BinaryMask> masks;
-    for (size_t i = 0; i < img.values.size(); ++i) {
-      const int value = img.values[i];
-      if (value == 0) continue;
-      auto [it, added] = masks.try_emplace(value, v.height, v.width);
-      it->second.pixels[i] = 1;
-    }
-    for (auto& [value, m] : masks) {
+    for (auto& [value, rle] : runs_by_value(img)) {
       if (value == void_value)
-        v.void_px[f] = rle_encode(m);
+        v.void_px[f] = std::move(rle);
       else
-        v.objects[int64_t(value) + id_offset][f] = rle_encode(m);
+        v.objects[int64_t(value) + id_offset][f] = std::move(rle);
     }
   }
   v.description = "'" + dir + "' (" + kind + ", " + std::to_string(v.frames.size()) + " frames, " +
@@ -149,8 +185,12 @@ MaskVideo from_ytvis_annotations(const nlohmann::json& d, const EvalInputOptions
     if (json_int(vid, "id", what) != video) continue;
     v.width = checked_size(vid, "width", what);
     v.height = checked_size(vid, "height", what);
-    length = vid.contains("length") ? int(json_int(vid, "length", what))
-                                    : int(vid.value("file_names", nlohmann::json::array()).size());
+    check_frame_pixels(v, what);
+    const int64_t declared = vid.contains("length") ? json_int(vid, "length", what)
+                                                    : int64_t(vid.value("file_names", nlohmann::json::array()).size());
+    SEGMUX_CHECK(declared <= kMaxEvalFrames, what, ": video ", video, " declares ", declared, " frames (at most ",
+                 kMaxEvalFrames, ")");
+    length = int(std::max<int64_t>(declared, 0));
   }
   SEGMUX_CHECK(length > 0, what, ": video ", video, " has no frames ('length' or 'file_names')");
   for (int f = 0; f < length; ++f) v.frames.push_back(f);
@@ -187,6 +227,7 @@ MaskVideo from_ytvis_results(const nlohmann::json& d, const EvalInputOptions& op
         v.width = int(std::clamp<int64_t>(s["size"][1].get<int64_t>(), 0, 1 << 20));
       }
     SEGMUX_CHECK(v.width > 0 && v.height > 0, rwhat, ": no mask gives the video's size");
+    check_frame_pixels(v, rwhat);
     add_masklet(v, id, segs, rwhat);
     frames = std::max<int64_t>(frames, int64_t(segs.size()));
     if (r.contains("score") && r["score"].is_number()) v.scores[id] = r["score"].get<double>();
@@ -238,14 +279,15 @@ RleMask rle_from_json(const nlohmann::json& j, int width, int height, const std:
   if (counts.is_string()) return coco_rle_from_string(counts.get<std::string>(), height, width);
   SEGMUX_CHECK(counts.is_array(), what, ": 'counts' must be a string or a list of runs");
   RleMask r{height, width, {}};
+  const int64_t pixels = int64_t(height) * width;
   int64_t total = 0;
   for (const auto& c : counts) {
     SEGMUX_CHECK(c.is_number_integer() && c.get<int64_t>() >= 0, what, ": a run must be a count >= 0");
+    SEGMUX_CHECK(c.get<int64_t>() <= pixels - total, what, ": the runs cover more than the ", pixels, " pixels");
     r.counts.push_back(c.get<int64_t>());
     total += r.counts.back();
   }
-  SEGMUX_CHECK(total == int64_t(height) * width, what, ": the runs cover ", total, " of ", int64_t(height) * width,
-               " pixels");
+  SEGMUX_CHECK(total == pixels, what, ": the runs cover ", total, " of ", pixels, " pixels");
   return r;
 }
 
@@ -256,9 +298,13 @@ std::vector<std::pair<int64_t, MaskVideo>> load_ytvis_videos(const std::string& 
   SEGMUX_CHECK(annotations || (d.is_array() && !d.empty() && d[0].is_object() && d[0].contains("segmentations")), what,
                " is not a YTVIS json (annotations or a results list)");
   std::vector<std::pair<int64_t, MaskVideo>> out;
+  int64_t frames = 0;
   for (int64_t id : ytvis_video_ids(d, what)) {
     const EvalInputOptions one{.video_id = id};
     out.emplace_back(id, annotations ? from_ytvis_annotations(d, one, what) : from_ytvis_results(d, one, what));
+    frames += int64_t(out.back().second.frames.size());
+    SEGMUX_CHECK(frames <= kMaxEvalTotalFrames, what, ": its videos declare more than ", kMaxEvalTotalFrames,
+                 " frames in all");
   }
   return out;
 }

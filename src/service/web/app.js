@@ -74,6 +74,7 @@ function state() {
     clicks_done: clicks.done,
     last_request: clicks.lastRequest,
     painted_pixels: typeof paintedArea === 'function' ? paintedArea() : 0,
+    image_predictor: typeof imagePredState === 'function' ? imagePredState() : null,
     object_colors: Object.fromEntries([...app.objects.keys()].map((id) => [id, color(id)])),
     progress: app.progress,
     progress_text: $('progress-text').textContent,
