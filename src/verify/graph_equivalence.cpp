@@ -8,7 +8,7 @@
 #include "engines/ort/ort_model.h"
 #include "runtime/session.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 namespace {
 
@@ -119,4 +119,4 @@ EquivalenceReport check_equivalent(const ir::Graph& before, const ir::Graph& aft
   return r;
 }
 
-}  // namespace segmux
+}  // namespace segmux::verify

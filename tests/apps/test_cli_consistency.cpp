@@ -32,7 +32,7 @@ TEST(CliConsistency, MistypedCommandAndOptionGetSuggestions) {
 
 TEST(CliConsistency, EveryOutputOptionTakesOutAndOutput) {
   for (const std::string command : {"track", "segment", "batch", "compile", "deploy", "export-onnx", "extract",
-                                    "make-checkpoint", "slim", "run", "tokenize"}) {
+                                    "make-checkpoint", "slim", "run", "tokenize", "fixture-config"}) {
     const auto r = run_segmux(command + " --help", "2>&1");
     EXPECT_EQ(r.code, 0) << command << ": " << r.out;
     EXPECT_TRUE(r.out.find("-o,--out,--output") != std::string::npos ||

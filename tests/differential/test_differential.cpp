@@ -116,7 +116,7 @@ void run_case(const Case& c) {
     inputs[val.name] = make_input(val, it == c.specs.end() ? InputSpec{} : it->second, rng);
   }
   const std::string bytes = onnx_io::export_onnx_bytes(g);
-  auto ort_out = OrtPeer::from_bytes(bytes)->run(inputs);
+  auto ort_out = verify::OrtPeer::from_bytes(bytes)->run(inputs);
 
   std::map<std::string, Tensor> reference;
   for (bool optimized : {false, true}) {

@@ -7,6 +7,7 @@
 #include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
@@ -51,9 +52,9 @@ TEST(BoxPrompts, BadBoxesNameTheBox) {
 TEST(BoxPrompts, SessionRefusesWhatTheModelCannotDo) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
+  verify::ReplayModel model = verify::ReplayModel::from_fixture(fixture);  // recorded text run: no geometry
   auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  VideoSession session(model, *video, segmux::verify::load_fixture_control_config(fixture + "/config.json"));
   Prompt p = with_boxes({{0.1f, 0.1f, 0.2f, 0.2f}}, {1});
   try {
     session.add_prompt(0, p);

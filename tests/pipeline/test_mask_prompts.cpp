@@ -11,6 +11,7 @@
 #include "pipeline/predictor/mask_prompts.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
@@ -108,9 +109,9 @@ TEST(MaskPrompts, BadMasksGetErrorsNamingTheProblem) {
 TEST(MaskPrompts, RefusedMaskPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);
+  verify::ReplayModel model = verify::ReplayModel::from_fixture(fixture);
   auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  VideoSession session(model, *video, segmux::verify::load_fixture_control_config(fixture + "/config.json"));
   EXPECT_HAS(error_of([&] { session.add_prompt(16, mask_prompt(small_mask())); }),
              "add_prompt: frame_index 16 is out of range");
   EXPECT_HAS(error_of([&] { session.add_prompt(0, mask_prompt(BinaryMask(240, 320))); }), "no foreground pixel");

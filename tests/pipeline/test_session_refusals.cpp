@@ -12,6 +12,7 @@
 #include "pipeline/predictor/client_ids.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
@@ -34,9 +35,9 @@ std::string error_of(const std::function<void()>& fn) {
 TEST(SessionRefusals, RefusedPromptsLeaveTheSessionAsItWas) {
   const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   if (!std::ifstream(fixture + "/video/trace.json").good()) GTEST_SKIP() << "fixtures not found";
-  ReplayModel model = ReplayModel::from_fixture(fixture);
+  verify::ReplayModel model = verify::ReplayModel::from_fixture(fixture);
   auto video = make_blank_frame_source(16, 320, 240);
-  VideoSession session(model, *video, load_control_config(fixture + "/config.json"));
+  VideoSession session(model, *video, segmux::verify::load_fixture_control_config(fixture + "/config.json"));
 
   // A text the tokenizer cannot read stayed as a concept before: every later propagation failed.
   EXPECT_HAS(error_of([&] { session.add_prompt(0, Prompt::from_text("sh\xff\xfe")); }),

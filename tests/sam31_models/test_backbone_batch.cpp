@@ -9,6 +9,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 #include "runtime/session.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::sam31 {
 namespace {
@@ -22,7 +23,7 @@ Tensor image(int64_t S, float phase) {
 }
 
 TEST(BackboneBatch, EachImageOfABatchGetsItsBatchOneOutputs) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   const Weights w = Weights::load(kDir + "/weights.safetensors");
   const int64_t S = cfg.image_size;
   const Tensor a = image(S, 0.f), b = image(S, 1.3f);

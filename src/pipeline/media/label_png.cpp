@@ -93,8 +93,8 @@ LabelImage read_label_png(const std::string& path) {
       fail("label image '", path,
            "' is a colour or alpha PNG, not a label image (palette or grayscale PNG whose values are object ids)");
     case PngDecode::too_large:
-      fail("label image '", path, "' declares ", png.width, "x", png.height, " pixels (at most ",
-           kMaxFramePixels >> 20, " Mpixel)");
+      fail("label image '", path, "' declares ", png.width, "x", png.height, " pixels (at most ", kMaxFramePixels >> 20,
+           " Mpixel)");
     case PngDecode::ok:
       break;
   }

@@ -20,8 +20,11 @@
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/session.h"
 #include "verify/ort_peer.h"
+#include "verify/sam31/fixture_config.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
+
+using namespace segmux::sam31;
 
 namespace fs = std::filesystem;
 
@@ -171,7 +174,7 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
   ParityReport rep;
   const std::string dir = opt.fixture_dir;
   SEGMUX_CHECK(fs::is_directory(dir), "fixture folder '", dir, "' does not exist");
-  const ModelConfig cfg = load_config(dir + "/config.json");
+  const ModelConfig cfg = load_fixture_config(dir + "/config.json");
 
   std::vector<std::string> weights = opt.weights_files;
   if (weights.empty()) {
@@ -319,4 +322,4 @@ void print_parity_report(const ParityReport& r, std::ostream& os) {
      << (r.passed() ? "PASS" : "FAIL") << "\n";
 }
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify
