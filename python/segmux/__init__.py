@@ -328,8 +328,8 @@ class Model:
         that `text` (a str, or a list of them, each segmented on its own) and / or the box exemplars
         (normalised x, y, w, h; box_labels 1 / 0, default positive) find, with a score above
         threshold. image: a path (PNG, JPEG, ...) or an H x W x 3 uint8 RGB array. Returns a Frame
-        (frame_index 0; masks may overlap; .prompts says which text found each object). The model must
-        have no open session."""
+        (frame_index 0; masks may overlap; .prompts says which text found each object). It runs
+        beside the model's open sessions (on a model session of its own), from any thread."""
         model = self._require()
         texts = [] if text is None else [text] if isinstance(text, str) else list(text)
         encoded = [_text(t, "text") for t in texts]

@@ -450,8 +450,7 @@ class ErrorClasses(unittest.TestCase):
         with segmux.Model(cache_dir=CACHE, **MODEL) as model:
             session = model.start_session(FRAMES)
             model.start_session(FRAMES).close()  # several sessions per model (issue 21)
-            with self.assertRaises(segmux.BusyError):
-                model.segment(np.zeros((32, 32, 3), np.uint8), text="shape")
+            model.segment(np.zeros((32, 32, 3), np.uint8), text="shape")  # an image beside the open session
             session.close()
 
 
@@ -525,8 +524,7 @@ class ImagePredictor(unittest.TestCase):
                 self.assertEqual(m2.shape, (1, 240, 320))
                 lg, _, _ = p.predict(box=[95, 97, 222, 210], multimask_output=False, return_logits=True)
                 self.assertEqual(lg.dtype, np.float32)
-                with self.assertRaises(segmux.BusyError):  # the predictor holds the model
-                    model.segment(image, text="shape")
+                beside = model.segment(image, text="shape")  # the open predictor does not hold the model
                 with self.assertRaises(segmux.InvalidArgumentError):
                     p.predict(point_coords=[[10, 10]], point_labels=[1, 0])
                 with self.assertRaises(segmux.InvalidArgumentError):
