@@ -16,7 +16,7 @@
 #include "onnx/extract.h"
 #include "onnx/onnx_io.h"
 #include "pipeline/backends/ort_backend.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/compare.h"
 #include "verify/graph_equivalence.h"
 #include "verify/sam31/fixture_config.h"
@@ -69,7 +69,7 @@ ir::Graph with_outputs(ir::Graph g, const std::vector<std::string>& names) {
 }
 
 std::map<std::string, Tensor> run_reference(const ir::Graph& g, const std::map<std::string, Tensor>& in) {
-  return Session(g, SessionOptions{2, false}).run(in);
+  return Interpreter(g, InterpreterOptions{2, false}).run(in);
 }
 
 void expect_equal(const Tensor& got, const Tensor& want, const std::string& what) {

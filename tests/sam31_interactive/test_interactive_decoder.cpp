@@ -2,7 +2,7 @@
 
 #include "models/sam31/config.h"
 #include "models/sam31/interactive_decoder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
@@ -15,7 +15,7 @@ static std::string fixture() { return std::string(SEGMUX_FIXTURES) + "/sam31-tin
 TEST(InteractiveDecoder, ObjectPointersMatchTheOfficialAddPromptStep) {
   ModelConfig cfg = segmux::verify::load_fixture_config(fixture() + "/config.json");
   Weights w = Weights::load(fixture() + "/weights.safetensors");
-  Session session(build_interactive_decoder(cfg, w), SessionOptions{1, false});
+  Interpreter session(build_interactive_decoder(cfg, w), InterpreterOptions{1, false});
   auto cases = verify::interactive_decoder_parity_cases(fixture(), cfg);
   ASSERT_EQ(cases.size(), 3u);
   verify::Tolerance tol;
@@ -36,7 +36,7 @@ TEST(InteractiveDecoder, ObjectPointersMatchTheOfficialAddPromptStep) {
 TEST(InteractiveDecoder, EmptyMaskGivesTheNoObjectScore) {
   ModelConfig cfg = segmux::verify::load_fixture_config(fixture() + "/config.json");
   Weights w = Weights::load(fixture() + "/weights.safetensors");
-  Session session(build_interactive_decoder(cfg, w), SessionOptions{1, false});
+  Interpreter session(build_interactive_decoder(cfg, w), InterpreterOptions{1, false});
   auto cases = verify::interactive_decoder_parity_cases(fixture(), cfg);
   auto inputs = cases[0].inputs;
   inputs["mask"] = Tensor(DType::f32, inputs["mask"].shape());

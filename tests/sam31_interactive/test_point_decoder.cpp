@@ -12,7 +12,7 @@
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
 #include "models/sam31/point_decoder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
@@ -59,7 +59,7 @@ TEST(PointDecoder, EveryFixtureCaseMatchesTheOfficialHead) {
   Model& m = model();
   ASSERT_EQ(m.cases.size(), 6u) << "one case per modules/interactive_*.safetensors";
   const ir::Graph g = build_point_decoder_variant(m.cfg, m.w, kPointDecoderFeaturesVariant);
-  Session reference(g, SessionOptions{1, false});
+  Interpreter reference(g, InterpreterOptions{1, false});
   compiler::CompileResult cr = compiler::compile_graph(g);
   Executor compiled(std::move(cr.graph), std::move(cr.plan), ExecutorOptions{});
   for (const verify::ParityCase& c : m.cases) {
@@ -72,7 +72,7 @@ TEST(PointDecoder, EveryFixtureCaseMatchesTheOfficialHead) {
 // gated mask is -1024 everywhere and the pointer is the no-object mix; the ungated masks are not.
 TEST(PointDecoder, TinyWeightsGateEveryClickToNoObject) {
   Model& m = model();
-  Session s(build_point_decoder_variant(m.cfg, m.w, kPointDecoderFeaturesVariant), SessionOptions{1, false});
+  Interpreter s(build_point_decoder_variant(m.cfg, m.w, kPointDecoderFeaturesVariant), InterpreterOptions{1, false});
   for (const verify::ParityCase& c : m.cases) {
     auto out = s.run(c.inputs);
     EXPECT_LE(out.at("object_score_logit").data<float>()[0], 0.0f) << c.label;
@@ -105,7 +105,7 @@ TEST(PointDecoder, MultimaskDecisionFollowsTheClickCount) {
 TEST(PointDecoder, DefaultBuildFromBackboneLevelsMatchesOnFrameZero) {
   Model& m = model();
   TensorFile bb = read_safetensors(kTiny + "/modules/backbone.safetensors");
-  Session s(build_point_decoder(m.cfg, m.w), SessionOptions{1, false});
+  Interpreter s(build_point_decoder(m.cfg, m.w), InterpreterOptions{1, false});
   int n = 0;
   for (const verify::ParityCase& c : m.cases) {
     if (c.label.find("_f000_") == std::string::npos) continue;

@@ -9,7 +9,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
@@ -69,7 +69,7 @@ TEST(Backbone, TrunkAndNeckMatchTheOfficialOutputs) {
   const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   for (const verify::ParityCase& pc : verify::backbone_parity_cases(kDir, cfg)) {
-    Session s(build_backbone_variant(cfg, w, pc.variant), SessionOptions{1, false});
+    Interpreter s(build_backbone_variant(cfg, w, pc.variant), InterpreterOptions{1, false});
     auto out = s.run(pc.inputs);
     for (auto& [name, ref] : pc.expected) {
       verify::OutputCheck c = verify::check_output(out.at(name), ref, verify::Tolerance{});
@@ -87,7 +87,7 @@ TEST(Backbone, Fp32MlpDiffersFromTheOfficialBf16Path) {
   BackboneOptions o;
   o.interactive_head = false;
   o.fp32_mlp = true;
-  Session s(build_backbone(cfg, w, o), SessionOptions{1, false});
+  Interpreter s(build_backbone(cfg, w, o), InterpreterOptions{1, false});
   auto out = s.run({{"image", f.at("in.image")}});
   verify::OutputCheck fp32_vs_bf16 =
       verify::check_output(out.at("vit_trunk"), f.at("out.vit_trunk"), verify::Tolerance{});

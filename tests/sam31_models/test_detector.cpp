@@ -10,7 +10,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
@@ -32,7 +32,7 @@ const DetectorRun& run_once() {
     Weights w = Weights::load(kDir + "/weights.safetensors");
     DetectorOptions o;
     o.debug_outputs = true;
-    Session s(build_detector(d.cfg, w, o), SessionOptions{1, false});
+    Interpreter s(build_detector(d.cfg, w, o), InterpreterOptions{1, false});
     auto cases = verify::detector_parity_cases(kDir, d.cfg);
     d.out = s.run(cases.at(1).inputs);  // the detector-module fixture (frame 1)
     d.fixture = read_safetensors(kDir + "/modules/detector.safetensors");
@@ -98,7 +98,7 @@ TEST(Detector, Frame0MatchesTheRawGroundingOutputs) {
   Weights w = Weights::load(kDir + "/weights.safetensors");
   auto cases = verify::detector_parity_cases(kDir, cfg);
   const verify::ParityCase& pc = cases.at(0);
-  Session s(build_detector(cfg, w), SessionOptions{1, false});
+  Interpreter s(build_detector(cfg, w), InterpreterOptions{1, false});
   auto out = s.run(pc.inputs);
   for (auto& [name, ref] : pc.expected) {
     Tensor got = out.at(name);
@@ -147,10 +147,10 @@ TEST(Detector, BatchEntriesAreIndependent) {
   const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   auto cases = verify::detector_parity_cases(kDir, cfg);
-  Session one(build_detector(cfg, w), SessionOptions{1, false});
+  Interpreter one(build_detector(cfg, w), InterpreterOptions{1, false});
   DetectorOptions o2;
   o2.batch = 2;
-  Session two(build_detector(cfg, w, o2), SessionOptions{1, false});
+  Interpreter two(build_detector(cfg, w, o2), InterpreterOptions{1, false});
   const auto& a = cases.at(0).inputs;  // frame 0, prompt 0
   auto b = a;                          // frame 1 level 2, prompt 1 ("visual")
   b["fpn2"] = cases.at(1).inputs.at("fpn2");

@@ -16,7 +16,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
@@ -61,7 +61,7 @@ const ExemplarRuns& runs() {
     Weights w = Weights::load(kWeights);
     DetectorOptions o;
     o.debug_outputs = true;
-    Session s(build_detector(e.cfg, w, o), SessionOptions{1, false});
+    Interpreter s(build_detector(e.cfg, w, o), InterpreterOptions{1, false});
     e.cases = verify::detector_exemplar_parity_cases(kSet, e.cfg);
     for (const verify::ParityCase& pc : e.cases) {
       e.outs.push_back(s.run(pc.inputs));
@@ -168,7 +168,7 @@ TEST(DetectorGeometry, CompiledAndOnnxRuntimeAtParity) {
 TEST(DetectorGeometry, PaddingSlotsAreIgnored) {
   const auto& r = runs();
   Weights w = Weights::load(kWeights);
-  Session s(build_detector(r.cfg, w), SessionOptions{1, false});
+  Interpreter s(build_detector(r.cfg, w), InterpreterOptions{1, false});
   const verify::ParityCase& pc = r.cases.back();
   const int64_t n = box_count(pc), N = r.cfg.detector_max_boxes;
   ASSERT_LT(n, N);

@@ -13,7 +13,7 @@
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
@@ -72,7 +72,7 @@ TEST(MemoryEncoder, CasesCoverBothMaskSizes) {
 
 TEST(MemoryEncoder, ParityThroughOurRuntime) {
   for (auto& c : model().cases) {
-    Session s(graph_for(c));
+    Interpreter s(graph_for(c));
     expect_case_passes(c, s.run(c.inputs), "segmux");
   }
 }
@@ -88,7 +88,7 @@ TEST(MemoryEncoder, ParityThroughOnnxRuntime) {
 
 TEST(MemoryEncoder, StoredCopyIsTheBf16RoundingOfTheFeatures) {
   auto& c = model().cases[1];
-  Session s(graph_for(c));
+  Interpreter s(graph_for(c));
   auto out = s.run(c.inputs);
   const Tensor& f = out.at("maskmem_features");
   const Tensor& h = out.at("maskmem_features_bf16");
@@ -142,7 +142,7 @@ TEST(MemoryEncoder, GraphUsesStandardOnnxOpsOnly) {
 
 TEST(MemoryEncoder, ParityAfterCompilation) {
   for (auto& c : model().cases) {
-    Session s(compiler::compile_graph(graph_for(c)).graph);
+    Interpreter s(compiler::compile_graph(graph_for(c)).graph);
     expect_case_passes(c, s.run(c.inputs), "compiled");
   }
 }

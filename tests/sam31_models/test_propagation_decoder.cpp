@@ -14,7 +14,7 @@
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
@@ -30,7 +30,7 @@ struct Model {
   ModelConfig cfg;
   Weights w;
   std::vector<verify::ParityCase> cases;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Interpreter> session;
 };
 
 Model& model() {
@@ -39,7 +39,7 @@ Model& model() {
     p->cfg = segmux::verify::load_fixture_config(kFixture + "/config.json");
     p->w = Weights::load(kFixture + "/weights.safetensors");
     p->cases = verify::propagation_decoder_parity_cases(kFixture, p->cfg);
-    p->session = std::make_unique<Session>(build_propagation_decoder(p->cfg, p->w));
+    p->session = std::make_unique<Interpreter>(build_propagation_decoder(p->cfg, p->w));
     return p;
   }();
   return *m;
@@ -159,7 +159,7 @@ TEST(PropagationDecoder, ParityAfterCompilation) {
   for (auto& n : r.graph.nodes) attention += n.domain == "segmux" && n.op_type == "Attention";
   // memory attention: self + cross per layer; two-way transformer: 3 per layer + the final one.
   EXPECT_EQ(attention, 2 * m.cfg.mem_attn_layers + 3 * m.cfg.twoway_depth + 1);
-  Session s(std::move(r.graph));
+  Interpreter s(std::move(r.graph));
   for (auto& c : m.cases) expect_case_passes(c, s.run(c.inputs), "compiled");
 }
 
@@ -168,7 +168,7 @@ TEST(PropagationDecoder, SmallerSlotVariantMatches) {
   Model& m = model();
   TensorFile f = read_safetensors(kFixture + "/modules/propagation_f010.safetensors");
   const int S = m.cfg.num_maskmem, P = m.cfg.max_obj_ptrs_in_encoder;  // 1 cond frame + 6, 10 pointer frames fit
-  Session small(build_propagation_decoder_for_slots(m.cfg, m.w, S, P));
+  Interpreter small(build_propagation_decoder_for_slots(m.cfg, m.w, S, P));
   const verify::ParityCase& c = m.cases[1];
   // Re-pack the full-slot inputs into the smaller slots (valid entries come first).
   auto in = c.inputs;

@@ -6,7 +6,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
@@ -33,7 +33,7 @@ TEST(TextEncoder, SignatureFollowsTheConfig) {
 TEST(TextEncoder, MatchesTheOfficialOutputs) {
   const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
-  Session s(build_text_encoder(cfg, w), SessionOptions{1, false});
+  Interpreter s(build_text_encoder(cfg, w), InterpreterOptions{1, false});
   for (const verify::ParityCase& pc : verify::text_encoder_parity_cases(kDir, cfg)) {
     auto out = s.run(pc.inputs);
     for (auto& [name, ref] : pc.expected) {
@@ -49,7 +49,7 @@ TEST(TextEncoder, PaddingContentDoesNotChangeValidTokens) {
   Weights w = Weights::load(kDir + "/weights.safetensors");
   TextEncoderOptions o;
   o.batch = 1;
-  Session s(build_text_encoder(cfg, w, o), SessionOptions{1, false});
+  Interpreter s(build_text_encoder(cfg, w, o), InterpreterOptions{1, false});
   const int T = cfg.text_context_length;
   std::vector<int64_t> ids(size_t(T), 0);
   ids[0] = 49406, ids[1] = 320, ids[2] = 49407;

@@ -18,7 +18,7 @@
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
 #include "runtime/cuda/cuda_executor.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
 #include "verify/sam31/fixture_config.h"
 
@@ -231,10 +231,10 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
           const std::string label = pc.variant.empty() ? cand.name : cand.name + "[" + pc.variant + "]";
           // The interpreter with reference kernels, then with the optimized ones.
           auto run_session = [&](const char* backend, bool optimized_kernels) {
-            SessionOptions so;
+            InterpreterOptions so;
             so.num_threads = opt.num_threads;
             so.use_optimized_kernels = optimized_kernels;
-            Session s(g, so);
+            Interpreter s(g, so);
             check_case(rep, wname, cand, pc, backend, s.run(pc.inputs));
           };
           if (opt.reference) run_session("reference", false);

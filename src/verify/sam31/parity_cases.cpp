@@ -21,7 +21,7 @@
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/tracker_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture.h"
 
 namespace segmux::verify {
@@ -225,7 +225,7 @@ Tensor upsample_binarize(const Tensor& logits, int64_t size) {
                 {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("half_pixel")}});
   y = b.op1("Cast", {b.op1("Greater", {y, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
   b.output(y, "y");
-  Session s(std::move(g), SessionOptions{1, false});
+  Interpreter s(std::move(g), InterpreterOptions{1, false});
   return s.run({{"x", logits.reshaped({1, k, h, w})}}).at("y");
 }
 
