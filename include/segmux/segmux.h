@@ -81,10 +81,10 @@ typedef struct segmux_model_options {
   size_t struct_size;         /* sizeof(segmux_model_options) */
   const char* model_dir;      /* a model folder (model.json + compiled .smx files); or NULL and: */
   const char* checkpoint;     /* a SAM 3.1 checkpoint (.pt / .safetensors), compiled on first use into the cache */
-  const char* config;         /* model config JSON for the checkpoint (NULL: the full-size SAM 3.1) */
+  const char* config;         /* flat model config JSON for the checkpoint (NULL: the full-size SAM 3.1) */
   const char* vocab;          /* BPE vocabulary .txt.gz (NULL: found beside the checkpoint / in the model) */
   const char* cache_dir;      /* compiled-model cache (NULL: $XDG_CACHE_HOME/segmux or ~/.cache/segmux) */
-  const char* control_config; /* JSON with control-plane settings over the official defaults, or NULL */
+  const char* control_config; /* JSON of control-plane settings by field name over the official defaults, or NULL */
   int num_threads;            /* CPU threads (default: the cores this process may use) */
   segmux_log_fn log;          /* progress lines (e.g. while compiling), or NULL */
   void* log_user;

@@ -262,8 +262,9 @@ class _Checks:
 
 class Model:
     """A compiled SAM 3.1 model. Give model_dir (a model folder) or checkpoint (a .pt/.safetensors
-    file, compiled on first use into cache_dir; config and vocab as for `segmux track`).
-    control_config: a JSON file of control-plane settings over the official defaults.
+    file, compiled on first use into cache_dir; vocab as for `segmux track`; config: a flat model
+    config JSON, `segmux fixture-config` converts a fixture's config.json).
+    control_config: a JSON file of control-plane settings by field name over the official defaults.
     log: a function receiving progress lines (e.g. print).
     num_threads: CPU threads (None: the cores this process may use).
     precision: how a checkpoint is compiled, "fp32" (None: the default) or "bf16" (docs/track.md)."""
