@@ -96,8 +96,8 @@ void read_field(ControlConfig& c, Member member, const std::string& key, const j
           SEGMUX_CHECK(fits, what, ": '", key, "' must be an integer in int range, got ", describe_json(v));
           c.*m = int(v.get<int64_t>());
         } else {
-          SEGMUX_CHECK(v.is_number() && std::isfinite(float(v.get<double>())), what, ": '", key,
-                       "' must be a finite number, got ", describe_json(v));
+          SEGMUX_CHECK(v.is_number() && std::abs(v.get<double>()) <= std::numeric_limits<float>::max(), what, ": '",
+                       key, "' must be a finite number, got ", describe_json(v));
           c.*m = float(v.get<double>());
         }
       },
@@ -106,7 +106,7 @@ void read_field(ControlConfig& c, Member member, const std::string& key, const j
 }  // namespace
 
 ControlConfig parse_control_config(const std::string& text, const std::string& what) {
-  const json root = parse_untrusted_json(text, what, {.max_depth = 4, .max_bytes = size_t(1) << 20});
+  const json root = parse_untrusted_json(text, what);
   SEGMUX_CHECK(root.is_object(), what, ": control-plane settings must be a JSON object, got ", describe_json(root));
   // The golden fixtures' form is read by verification only (verify/sam31/fixture_config.h).
   SEGMUX_CHECK(!root.contains("control_plane_and_tracker_settings") && !root.contains("control_plane_hyperparameters"),
@@ -143,7 +143,7 @@ void validate_control_config(const ControlConfig& c, const std::string& what) {
 ControlConfig load_control_config(const std::string& path) {
   std::string text;
   try {
-    text = read_untrusted_text_file(path, size_t(1) << 20);
+    text = read_untrusted_text_file(path, JsonLimits{}.max_bytes);
   } catch (const Error& e) {
     fail("control-plane settings: ", e.what());
   }
