@@ -1,8 +1,10 @@
 #include "pipeline/predictor/control_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <variant>
@@ -127,7 +129,19 @@ ControlConfig parse_control_config(const std::string& text, const std::string& w
 
 std::string control_config_to_json(const ControlConfig& c) {
   nlohmann::ordered_json j;
-  for (const auto& [key, member] : control_fields()) std::visit([&](auto m) { j[key] = c.*m; }, member);
+  for (const auto& [key, member] : control_fields())
+    std::visit(
+        [&](auto m) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.*m)>, float>) {
+            // The float's shortest decimal (0.4, not 0.4000000059604645): it reads back to the same float.
+            char text[32];
+            const auto end = std::to_chars(text, text + sizeof text, c.*m).ptr;
+            j[key] = std::strtod(std::string(text, end).c_str(), nullptr);
+          } else {
+            j[key] = c.*m;
+          }
+        },
+        member);
   return j.dump(1);
 }
 
