@@ -17,6 +17,7 @@
 #include "models/sam31/candidates.h"
 #include "models/sam31/config.h"
 #include "runtime/executor.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/seeded_inputs.h"
 
 using namespace segmux;
@@ -38,7 +39,7 @@ std::unique_ptr<Executor> compiled(ir::Graph g, int threads, compiler::CompileRe
 
 // One bucket's inputs of the candidate, each bucket seeded differently; validity flags set to 1.
 std::map<std::string, Tensor> bucket_inputs(const ir::Graph& one, const sam31::ModelConfig& cfg, uint64_t seed) {
-  std::map<std::string, Tensor> in = seeded_contract_inputs(one, cfg, seed);
+  std::map<std::string, Tensor> in = verify::seeded_contract_inputs(one, cfg, seed);
   for (auto& [name, t] : in)
     if (name == "memory_valid" || name == "obj_ptr_valid" || name == "slot_valid")
       for (int64_t i = 0; i < t.numel(); ++i) t.set_from_double(i, 1.0);
@@ -104,7 +105,8 @@ int main(int argc, char** argv) {
   const std::string which = argc > 6 ? argv[6] : "both";
   omp_set_num_threads(threads);
   print_load();
-  const sam31::ModelConfig cfg = config == "full" ? sam31::ModelConfig{} : sam31::load_config(config);
+  const sam31::ModelConfig cfg =
+      config == "full" ? sam31::ModelConfig{} : segmux::verify::load_model_or_fixture_config(config);
   const sam31::Weights w = sam31::Weights::load(argv[1]);
   for (sam31::CandidateId id : {sam31::CandidateId::propagation_decoder, sam31::CandidateId::memory_encoder}) {
     const sam31::Candidate& cand = sam31::candidate(id);

@@ -15,6 +15,7 @@
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/tensor_names.h"
 #include "runtime/executor.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/seeded_inputs.h"
 
 using namespace segmux;
@@ -31,10 +32,11 @@ int main(int argc, char** argv) {
   const std::string precision = argc > 5 ? argv[5] : "fp32";
   omp_set_num_threads(threads);
   print_load();
-  const sam31::ModelConfig cfg = config == "full" ? sam31::ModelConfig{} : sam31::load_config(config);
+  const sam31::ModelConfig cfg =
+      config == "full" ? sam31::ModelConfig{} : segmux::verify::load_model_or_fixture_config(config);
   const sam31::Weights w = sam31::Weights::load(argv[1]);
   ir::Graph g = sam31::build_propagation_decoder(cfg, w);
-  std::map<std::string, Tensor> inputs = seeded_contract_inputs(g, cfg, 1);
+  std::map<std::string, Tensor> inputs = verify::seeded_contract_inputs(g, cfg, 1);
   for (const char* name : {"memory_valid", "obj_ptr_valid"}) {
     auto it = inputs.find(name);
     SEGMUX_CHECK(it != inputs.end(), "the propagation decoder has no input ", name);

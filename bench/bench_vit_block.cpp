@@ -143,12 +143,12 @@ int main(int argc, char** argv) {
     };
     std::vector<std::unique_ptr<ExecutorProfiler>> profilers;
     std::vector<Peer> peers;
-    std::unique_ptr<OrtPeer> ort;
+    std::unique_ptr<verify::OrtPeer> ort;
     if (have_ort) {
-      OrtPeerOptions o;
+      verify::OrtPeerOptions o;
       o.num_threads = threads;
       o.optimize = true;
-      ort = OrtPeer::from_bytes(onnx_io::export_onnx_bytes(g), o);
+      ort = verify::OrtPeer::from_bytes(onnx_io::export_onnx_bytes(g), o);
       peers.push_back({"ONNX Runtime (all optimizations)", [&] { return ort->run({{"x", x}}); }, {}, {}});
     }
     std::vector<std::unique_ptr<Executor>> executors;

@@ -9,6 +9,7 @@
 #include "io/json_limits.h"
 #include "io_seeds.h"
 #include "models/sam31/config.h"
+#include "verify/sam31/fixture_config.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   segmux::fuzz::write_io_seeds_if_asked([] {
@@ -31,6 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A config that passed validation must serialise and parse back to itself.
     const std::string again = segmux::sam31::config_to_json(c);
     if (segmux::sam31::config_to_json(segmux::sam31::parse_config(again, "round trip")) != again) __builtin_trap();
+  } catch (const segmux::Error&) {
+  }
+  try {
+    segmux::verify::parse_fixture_config(text, "fuzz fixture config");
   } catch (const segmux::Error&) {
   }
   try {

@@ -29,8 +29,10 @@ pcdir=$(dirname "$(find "$prefix" -name segmux.pc | head -n1)")
 [ "$("$prefix/bin/segmux" --version)" = "segmux $(PKG_CONFIG_PATH=$pcdir pkg-config --modversion segmux)" ] ||
   { echo "check_install: segmux --version and segmux.pc disagree"; exit 1; }
 
-# The fixture checkpoint, compiled once into a cache shared by every run below.
-model_args=(--checkpoint "$fixture/weights.safetensors" "$fixture/config.json"
+# The fixture checkpoint, compiled once into a cache shared by every run below; its config.json as the
+# flat model config the library reads.
+"$prefix/bin/segmux" fixture-config "$fixture/config.json" -o "$work/model_config.json" >/dev/null
+model_args=(--checkpoint "$fixture/weights.safetensors" "$work/model_config.json"
             "$fixture/tokenizer/bpe_simple_vocab_16e6.txt.gz" "$fixture/video/frames" shape)
 export XDG_CACHE_HOME=$work/cache
 
@@ -50,7 +52,7 @@ for lang in c cpp; do
 done
 
 # The image API through the installed package: objects of the fixture's first frame, each with its prompt.
-out=$("$work/ex-c/segment_c" --checkpoint "$fixture/weights.safetensors" "$fixture/config.json" \
+out=$("$work/ex-c/segment_c" --checkpoint "$fixture/weights.safetensors" "$work/model_config.json" \
       "$fixture/tokenizer/bpe_simple_vocab_16e6.txt.gz" "$fixture/video/frames/00000.png" shape)
 grep -q '^object 0: prompt "shape"' <<<"$out" && ! grep -q '^0 objects$' <<<"$out" ||
   { echo "check_install: segment_c found nothing:"; echo "$out"; exit 1; }

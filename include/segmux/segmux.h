@@ -81,10 +81,10 @@ typedef struct segmux_model_options {
   size_t struct_size;         /* sizeof(segmux_model_options) */
   const char* model_dir;      /* a model folder (model.json + compiled .smx files); or NULL and: */
   const char* checkpoint;     /* a SAM 3.1 checkpoint (.pt / .safetensors), compiled on first use into the cache */
-  const char* config;         /* model config JSON for the checkpoint (NULL: the full-size SAM 3.1) */
+  const char* config;         /* flat model config JSON for the checkpoint (NULL: the full-size SAM 3.1) */
   const char* vocab;          /* BPE vocabulary .txt.gz (NULL: found beside the checkpoint / in the model) */
   const char* cache_dir;      /* compiled-model cache (NULL: $XDG_CACHE_HOME/segmux or ~/.cache/segmux) */
-  const char* control_config; /* JSON with control-plane settings over the official defaults, or NULL */
+  const char* control_config; /* JSON of control-plane settings by field name over the official defaults, or NULL */
   int num_threads;            /* CPU threads (default: the cores this process may use) */
   segmux_log_fn log;          /* progress lines (e.g. while compiling), or NULL */
   void* log_user;
@@ -97,7 +97,8 @@ SEGMUX_API void segmux_model_options_init(segmux_model_options* options);
 /* Opens a model: loads a model folder, or compiles a checkpoint on first use (minutes for the full-size
  * model; later opens find it in the cache). Thread-safe (concurrent opens are serialised). */
 SEGMUX_API segmux_status segmux_model_open(const segmux_model_options* options, segmux_model** model);
-/* Closes a model. Its sessions must be closed first (else SEGMUX_ERROR_BUSY and nothing is closed).
+/* Closes a model. Its sessions and image predictors must be closed first, and no image be segmenting
+ * (else SEGMUX_ERROR_BUSY and nothing is closed).
  * Not concurrently with any other call on the model or its session. A handle already closed is
  * refused (SEGMUX_ERROR_INVALID_ARGUMENT), never followed. */
 SEGMUX_API segmux_status segmux_model_close(segmux_model* model);
@@ -121,8 +122,8 @@ SEGMUX_API void segmux_image_prompt_init(segmux_image_prompt* prompt);
 /* Segments an image of RGB u8 rows of width*3 bytes `stride` apart (0: width*3). *result receives the
  * objects as a frame (frame index 0, ids 0.. in prompt order then score order of the detector's
  * queries; segmux_frame_prompt says which text found each), to be freed with segmux_frame_free. Image
- * masks may overlap (no non-overlap step, as officially). The model must have no open session
- * (else SEGMUX_ERROR_BUSY). Not concurrently with other calls on the same model. */
+ * masks may overlap (no non-overlap step, as officially). It runs on a model session of its own: beside
+ * the model's open sessions and image predictors, and concurrently with them from other threads. */
 SEGMUX_API segmux_status segmux_model_segment_image(segmux_model* model, const uint8_t* rgb, int width, int height,
                                                     size_t stride, const segmux_image_prompt* prompt,
                                                     segmux_frame** result);
@@ -133,8 +134,8 @@ SEGMUX_API segmux_status segmux_model_segment_file(segmux_model* model, const ch
 /* ---- Interactive image predictor (official SAM-1-style predict, like `segmux segment --point`) ---- */
 
 /* An image whose embedding is computed once (official set_image) and asked any number of prompts.
- * While it is open the model serves nothing else (sessions, segment calls and segmux_model_close get
- * SEGMUX_ERROR_BUSY). */
+ * It holds a model session of its own: the model serves its sessions, images and other predictors
+ * beside it; only segmux_model_close gets SEGMUX_ERROR_BUSY while it is open. */
 typedef struct segmux_image_predictor segmux_image_predictor;
 /* The candidate masks of one prompt, with their scores and low-res logits. */
 typedef struct segmux_prediction segmux_prediction;
@@ -186,7 +187,7 @@ SEGMUX_API void segmux_prediction_free(segmux_prediction* p);
 /* A session on a video file (MP4/MOV/WebM/..., animated GIF) or a folder of frame images (sorted by
  * name). SEGMUX_ERROR_NOT_FOUND when the path does not exist, SEGMUX_ERROR_INVALID_ARGUMENT for a pipe
  * or device (never opened: it could block), SEGMUX_ERROR_CORRUPT_FILE for a file that does not decode.
- * A model may have several sessions open (SEGMUX_ERROR_BUSY only while it segments an image). */
+ * A model may have several sessions open, and segment images beside them. */
 SEGMUX_API segmux_status segmux_session_open_video(segmux_model* model, const char* path, segmux_session** session);
 /* A live session: frames come one at a time from segmux_session_push_frame, the frame count is not
  * known in advance. The session keeps the last `keep_frames` pushed frames (at least 1; 0: 16) for

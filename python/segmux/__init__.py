@@ -277,8 +277,9 @@ class _Checks:
 
 class Model(_capi.Closeable):
     """A compiled SAM 3.1 model. Give model_dir (a model folder) or checkpoint (a .pt/.safetensors
-    file, compiled on first use into cache_dir; config and vocab as for `segmux track`).
-    control_config: a JSON file of control-plane settings over the official defaults.
+    file, compiled on first use into cache_dir; vocab as for `segmux track`; config: a flat model
+    config JSON, `segmux fixture-config` converts a fixture's config.json).
+    control_config: a JSON file of control-plane settings by field name over the official defaults.
     log: a function receiving progress lines (e.g. print).
     num_threads: CPU threads (None: the cores this process may use).
     precision: how a checkpoint is compiled, "fp32" (None: the default) or "bf16" (docs/track.md)."""
@@ -343,8 +344,8 @@ class Model(_capi.Closeable):
         that `text` (a str, or a list of them, each segmented on its own) and / or the box exemplars
         (normalised x, y, w, h; box_labels 1 / 0, default positive) find, with a score above
         threshold. image: a path (PNG, JPEG, ...) or an H x W x 3 uint8 RGB array. Returns a Frame
-        (frame_index 0; masks may overlap; .prompts says which text found each object). The model must
-        have no open session."""
+        (frame_index 0; masks may overlap; .prompts says which text found each object). It runs
+        beside the model's open sessions (on a model session of its own), from any thread."""
         model = self._require()
         texts = [] if text is None else [text] if isinstance(text, str) else list(text)
         encoded = [_text(t, "text") for t in texts]

@@ -30,6 +30,7 @@
 #include "pipeline/batch/manifest.h"
 #include "pipeline/batch/shard.h"
 #include "verify/demo_model.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 namespace {
@@ -278,6 +279,7 @@ void add_options(CLI::App& app, BatchOptions& o) {
   app.add_option("--prompt,-p", t.prompts, "text prompt of every video without its own \"prompts\" (repeatable)");
   auto* w = app.add_option("--weights", o.src.weights, "SAM 3.1 checkpoint; compiled on first use");
   app.add_option("--config", o.src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
+  o.src.read_config = verify::load_model_or_fixture_config;  // a fixture's config.json too
   app.add_option("--vocab", o.src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   auto* m =
       app.add_option("--model", o.src.model_dir, "deployment package (segmux deploy) or compiled folder")->excludes(w);

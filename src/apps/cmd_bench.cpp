@@ -102,7 +102,7 @@ int bench_cuda(const std::string& model, const OpenOptions& oo, bool tf32, int w
   auto t0 = std::chrono::steady_clock::now();
   auto ex = open_cuda_model(model, oo, tf32);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto inputs = seeded_inputs(ex->graph(), seed);
+  auto inputs = verify::seeded_inputs(ex->graph(), seed);
   const Latency ours = measure(warmup, iters, [&] { ex->run(inputs); });  // each run ends synchronised
   const std::string engine = std::string("compiled on cuda (") + (tf32 ? "tf32" : "exact fp32") + " GEMMs)";
   nlohmann::json j;
@@ -177,7 +177,7 @@ int bench_main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   auto runner = open_model(model, oo);
   double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto inputs = seeded_inputs(runner->graph(), seed);
+  auto inputs = verify::seeded_inputs(runner->graph(), seed);
   std::unique_ptr<ExecutorProfiler> profiler;
   if (!profile_path.empty()) {
     SEGMUX_USAGE_CHECK(runner->executor_ != nullptr,
@@ -218,9 +218,9 @@ int bench_main(int argc, char** argv) {
     SEGMUX_USAGE_CHECK(!is_smx_file(onnx), "--peer ort needs the ONNX model: give it with --peer-model FILE.onnx");
     std::string why;
     SEGMUX_CHECK(ort_available(&why), "ONNX Runtime is not available: ", why);
-    OrtPeerOptions po;
+    verify::OrtPeerOptions po;
     po.num_threads = threads;
-    OrtPeer ort(onnx, po);
+    verify::OrtPeer ort(onnx, po);
     theirs = measure(warmup, iters, [&] { ort.run(inputs); });
     j["ort"] = latency_json(theirs);
     j["ratio_median"] = ours.median_ms / theirs.median_ms;

@@ -29,6 +29,7 @@
 #include "pipeline/backends/ort_backend.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/predictor/multiplex.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 
@@ -137,6 +138,7 @@ int bench_frame_main(int argc, char** argv) {
   app.add_option("--weights", src.weights, "SAM 3.1 checkpoint (.pt or .safetensors); compiled on first use")
       ->required();
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)");
+  src.read_config = verify::load_model_or_fixture_config;  // a fixture's config.json too
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");
   app.add_option("--objects", objects,

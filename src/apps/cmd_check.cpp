@@ -90,7 +90,7 @@ int check_main(int argc, char** argv) {
       oo.threads = threads;
       oo.input_shapes = parse_input_shapes(shapes);
       auto runner = open_model(model, oo);
-      auto outs = runner->run(seeded_inputs(runner->graph(), seed));
+      auto outs = runner->run(verify::seeded_inputs(runner->graph(), seed));
       int64_t nonfinite = 0;
       for (auto& [name, t] : outs)
         if (dtype_is_float(t.dtype()))

@@ -21,6 +21,7 @@
 #include "models/sam31/tokenizer.h"
 #include "runtime/offline_model.h"
 #include "verify/package_verify.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 
@@ -97,7 +98,8 @@ int deploy_main(int argc, char** argv) {
   SEGMUX_USAGE_CHECK(force || !fs::exists(fs::symlink_status(out)), "-o '", out,
                      "' already exists (remove it, or --force to replace it)");
   SEGMUX_CHECK(fs::is_regular_file(ckpt), "cannot read checkpoint '", ckpt, "'");
-  const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
+  const sam31::ModelConfig cfg =
+      config.empty() ? sam31::default_config() : verify::load_model_or_fixture_config(config);
   opt.vocab = sam31::Tokenizer::find_vocabulary(vocab.empty() ? ckpt : vocab);
   // Recorded inside the package (model.json, manifest, every .smx) with file names only, so nothing in
   // it names the folders it was made from; report.md records the command exactly as typed.
@@ -162,13 +164,13 @@ int deploy_main(int argc, char** argv) {
                                     {"verification", vj["verdict"]},
                                     {"verification_reference", reference},
                                     {"verification_seed", seed}});
-    if (ver.verdict() == Verdict::fail) {
+    if (ver.verdict() == verify::Verdict::fail) {
       std::cerr << ver.to_markdown();
       fail("the verification failed (table above): no package written");
     }
     package::move_into_place(stage, dest.string(), force);
     std::printf("wrote %s (%s, verification %s, %.1f s)\n", out.c_str(), cfg.name.c_str(),
-                std::string(verdict_name(ver.verdict())).c_str(), ri.total_seconds);
+                std::string(verify::verdict_name(ver.verdict())).c_str(), ri.total_seconds);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(stage, ec);

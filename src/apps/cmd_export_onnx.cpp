@@ -9,6 +9,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 
@@ -34,7 +35,8 @@ int export_onnx_main(int argc, char** argv) {
   app.add_option("--variant", variant, "build variant (e.g. fp32_mlp for the backbone)");
   app.add_option("-o,--output,--out", out, "output .onnx file")->required();
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
-  const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
+  const sam31::ModelConfig cfg =
+      config.empty() ? sam31::default_config() : verify::load_model_or_fixture_config(config);
   const sam31::Candidate* def = sam31::find_candidate(candidate);
   if (!def) {  // a compiled file of a deploy package (a candidate's build variant) exports as that variant
     for (const sam31::CompiledFile& f : sam31::compiled_files()) {

@@ -129,7 +129,7 @@ void check_in_child(const Target& t, const sam31::ModelConfig& cfg, const sam31:
   r["stage"] = "executor";
   send_line(fd, r);
 
-  std::map<std::string, Tensor> inputs = seeded_contract_inputs(exec.graph(), cfg, seed);
+  std::map<std::string, Tensor> inputs = verify::seeded_contract_inputs(exec.graph(), cfg, seed);
   nlohmann::json in_shapes = nlohmann::json::object();
   for (const auto& [name, tensor] : inputs) in_shapes[name] = shape_str(tensor.shape());
   r["inputs"] = in_shapes;
@@ -312,7 +312,7 @@ int fullsize_check_main(int argc, char** argv) {
     // that a later --checkpoint run would reuse.
     std::string partial = target_path + ".partial." + std::to_string(::getpid());
     try {
-      sam31::write_random_checkpoint(partial, cfg, seed);
+      verify::write_random_checkpoint(partial, cfg, seed);
     } catch (...) {
       std::error_code ec;
       fs::remove(partial, ec);

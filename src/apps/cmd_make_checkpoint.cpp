@@ -13,6 +13,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/state_dict.h"
 #include "models/sam31/weights.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/random_checkpoint.h"
 
 namespace segmux::apps {
@@ -21,7 +22,7 @@ namespace {
 
 // "full" (the official full-size configuration) or a config file.
 sam31::ModelConfig config_from_arg(const std::string& arg) {
-  return arg == "full" ? sam31::default_config() : sam31::load_config(arg);
+  return arg == "full" ? sam31::default_config() : verify::load_model_or_fixture_config(arg);
 }
 
 // Resident set size in KiB from /proc/self/status: total, peak, anonymous (private heap) and
@@ -51,7 +52,7 @@ int make_checkpoint_main(int argc, char** argv) {
   bool random = false;
   std::string config = "full", out;
   uint64_t seed = 0;
-  sam31::CheckpointEdits edits;
+  verify::CheckpointEdits edits;
   std::vector<std::string> renames;
   app.add_flag("--random", random, "random weights (the only mode)")->required();
   app.add_option("--config", config, "'full' (official full size) or a config file (flat JSON or fixture config.json)");
@@ -70,7 +71,7 @@ int make_checkpoint_main(int argc, char** argv) {
   const sam31::ModelConfig cfg = config_from_arg(config);
   const auto table = sam31::expected_state_dict(cfg);
   auto t0 = std::chrono::steady_clock::now();
-  sam31::write_random_checkpoint(out, cfg, seed, edits);
+  verify::write_random_checkpoint(out, cfg, seed, edits);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("wrote %s: config '%s', %zu tensors (of %zu expected), seed %llu, %.1f s\n", out.c_str(),
               cfg.name.c_str(), table.size() - edits.drop.size(), table.size(), (unsigned long long)seed, seconds);

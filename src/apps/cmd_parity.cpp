@@ -20,7 +20,7 @@ int parity_main(int argc, char** argv) {
       "folder's config.json and weights, run it on the folder's module inputs through our runtime and "
       "through ONNX Runtime, compare every output with the official tensors. Exits 1 on any miss.",
       "segmux parity"};
-  sam31::ParityOptions opt;
+  verify::ParityOptions opt;
   bool no_ref = false, no_opt = false, no_comp = false, no_ort = false, no_tok = false, video = false;
   std::string cache_dir, model_dir;
   app.add_option("fixture_dir", opt.fixture_dir, "fixture folder (config.json, weights.*, modules/)")->required();
@@ -68,7 +68,7 @@ int parity_main(int argc, char** argv) {
                      "--precision and --model exclude each other (a package's precision was chosen by segmux deploy)");
   SEGMUX_USAGE_CHECK(!requests || video, "--requests goes with --video");
   if (video) {
-    pipeline::VideoParityOptions v;
+    verify::VideoParityOptions v;
     v.fixture_dir = opt.fixture_dir;
     if (!opt.weights_files.empty()) v.weights = opt.weights_files.front();
     v.cache_dir = cache_dir;
@@ -78,14 +78,14 @@ int parity_main(int argc, char** argv) {
     v.trace_calls = trace_calls;
     v.precision = precision;
     if (requests) {
-      const pipeline::RequestReplayReport rep = pipeline::run_request_replay(v, std::cout);
+      const verify::RequestReplayReport rep = verify::run_request_replay(v, std::cout);
       int differ = 0;
       for (const auto& q : rep.requests) differ += !q.matched;
       std::cout << "request replay: " << rep.requests.size() << " requests, " << differ << " differ -> "
                 << (differ == 0 && !rep.requests.empty() ? "PASS" : "FAIL") << "\n";
       return differ == 0 && !rep.requests.empty() ? 0 : 1;
     }
-    return pipeline::run_video_parity(v, std::cout).passed() ? 0 : 1;
+    return verify::run_video_parity(v, std::cout).passed() ? 0 : 1;
   }
   opt.reference = !no_ref;
   opt.optimized = !no_opt;
@@ -97,7 +97,7 @@ int parity_main(int argc, char** argv) {
     opt.cuda = true;
     opt.cuda_tf32 = tf32;
   }
-  sam31::ParityReport r = sam31::run_parity(opt, &std::cout);
+  verify::ParityReport r = verify::run_parity(opt, &std::cout);
   return r.passed() ? 0 : 1;
 }
 

@@ -53,7 +53,7 @@ int run_main(int argc, char** argv) {
     feed[name] = t;
   }
   if (random) {
-    for (auto& [name, t] : seeded_inputs(runner->graph(), seed))
+    for (auto& [name, t] : verify::seeded_inputs(runner->graph(), seed))
       if (!feed.count(name)) feed[name] = t;
   }
   auto t0 = std::chrono::steady_clock::now();

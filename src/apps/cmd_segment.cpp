@@ -30,6 +30,7 @@
 #include "pipeline/outputs/tracks_json.h"
 #include "pipeline/predictor/image_processor.h"
 #include "verify/demo_model.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 namespace {
@@ -158,6 +159,7 @@ int run_segment(int argc, char** argv) {
                  "the positive boxes)");
   auto* w = app.add_option("--weights", src.weights, "SAM 3.1 checkpoint; compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
+  src.read_config = verify::load_model_or_fixture_config;  // a fixture's config.json too
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   auto* m = app.add_option("--model", src.model_dir, "folder of compiled candidates (with model.json)")->excludes(w);
   app.add_flag("--demo", demo, "built-in tiny random-weight model")->excludes(w)->excludes(m);

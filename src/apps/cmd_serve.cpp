@@ -22,6 +22,7 @@
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
 #include "service/web_assets.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 namespace {
@@ -439,6 +440,7 @@ int run_serve(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   auto* w = app.add_option("--weights", src.weights, "SAM 3.1 checkpoint, compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
+  src.read_config = verify::load_model_or_fixture_config;  // a fixture's config.json too
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   app.add_option("--model", src.model_dir, "deployment package or folder of compiled candidates")->excludes(w);
   app.add_option("--cache-dir", src.cache_dir, "where compiled candidates are cached (default ~/.cache/segmux)");

@@ -55,22 +55,22 @@ int slim_main(int argc, char** argv) {
   if (!as_json)
     std::printf("slimmed %s -> %s\n%s(Constant nodes are read as initializers: counts are of the other nodes)\n",
                 model.c_str(), output.c_str(), r.to_text().c_str());
-  Verdict verdict = Verdict::pass;
+  verify::Verdict verdict = verify::Verdict::pass;
   if (no_verify) {
     j["verification"] = "not run (--no-verify)";
   } else {
     // The slimmed model as written (re-read) against the input model as read.
     const ir::Graph written = import_model_graph(output, parse_input_shapes(shapes));
-    EquivalenceReport e = check_equivalent(before, written, model, output, seed, threads);
+    verify::EquivalenceReport e = verify::check_equivalent(before, written, model, output, seed, threads);
     verdict = e.verdict();
     j["verification"] = e.to_text();
-    j["verdict"] = verdict_name(verdict);
+    j["verdict"] = verify::verdict_name(verdict);
     if (!as_json)
       std::printf("verification on seeded inputs (seed %llu), slimmed vs input model:\n%sverdict: %s\n",
-                  (unsigned long long)seed, e.to_text().c_str(), verdict == Verdict::pass ? "PASS" : "FAIL");
+                  (unsigned long long)seed, e.to_text().c_str(), verdict == verify::Verdict::pass ? "PASS" : "FAIL");
   }
   if (as_json) std::printf("%s\n", json_text(j, 1).c_str());
-  return verdict == Verdict::pass ? 0 : 1;
+  return verdict == verify::Verdict::pass ? 0 : 1;
 }
 
 CommandRegistration reg("slim", "fold and clean an ONNX model, keeping standard ONNX; outputs verified", slim_main);

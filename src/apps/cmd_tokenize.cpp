@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 
@@ -30,7 +31,8 @@ int tokenize_main(int argc, char** argv) {
   app.add_option("-o,--output,--out", out, "write the ids to this .safetensors file");
   app.add_flag("--show-clean", show_clean, "also print the cleaned text");
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code;
-  const sam31::ModelConfig cfg = config.empty() ? sam31::default_config() : sam31::load_config(config);
+  const sam31::ModelConfig cfg =
+      config.empty() ? sam31::default_config() : verify::load_model_or_fixture_config(config);
   // A given --context is used as given (the tokenizer refuses one below 2); -1 was silently ignored.
   SEGMUX_USAGE_CHECK(!*context_opt || (context >= 2 && context <= sam31::kMaxTextContextLength), "--context ", context,
                      " is not a context length (2..", sam31::kMaxTextContextLength, " tokens)");

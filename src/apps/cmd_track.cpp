@@ -35,6 +35,7 @@
 #include "pipeline/predictor/box_prompts.h"
 #include "pipeline/predictor/concepts.h"
 #include "verify/demo_model.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::apps {
 namespace {
@@ -186,6 +187,7 @@ int run_track(int argc, char** argv) {
   auto* w = app.add_option("--weights", src.weights,
                            "SAM 3.1 checkpoint (sam3.1_multiplex.pt or .safetensors); compiled on first use");
   app.add_option("--config", src.config, "model config JSON (default: full-size SAM 3.1)")->needs(w);
+  src.read_config = verify::load_model_or_fixture_config;  // a fixture's config.json too
   app.add_option("--vocab", src.vocab, "bpe_simple_vocab_16e6.txt.gz (default: beside the checkpoint)");
   auto* m = app.add_option("--model", src.model_dir,
                            "deployment package (segmux deploy) or folder of compiled candidates with model.json")

@@ -20,16 +20,16 @@ Engine parse_engine(const std::string& name) {
   usage_fail("--engine: unknown engine '", name, "' (auto, session, compiled)");
 }
 
-const ir::Graph& ModelRunner::graph() const {
+const ir::Graph& OpenedModelFile::graph() const {
   if (executor_) return executor_->graph();
-  return session_->graph();
+  return interpreter_->graph();
 }
 
-std::map<std::string, Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs) {
-  return executor_ ? executor_->run(inputs) : session_->run(inputs);
+std::map<std::string, Tensor> OpenedModelFile::run(const std::map<std::string, Tensor>& inputs) {
+  return executor_ ? executor_->run(inputs) : interpreter_->run(inputs);
 }
 
-std::string ModelRunner::engine_name() const { return engine_; }
+std::string OpenedModelFile::engine_name() const { return engine_; }
 
 bool is_smx_file(const std::string& path) { return detect_model_format(path) == ModelFormat::smx; }
 
@@ -41,9 +41,9 @@ ir::Graph import_model_graph(const std::string& path, const std::map<std::string
   return onnx_io::import_onnx_file(path, io);
 }
 
-std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt) {
+std::unique_ptr<OpenedModelFile> open_model(const std::string& path, const OpenOptions& opt) {
   check_threads(opt.threads, "--threads");
-  auto r = std::make_unique<ModelRunner>();
+  auto r = std::make_unique<OpenedModelFile>();
   ExecutorOptions eo{opt.threads, !opt.reference_kernels};
   using clock = std::chrono::steady_clock;
   auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
@@ -72,7 +72,8 @@ std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptio
     r->executor_ = std::make_unique<Executor>(std::move(c.graph), std::move(c.plan), eo);
     r->engine_ = "compiled (in memory)";
   } else {
-    r->session_ = std::make_unique<Session>(std::move(g), SessionOptions{opt.threads, !opt.reference_kernels});
+    r->interpreter_ =
+        std::make_unique<Interpreter>(std::move(g), InterpreterOptions{opt.threads, !opt.reference_kernels});
     r->engine_ = "session";
   }
   r->prepare_seconds_ = since(t0);

@@ -9,17 +9,17 @@
 #include "core/cpu_cores.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/seeded_inputs.h"
 
 namespace segmux::apps {
 
-// How a model file runs: a .smx file always through the Executor; an ONNX file through the Session
+// How a model file runs: a .smx file always through the Executor; an ONNX file through the Interpreter
 // (interpreter) or compiled in memory (passes + plan + Executor, as `segmux compile` would).
 enum class Engine { automatic, session, compiled };
 Engine parse_engine(const std::string& name);  // auto | session | compiled
 
-class ModelRunner {
+class OpenedModelFile {
  public:
   const ir::Graph& graph() const;  // the graph that runs (signature: inputs, outputs)
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
@@ -27,7 +27,7 @@ class ModelRunner {
   const Executor* executor() const { return executor_.get(); }
   const segmux::OfflineModel* offline() const { return offline_.get(); }
 
-  std::unique_ptr<Session> session_;
+  std::unique_ptr<Interpreter> interpreter_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<segmux::OfflineModel> offline_;
   std::string engine_;
@@ -45,7 +45,7 @@ struct OpenOptions {
 // By the first bytes (segmux::detect_model_format): errors for an empty, unreadable or non-regular
 // file and for a *.smx file without the .smx magic.
 bool is_smx_file(const std::string& path);
-std::unique_ptr<ModelRunner> open_model(const std::string& path, const OpenOptions& opt);
+std::unique_ptr<OpenedModelFile> open_model(const std::string& path, const OpenOptions& opt);
 ir::Graph import_model_graph(const std::string& path, const std::map<std::string, Shape>& input_shapes = {},
                              bool infer_shapes = true);
 

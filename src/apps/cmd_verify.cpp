@@ -38,8 +38,8 @@ int verify_main(int argc, char** argv) {
   if (int code = parse_command_line(app, argc, argv); code >= 0) return code == 0 ? 0 : 3;
   try {
     TensorFile a = read_safetensors(a_path), b = read_safetensors(b_path);
-    CompareOptions opt{atol, rtol, tier};
-    Verdict overall = Verdict::pass;
+    verify::CompareOptions opt{atol, rtol, tier};
+    verify::Verdict overall = verify::Verdict::pass;
     nlohmann::json report;
     report["a"] = a_path;
     report["b"] = b_path;
@@ -52,16 +52,16 @@ int verify_main(int argc, char** argv) {
       if (!b.has(n)) names.push_back(n);
     for (const std::string& name : names) {
       nlohmann::json t{{"name", name}};
-      Verdict v;
+      verify::Verdict v;
       if (!a.has(name) || !b.has(name)) {
         bool extra = !b.has(name);
-        v = extra && allow_extra ? Verdict::pass : Verdict::fail;
+        v = extra && allow_extra ? verify::Verdict::pass : verify::Verdict::fail;
         t["error"] = extra ? "only in A" : "missing from A";
         if (!as_json)
           std::printf("%-40s %s  %s\n", name.c_str(), t["error"].get<std::string>().c_str(),
-                      std::string(verdict_name(v)).c_str());
+                      std::string(verify::verdict_name(v)).c_str());
       } else {
-        Comparison c = compare_tensors(a.at(name), b.at(name), opt);
+        verify::Comparison c = verify::compare_tensors(a.at(name), b.at(name), opt);
         v = c.verdict;
         if (!c.contract_error.empty()) {
           t["error"] = c.contract_error;
@@ -74,24 +74,24 @@ int verify_main(int argc, char** argv) {
           t["allclose"] = c.allclose;
           t["outlier_ratio"] = c.outlier_ratio;
           t["nonfinite_mismatch"] = c.nonfinite_mismatch;
-          t["cosine_tier"] = verdict_name(c.cosine_tier);
-          t["max_abs_tier"] = verdict_name(c.max_abs_tier);
+          t["cosine_tier"] = verify::verdict_name(c.cosine_tier);
+          t["max_abs_tier"] = verify::verdict_name(c.max_abs_tier);
           if (!as_json)
             std::printf("%-40s %12.8f %11.3e %11.3e %11.3e %8s %8.2e  %s\n", name.c_str(), c.cosine, c.max_abs,
                         c.mean_abs, c.max_rel, c.allclose ? "yes" : "no", c.outlier_ratio,
-                        std::string(verdict_name(c.verdict)).c_str());
+                        std::string(verify::verdict_name(c.verdict)).c_str());
         }
       }
-      t["verdict"] = verdict_name(v);
+      t["verdict"] = verify::verdict_name(v);
       report["tensors"].push_back(t);
-      overall = worse(overall, v);
+      overall = verify::worse(overall, v);
     }
-    report["verdict"] = verdict_name(overall);
+    report["verdict"] = verify::verdict_name(overall);
     report["exit_code"] = int(overall);
     if (as_json)
       std::printf("%s\n", json_text(report, 1).c_str());
     else
-      std::printf("verdict: %s\n", std::string(verdict_name(overall)).c_str());
+      std::printf("verdict: %s\n", std::string(verify::verdict_name(overall)).c_str());
     return int(overall);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "segmux: error: verify: %s\n", e.what());

@@ -67,9 +67,9 @@ int verify_package_main(int argc, char** argv) {
   const verify::PackageVerification ver = verify::verify_package_models(dir, vo, &std::cerr);
   std::cout << ver.to_markdown();
   std::printf("verification: %s (%zu comparisons, %.1f s; at deploy: %s)\n",
-              std::string(verdict_name(ver.verdict())).c_str(), ver.rows.size(), ver.seconds,
+              std::string(verify::verdict_name(ver.verdict())).c_str(), ver.rows.size(), ver.seconds,
               manifest.value("verification", "?").c_str());
-  return ver.verdict() == Verdict::fail ? 1 : 0;
+  return ver.verdict() == verify::Verdict::fail ? 1 : 0;
 }
 
 CommandRegistration reg("verify-package", "check a deployment package's files and re-run its verification",

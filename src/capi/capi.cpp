@@ -286,9 +286,11 @@ segmux_status segmux_model_close(segmux_model* model) {
       return st;
     {
       std::lock_guard<std::mutex> lock(model->mu);
-      if (model->open_sessions > 0 || model->segmenting)
+      if (model->open_sessions > 0 || model->image_uses > 0)
         return segmux::capi::failed(SEGMUX_ERROR_BUSY, "segmux_model_close: " + std::to_string(model->open_sessions) +
-                                                           " of the model's sessions are still open");
+                                                           " of the model's sessions and " +
+                                                           std::to_string(model->image_uses) +
+                                                           " of its images (segmentations, predictors) are still open");
     }
     delete model;
     return SEGMUX_OK;

@@ -12,29 +12,38 @@ using segmux::capi::guard;
 using segmux::capi::invalid;
 namespace pl = segmux::pipeline;
 
+namespace segmux::capi {
+
+ImageUse::ImageUse(segmux_model* model) : model_(model) {
+  std::lock_guard<std::mutex> lock(model_->mu);
+  ++model_->image_uses;
+}
+
+ImageUse::~ImageUse() {
+  std::lock_guard<std::mutex> lock(model_->mu);
+  --model_->image_uses;
+}
+
+pipeline::RgbImage copy_rgb_image(const std::string& what, const uint8_t* rgb, int width, int height, size_t stride) {
+  if (!rgb) fail_as(ErrorKind::InvalidArgument, what, ": rgb is NULL");
+  if (width <= 0 || height <= 0 || int64_t(width) * height > pipeline::kMaxFramePixels)
+    fail_as(ErrorKind::InvalidArgument, what, ": an image of ", width, "x", height, " (at most ",
+            pipeline::kMaxFramePixels, " pixels)");
+  const size_t row = size_t(width) * 3;
+  if (stride != 0 && stride < row)
+    fail_as(ErrorKind::InvalidArgument, what, ": a row stride of ", stride, " bytes is shorter than a row (", row, ")");
+  pipeline::RgbImage img;
+  img.width = width;
+  img.height = height;
+  img.pixels.resize(row * size_t(height));
+  for (int y = 0; y < height; ++y)
+    std::memcpy(img.pixels.data() + row * size_t(y), rgb + (stride ? stride : row) * size_t(y), row);
+  return img;
+}
+
+}  // namespace segmux::capi
+
 namespace {
-
-// The model's backend for one image: refused while a session (or another image) uses it.
-class ImageUse {
- public:
-  explicit ImageUse(segmux_model* m) : m_(m) {
-    std::lock_guard<std::mutex> lock(m->mu);
-    ok_ = m->open_sessions == 0 && !m->segmenting;
-    if (ok_) m->segmenting = true;
-  }
-  ~ImageUse() {
-    if (!ok_) return;
-    std::lock_guard<std::mutex> lock(m_->mu);
-    m_->segmenting = false;
-  }
-  ImageUse(const ImageUse&) = delete;
-  ImageUse& operator=(const ImageUse&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  segmux_model* m_;
-  bool ok_ = false;
-};
 
 void check_image_prompt(const segmux_image_prompt& p) {
   using segmux::ErrorKind;
@@ -95,10 +104,7 @@ segmux_status segment_with(segmux_model* model, const char* what, const segmux_i
   if (!p) return invalid(std::string(what) + ": prompt is NULL");
   check_image_prompt(*p);
   const pl::RgbImage img = load();
-  ImageUse use(model);
-  if (!use.ok())
-    return segmux::capi::failed(SEGMUX_ERROR_BUSY,
-                                std::string(what) + ": the model has an open session (a model serves one at a time)");
+  const segmux::capi::ImageUse use(model);  // on a model session of its own, beside any video session
   *result = segment(*model->opened.model, img, *p).release();
   return SEGMUX_OK;
 }
@@ -118,23 +124,8 @@ segmux_status segmux_model_segment_image(segmux_model* model, const uint8_t* rgb
                                          const segmux_image_prompt* prompt, segmux_frame** result) {
   return guard([&] {
     const char* what = "segmux_model_segment_image";
-    if (!rgb) return invalid(std::string(what) + ": rgb is NULL");
-    if (width <= 0 || height <= 0 || int64_t(width) * height > pl::kMaxFramePixels)
-      return invalid(std::string(what) + ": an image of " + std::to_string(width) + "x" + std::to_string(height) +
-                     " (at most " + std::to_string(pl::kMaxFramePixels) + " pixels)");
-    const size_t row = size_t(width) * 3;
-    if (stride != 0 && stride < row)
-      return invalid(std::string(what) + ": a row stride of " + std::to_string(stride) +
-                     " bytes is shorter than a row (" + std::to_string(row) + ")");
-    return segment_with(model, what, prompt, result, [&] {
-      pl::RgbImage img;
-      img.width = width;
-      img.height = height;
-      img.pixels.resize(row * size_t(height));
-      for (int y = 0; y < height; ++y)
-        std::memcpy(img.pixels.data() + row * size_t(y), rgb + (stride ? stride : row) * size_t(y), row);
-      return img;
-    });
+    return segment_with(model, what, prompt, result,
+                        [&] { return segmux::capi::copy_rgb_image(what, rgb, width, height, stride); });
   });
 }
 

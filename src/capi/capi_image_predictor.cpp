@@ -13,7 +13,9 @@ using segmux::capi::invalid;
 namespace pl = segmux::pipeline;
 
 struct segmux_image_predictor {
+  explicit segmux_image_predictor(segmux_model* m) : model(m), use(m) {}
   segmux_model* model = nullptr;
+  segmux::capi::ImageUse use;  // before the predictor: counted until its features are released
   std::unique_ptr<pl::ImagePredictor> predictor;
   int width = 0, height = 0;
   segmux::capi::LiveHandle<HandleType::image_predictor> registered{this};  // last: registered when built
@@ -27,39 +29,18 @@ struct segmux_prediction {
 
 namespace {
 
-// Marks the model in use (as an image segmentation does); false when a session or another image holds it.
-bool claim(segmux_model* m) {
-  std::lock_guard<std::mutex> lock(m->mu);
-  if (m->open_sessions > 0 || m->segmenting) return false;
-  m->segmenting = true;
-  return true;
-}
-
-void unclaim(segmux_model* m) {
-  std::lock_guard<std::mutex> lock(m->mu);
-  m->segmenting = false;
-}
-
 segmux_status open_with(segmux_model* model, const char* what, segmux_image_predictor** out,
                         const std::function<pl::RgbImage()>& load) {
   if (!out) return invalid(std::string(what) + ": predictor must not be NULL");
   *out = nullptr;
   if (const segmux_status st = segmux::capi::check_handle(model, HandleType::model, what)) return st;
   const pl::RgbImage img = load();
-  if (!claim(model))
-    return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) + ": the model is in use (a session or an image)");
-  try {
-    auto p = std::make_unique<segmux_image_predictor>();
-    p->model = model;
-    p->predictor = std::make_unique<pl::ImagePredictor>(*model->opened.model);
-    p->predictor->set_image(img);
-    p->width = img.width;
-    p->height = img.height;
-    *out = p.release();
-  } catch (...) {
-    unclaim(model);
-    throw;
-  }
+  auto p = std::make_unique<segmux_image_predictor>(model);  // its own model session, beside any video session
+  p->predictor = std::make_unique<pl::ImagePredictor>(*model->opened.model);
+  p->predictor->set_image(img);
+  p->width = img.width;
+  p->height = img.height;
+  *out = p.release();
   return SEGMUX_OK;
 }
 
@@ -111,23 +92,8 @@ segmux_status segmux_image_predictor_open(segmux_model* model, const uint8_t* rg
                                           segmux_image_predictor** predictor) {
   return guard([&] {
     const char* what = "segmux_image_predictor_open";
-    if (!rgb) return invalid(std::string(what) + ": rgb is NULL");
-    if (width <= 0 || height <= 0 || int64_t(width) * height > pl::kMaxFramePixels)
-      return invalid(std::string(what) + ": an image of " + std::to_string(width) + "x" + std::to_string(height) +
-                     " (at most " + std::to_string(pl::kMaxFramePixels) + " pixels)");
-    const size_t row = size_t(width) * 3;
-    if (stride != 0 && stride < row)
-      return invalid(std::string(what) + ": a row stride of " + std::to_string(stride) +
-                     " bytes is shorter than a row (" + std::to_string(row) + ")");
-    return open_with(model, what, predictor, [&] {
-      pl::RgbImage img;
-      img.width = width;
-      img.height = height;
-      img.pixels.resize(row * size_t(height));
-      for (int y = 0; y < height; ++y)
-        std::memcpy(img.pixels.data() + row * size_t(y), rgb + (stride ? stride : row) * size_t(y), row);
-      return img;
-    });
+    return open_with(model, what, predictor,
+                     [&] { return segmux::capi::copy_rgb_image(what, rgb, width, height, stride); });
   });
 }
 
@@ -169,9 +135,7 @@ segmux_status segmux_image_predictor_close(segmux_image_predictor* predictor) {
     if (const segmux_status st =
             segmux::capi::check_handle(predictor, HandleType::image_predictor, "segmux_image_predictor_close"))
       return st;
-    segmux_model* model = predictor->model;
-    delete predictor;  // releases the image's features first
-    unclaim(model);
+    delete predictor;
     return SEGMUX_OK;
   });
 }

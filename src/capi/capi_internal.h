@@ -15,6 +15,7 @@
 #include "deploy/model_store/model_store.h"
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/live_source.h"
+#include "pipeline/media/video_io.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 
@@ -63,7 +64,9 @@ struct segmux_model {
   segmux::pipeline::ControlConfig control;  // every session's control-plane settings
   std::mutex mu;                            // guards the two below
   int open_sessions = 0;                    // each on a model session of its own
-  bool segmenting = false;                  // an image is being segmented
+  // Images being segmented and image predictors open, each on a model session of its own: they run
+  // beside the sessions (the model is shared and read-only); only closing the model waits for them.
+  int image_uses = 0;
   segmux::capi::LiveHandle<segmux::capi::HandleType::model> registered{
       this};  // last: registered when built, first gone
 };
@@ -131,5 +134,22 @@ segmux_status failed(segmux_status status, const std::string& message);
 segmux_status check_handle(const void* handle, HandleType type, const std::string& what);
 
 std::unique_ptr<segmux_frame> make_frame(const pipeline::FrameOutput& out, int width, int height);
+
+// An image's use of its model (a segmentation while it runs, an image predictor while it is open):
+// counted so that segmux_model_close refuses to free the model under it.
+class ImageUse {
+ public:
+  explicit ImageUse(segmux_model* model);
+  ~ImageUse();
+  ImageUse(const ImageUse&) = delete;
+  ImageUse& operator=(const ImageUse&) = delete;
+
+ private:
+  segmux_model* model_;
+};
+
+// A copy of the caller's RGB pixels (rows `stride` bytes apart; 0: packed); INVALID_ARGUMENT naming
+// `what` for a NULL buffer, a size outside [1, kMaxFramePixels] or a stride shorter than a row.
+pipeline::RgbImage copy_rgb_image(const std::string& what, const uint8_t* rgb, int width, int height, size_t stride);
 
 }  // namespace segmux::capi

@@ -48,11 +48,6 @@ segmux_status open_session(segmux_model* model, segmux_session** out, const char
   if (!out) return invalid(std::string(what) + ": session must not be NULL");
   *out = nullptr;
   if (const segmux_status st = segmux::capi::check_handle(model, segmux::capi::HandleType::model, what)) return st;
-  {
-    std::lock_guard<std::mutex> lock(model->mu);
-    if (model->segmenting)
-      return segmux::capi::failed(SEGMUX_ERROR_BUSY, std::string(what) + ": the model is segmenting an image");
-  }
   auto s = std::make_unique<segmux_session>();
   s->model = model;
   start(*s);

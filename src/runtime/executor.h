@@ -1,6 +1,6 @@
 // Executor: runs a compiled model (a final graph plus its static memory plan).
 //
-// Unlike Session, which allocates every intermediate tensor per run, the Executor
+// Unlike Interpreter, which allocates every intermediate tensor per run, the Executor
 //  - creates every kernel once, at construction (weights may be prepacked then);
 //  - allocates ONE arena per model at construction, touches it once (first touch of fresh memory is
 //    very slow on our machines), and reuses it for every run;

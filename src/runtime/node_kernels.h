@@ -1,4 +1,4 @@
-// Kernel creation for the nodes of a graph, shared by the Session (interpreter) and the Executor
+// Kernel creation for the nodes of a graph, shared by the Interpreter and the Executor
 // (compiled models): the provider order and the KernelInit a node's kernel is made from.
 #pragma once
 #include <memory>

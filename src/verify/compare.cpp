@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace segmux {
+namespace segmux::verify {
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
@@ -77,4 +77,4 @@ Comparison compare_tensors(const Tensor& a, const Tensor& ref, const CompareOpti
   return c;
 }
 
-}  // namespace segmux
+}  // namespace segmux::verify

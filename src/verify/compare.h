@@ -6,7 +6,7 @@
 
 #include "core/tensor.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 enum class Verdict { pass = 0, review = 1, fail = 2 };
 std::string_view verdict_name(Verdict v);
@@ -32,4 +32,4 @@ struct Comparison {
 // `ref` is the reference: relative measures divide by |ref|.
 Comparison compare_tensors(const Tensor& actual, const Tensor& ref, const CompareOptions& opt = {});
 
-}  // namespace segmux
+}  // namespace segmux::verify

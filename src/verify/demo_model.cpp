@@ -66,7 +66,7 @@ std::string ensure_demo_model(const std::string& cache_dir, const pipeline::LogF
       [&](const std::string& tmp) {
         fs::create_directories(tmp);
         const std::string weights = tmp + "/weights.pt", vocab = tmp + "/bpe_simple_vocab_16e6.txt.gz";
-        sam31::write_random_checkpoint(weights, cfg, 1234);
+        write_random_checkpoint(weights, cfg, 1234);
         write_byte_level_vocab(vocab);
         pipeline::compile_model_dir(cfg, weights, vocab, tmp, log);
       },

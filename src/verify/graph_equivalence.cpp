@@ -6,9 +6,9 @@
 
 #include "core/error.h"
 #include "engines/ort/ort_model.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 namespace {
 
@@ -95,9 +95,9 @@ EquivalenceReport check_equivalent(const ir::Graph& before, const ir::Graph& aft
   EquivalenceReport r;
   const std::map<std::string, Tensor> in = seeded_inputs(before, seed);
   EquivalenceCheck ref{"reference"};
-  SessionOptions so{num_threads, false};
-  auto want = Session(before, so).run(in);
-  compare_all(Session(after, so).run(inputs_for(input_names(after), in)), want, ref);
+  InterpreterOptions so{num_threads, false};
+  auto want = Interpreter(before, so).run(in);
+  compare_all(Interpreter(after, so).run(inputs_for(input_names(after), in)), want, ref);
   r.checks.push_back(ref);
   EquivalenceCheck ort{"onnxruntime"};
   std::string why;
@@ -119,4 +119,4 @@ EquivalenceReport check_equivalent(const ir::Graph& before, const ir::Graph& aft
   return r;
 }
 
-}  // namespace segmux
+}  // namespace segmux::verify

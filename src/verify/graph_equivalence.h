@@ -13,7 +13,7 @@
 #include "verify/compare.h"
 #include "verify/seeded_inputs.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 struct EquivalenceCheck {
   std::string engine;   // "reference" or "onnxruntime"
@@ -35,4 +35,4 @@ struct EquivalenceReport {
 EquivalenceReport check_equivalent(const ir::Graph& before, const ir::Graph& after, const std::string& before_file,
                                    const std::string& after_file, uint64_t seed = 1234, int num_threads = 2);
 
-}  // namespace segmux
+}  // namespace segmux::verify

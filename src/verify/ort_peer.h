@@ -3,9 +3,9 @@
 #pragma once
 #include "engines/ort/ort_model.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 using OrtPeer = OrtModel;
 using OrtPeerOptions = OrtModelOptions;
 
-}  // namespace segmux
+}  // namespace segmux::verify

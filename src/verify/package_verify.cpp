@@ -22,8 +22,8 @@
 #include "models/sam31/candidates.h"
 #include "onnx/onnx_io.h"
 #include "runtime/executor.h"
+#include "runtime/interpreter.h"
 #include "runtime/offline_model.h"
-#include "runtime/session.h"
 #include "verify/ort_peer.h"
 
 namespace segmux::verify {
@@ -109,10 +109,10 @@ void verify_one_file(const std::string& dir, const sam31::CompiledFile& f, uint6
       ir::Graph g = onnx_io::import_onnx_file(dir + "/" + onnx);
       inputs = seeded_contract_inputs(g, job.cfg, file_seed);
       if (!ort_reference) {
-        SessionOptions so;
+        InterpreterOptions so;
         so.num_threads = opt.num_threads;
         so.use_optimized_kernels = false;
-        ref = Session(std::move(g), so).run(inputs);
+        ref = Interpreter(std::move(g), so).run(inputs);
       }
     }
     if (ort_reference) {

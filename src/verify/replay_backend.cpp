@@ -8,14 +8,17 @@
 #include "core/error.h"
 #include "io/json_limits.h"
 #include "models/sam31/config.h"
+#include "verify/sam31/fixture_config.h"
 
-namespace segmux::pipeline {
+namespace segmux::verify {
+
+using namespace segmux::pipeline;
 
 ReplaySession::ReplaySession(std::vector<ReplayRecord> records, ModelGeometry geometry)
     : records_(std::move(records)), geo_(geometry) {}
 
 ReplaySession ReplaySession::from_fixture(const std::string& dir) {
-  sam31::ModelConfig mc = sam31::load_config(dir + "/config.json");
+  sam31::ModelConfig mc = load_fixture_config(dir + "/config.json");
   ModelGeometry geo{mc.image_size, mc.low_res_mask_size(), mc.input_mask_size()};
   const std::string trace_path = dir + "/video/trace.json";
   nlohmann::json trace = read_untrusted_json_file(trace_path);
@@ -165,4 +168,4 @@ void ReplaySession::remove_objects(const TrackerStateView& state, const std::vec
 }
 void ReplaySession::drop_state(int state_id) { log_.push_back("drop_state " + std::to_string(state_id)); }
 
-}  // namespace segmux::pipeline
+}  // namespace segmux::verify

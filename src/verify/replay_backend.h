@@ -12,7 +12,7 @@
 #include "io/safetensors.h"
 #include "pipeline/backends/model.h"
 
-namespace segmux::pipeline {
+namespace segmux::verify {
 
 struct ReplayRecord {
   std::string phase;  // "add_prompt" / "propagate"
@@ -20,25 +20,25 @@ struct ReplayRecord {
   std::string path;
 };
 
-class ReplaySession : public ModelSession {
+class ReplaySession : public pipeline::ModelSession {
  public:
-  ReplaySession(std::vector<ReplayRecord> records, ModelGeometry geometry);
+  ReplaySession(std::vector<ReplayRecord> records, pipeline::ModelGeometry geometry);
   // Fixture folder (…/sam31-tiny): sizes from config.json, frame order from video/trace.json.
   static ReplaySession from_fixture(const std::string& fixture_dir);
 
-  ModelGeometry geometry() const override { return geo_; }
-  void run_backbone(int frame_index, const RgbFrame& frame) override;
+  pipeline::ModelGeometry geometry() const override { return geo_; }
+  void run_backbone(int frame_index, const pipeline::RgbFrame& frame) override;
   bool has_frame(int frame_index) const override { return held_.count(frame_index) != 0; }
   void release_frame(int frame_index) override;
   // Refuses box exemplars: the recording is of a text prompt.
-  DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
-                        const std::vector<sam31::BoxExemplar>& exemplars) override;
-  TrackerOutput propagate(const TrackerStateView& state, int frame_index, bool reverse) override;
-  void encode_memory(const TrackerStateView& state, int frame_index, const Tensor& masks,
+  pipeline::DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
+                                  const std::vector<sam31::BoxExemplar>& exemplars) override;
+  pipeline::TrackerOutput propagate(const pipeline::TrackerStateView& state, int frame_index, bool reverse) override;
+  void encode_memory(const pipeline::TrackerStateView& state, int frame_index, const Tensor& masks,
                      const Tensor& object_score_logits) override;
-  void add_masks(const TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
-                 const Tensor& masks, MaskInputKind kind, bool conditioning) override;
-  void remove_objects(const TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) override;
+  void add_masks(const pipeline::TrackerStateView& state, int frame_index, const std::vector<int64_t>& obj_ids,
+                 const Tensor& masks, pipeline::MaskInputKind kind, bool conditioning) override;
+  void remove_objects(const pipeline::TrackerStateView& state, const std::vector<int64_t>& removed_obj_ids) override;
   void drop_state(int state_id) override;
 
   // The record of the frame being processed (after its detect()), with aliases resolved.
@@ -51,7 +51,7 @@ class ReplaySession : public ModelSession {
 
  private:
   std::vector<ReplayRecord> records_;
-  ModelGeometry geo_;
+  pipeline::ModelGeometry geo_;
   int next_ = 0;
   TensorFile current_;
   std::vector<std::string> log_;
@@ -59,17 +59,17 @@ class ReplaySession : public ModelSession {
   std::set<int> held_;  // frames "run" and not released
 };
 
-class ReplayModel : public Model {
+class ReplayModel : public pipeline::Model {
  public:
   explicit ReplayModel(ReplaySession recording) : recording_(std::move(recording)) {}
   static ReplayModel from_fixture(const std::string& fixture_dir) {
     return ReplayModel(ReplaySession::from_fixture(fixture_dir));
   }
-  ModelGeometry geometry() const override { return recording_.geometry(); }
-  std::unique_ptr<ModelSession> new_session() override { return std::make_unique<ReplaySession>(recording_); }
+  pipeline::ModelGeometry geometry() const override { return recording_.geometry(); }
+  std::unique_ptr<pipeline::ModelSession> new_session() override { return std::make_unique<ReplaySession>(recording_); }
 
  private:
   const ReplaySession recording_;  // never run: each session copies it
 };
 
-}  // namespace segmux::pipeline
+}  // namespace segmux::verify

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 namespace {
 // A zero tensor of an input's static shape (error naming the input if it has none).
@@ -55,4 +55,4 @@ std::map<std::string, Tensor> seeded_contract_inputs(const ir::Graph& g, const s
   return out;
 }
 
-}  // namespace segmux
+}  // namespace segmux::verify

@@ -9,7 +9,7 @@
 #include "ir/graph.h"
 #include "models/sam31/config.h"
 
-namespace segmux {
+namespace segmux::verify {
 
 // Floats uniform in [-1, 1), integers and bools 0 or 1 (integer inputs are often indices).
 std::map<std::string, Tensor> seeded_inputs(const ir::Graph& g, uint64_t seed);
@@ -20,4 +20,4 @@ std::map<std::string, Tensor> seeded_inputs(const ir::Graph& g, uint64_t seed);
 // row).
 std::map<std::string, Tensor> seeded_contract_inputs(const ir::Graph& g, const sam31::ModelConfig& cfg, uint64_t seed);
 
-}  // namespace segmux
+}  // namespace segmux::verify

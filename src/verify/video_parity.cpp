@@ -17,8 +17,11 @@
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/call_trace_backend.h"
+#include "verify/sam31/fixture_config.h"
 
-namespace segmux::pipeline {
+namespace segmux::verify {
+
+using namespace segmux::pipeline;
 
 namespace fs = std::filesystem;
 
@@ -120,6 +123,7 @@ ModelSource fixture_model_source(const VideoParityOptions& opt) {
   if (opt.model_dir.empty()) {
     src.weights = opt.weights.empty() ? dir + "/weights.safetensors" : opt.weights;
     src.config = dir + "/config.json";
+    src.read_config = load_fixture_config;
     src.vocab = dir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   }
   src.cache_dir = opt.cache_dir.empty() ? (fs::temp_directory_path() / "segmux-parity-cache").string() : opt.cache_dir;
@@ -146,7 +150,7 @@ VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& 
   OpenedModel model = open_model(src, [&](const std::string& s) { log << s << "\n"; });
 
   // Control-plane settings: the fixture's config over the official defaults.
-  ControlConfig ccfg = load_control_config(dir + "/config.json");
+  ControlConfig ccfg = load_fixture_control_config(dir + "/config.json");
   std::ostringstream calls;
   std::unique_ptr<Model> traced;
   if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
@@ -214,7 +218,7 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   if (!opt.trace_calls.empty()) traced = std::make_unique<verify::CallTraceModel>(*model.model, calls);
   auto frames = open_video(dir + "/video/frames");
   // Outputs kept (the default): remove_object answers with the frame's kept outputs.
-  VideoSession session(traced ? *traced : *model.model, *frames, load_control_config(dir + "/config.json"));
+  VideoSession session(traced ? *traced : *model.model, *frames, load_fixture_control_config(dir + "/config.json"));
   RequestReplayReport rep;
   int index = 0;
   for (const auto& r : trace["requests"]) {
@@ -301,4 +305,4 @@ RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostre
   return rep;
 }
 
-}  // namespace segmux::pipeline
+}  // namespace segmux::verify

@@ -16,7 +16,7 @@
 #include "core/cpu_cores.h"
 #include "pipeline/masks/rle.h"
 
-namespace segmux::pipeline {
+namespace segmux::verify {
 
 struct VideoParityOptions {
   std::string fixture_dir;
@@ -50,7 +50,8 @@ struct VideoParityReport {
 
 // The mask bar above: IoU >= 0.99, or at most 16 differing pixels for a reference mask under 1,600.
 // `diff_pixels` (optional) receives the number of differing pixels.
-bool mask_within_parity_bar(const BinaryMask& reference, const BinaryMask& got, long long* diff_pixels = nullptr);
+bool mask_within_parity_bar(const pipeline::BinaryMask& reference, const pipeline::BinaryMask& got,
+                            long long* diff_pixels = nullptr);
 
 VideoParityReport run_video_parity(const VideoParityOptions& opt, std::ostream& log);
 
@@ -67,4 +68,4 @@ struct RequestReplayReport {
 };
 RequestReplayReport run_request_replay(const VideoParityOptions& opt, std::ostream& log);
 
-}  // namespace segmux::pipeline
+}  // namespace segmux::verify

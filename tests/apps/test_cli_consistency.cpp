@@ -8,6 +8,9 @@
 #include <string>
 
 #include "common/run_command.h"
+#include "models/sam31/config.h"
+#include "pipeline/predictor/control_config.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace {
 
@@ -32,13 +35,35 @@ TEST(CliConsistency, MistypedCommandAndOptionGetSuggestions) {
 
 TEST(CliConsistency, EveryOutputOptionTakesOutAndOutput) {
   for (const std::string command : {"track", "segment", "batch", "compile", "deploy", "export-onnx", "extract",
-                                    "make-checkpoint", "slim", "run", "tokenize"}) {
+                                    "make-checkpoint", "slim", "run", "tokenize", "fixture-config"}) {
     const auto r = run_segmux(command + " --help", "2>&1");
     EXPECT_EQ(r.code, 0) << command << ": " << r.out;
     EXPECT_TRUE(r.out.find("-o,--out,--output") != std::string::npos ||
                 r.out.find("-o,--output,--out") != std::string::npos)
         << command << ": " << r.out;
   }
+}
+
+// `segmux fixture-config` turns a fixture's config.json into the flat model config the library reads (and,
+// with --control, its control-plane settings), equal to what verification reads from the fixture.
+TEST(CliConsistency, FixtureConfigWritesTheFlatForms) {
+  const std::string fixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
+  if (!std::filesystem::exists(fixture + "/config.json")) GTEST_SKIP() << "no fixture at " << fixture;
+  const std::string out = ::testing::TempDir() + "/segmux_fixture_config_" + std::to_string(::getpid());
+  auto r = run_segmux("fixture-config " + fixture + "/config.json -o " + out + ".json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(segmux::sam31::config_to_json(segmux::sam31::load_config(out + ".json")),
+            segmux::sam31::config_to_json(segmux::verify::load_fixture_config(fixture + "/config.json")));
+  r = run_segmux("fixture-config --control " + fixture + "/video/trace.json -o " + out + ".control.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(segmux::pipeline::control_config_to_json(segmux::pipeline::load_control_config(out + ".control.json")),
+            segmux::pipeline::control_config_to_json(
+                segmux::verify::load_fixture_control_config(fixture + "/video/trace.json")));
+  r = run_segmux("fixture-config " + out + ".json -o " + out + ".again.json");  // already flat
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_HAS(r.out, "not a fixture config");
+  std::filesystem::remove(out + ".json");
+  std::filesystem::remove(out + ".control.json");
 }
 
 TEST(CliConsistency, MissingCheckpointIsNamed) {

@@ -14,7 +14,7 @@
 #include "io/safetensors.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 using namespace segmux;
 
@@ -90,7 +90,7 @@ TEST_F(Commands, CompileRunVerify) {
   ASSERT_EQ(r3.code, 0) << r3.out;
   TensorFile a = read_safetensors(path("a.safetensors"));
   EXPECT_EQ(a.names, (std::vector<std::string>{"y", "gate"}));
-  Session s(graph_, SessionOptions{1, false});
+  Interpreter s(graph_, InterpreterOptions{1, false});
   auto expected = s.run({{"x", input_}});
   for (auto& [name, t] : expected)
     for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(a.at(name).get_as_double(i), t.get_as_double(i), 1e-5);

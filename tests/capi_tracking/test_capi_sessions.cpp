@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -82,6 +83,63 @@ TEST(CApiSessions, InterleavedSessionsAnswerAsAlone) {
   segmux_session_close(a);
   EXPECT_EQ(segmux_model_close(m), SEGMUX_ERROR_BUSY);
   segmux_session_close(b);
+  EXPECT_EQ(segmux_model_close(m), SEGMUX_OK);
+}
+
+// An image of the model while its video sessions are open: it runs on a model session of its own, also
+// from another thread while a session's propagation is pulled, and every answer is what it is alone.
+// Before, the model refused images while a session was open (SEGMUX_ERROR_BUSY).
+TEST(CApiSessions, ImagesRunBesideOpenSessions) {
+  segmux_model* m = segmux::test::open_fixture_model(kFixture);
+  ASSERT_NE(m, nullptr);
+  const std::string image = kFrames + "/00002.png";
+  const char* text[1] = {"shape"};
+  segmux_image_prompt ip;
+  segmux_image_prompt_init(&ip);
+  ip.texts = text;
+  ip.num_texts = 1;
+  auto segment = [&](Out& out) {
+    segmux_frame* f = nullptr;
+    const segmux_status st = segmux_model_segment_file(m, image.c_str(), &ip, &f);
+    if (st == SEGMUX_OK) out = take_frame(f);
+    return st;
+  };
+  Out image_alone;
+  ASSERT_EQ(segment(image_alone), SEGMUX_OK) << segmux_last_error();
+  ASSERT_FALSE(image_alone.ids.empty());
+  const std::vector<Out> want = alone(m, kFrames, 0);
+
+  segmux_session* s = nullptr;
+  ASSERT_EQ(segmux_session_open_video(m, kFrames.c_str(), &s), SEGMUX_OK) << segmux_last_error();
+  Out beside;
+  ASSERT_EQ(segment(beside), SEGMUX_OK) << segmux_last_error();
+  EXPECT_TRUE(beside == image_alone) << "an image while a session is open";
+  const segmux_prompt p = text_prompt(0);
+  segmux_frame* first = nullptr;
+  ASSERT_EQ(segmux_session_add_prompt(s, &p, &first), SEGMUX_OK) << segmux_last_error();
+  std::vector<Out> got{take_frame(first)};
+  ASSERT_EQ(segmux_session_propagate_begin(s, nullptr), SEGMUX_OK) << segmux_last_error();
+  std::vector<Out> concurrent(3);
+  std::vector<segmux_status> statuses(concurrent.size(), SEGMUX_OK);
+  std::thread images([&] {
+    for (size_t i = 0; i < concurrent.size(); ++i) statuses[i] = segment(concurrent[i]);
+  });
+  for (;;) {
+    segmux_frame* f = nullptr;
+    const segmux_status st = segmux_session_next_frame(s, &f);
+    if (st != SEGMUX_OK) {
+      EXPECT_EQ(st, SEGMUX_END) << segmux_last_error();
+      break;
+    }
+    got.push_back(take_frame(f));
+  }
+  images.join();
+  for (size_t i = 0; i < concurrent.size(); ++i) {
+    EXPECT_EQ(statuses[i], SEGMUX_OK) << "image " << i << " beside the propagation";
+    EXPECT_TRUE(concurrent[i] == image_alone) << "image " << i << " beside the propagation";
+  }
+  expect_same(got, want, "the session beside images");
+  segmux_session_close(s);
   EXPECT_EQ(segmux_model_close(m), SEGMUX_OK);
 }
 

@@ -13,6 +13,7 @@
 #include "pipeline/media/live_source.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/predictor/session_api.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace {
 
@@ -39,6 +40,7 @@ TEST(CApi, FixtureVideoMatchesThePredictorCalledDirectly) {
   pl::ModelSource src;
   src.weights = kFixture + "/weights.safetensors";
   src.config = kFixture + "/config.json";
+  src.read_config = segmux::verify::load_fixture_config;
   src.vocab = kFixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = std::string(SEGMUX_BINARY_DIR) + "/capi-test-cache";
   pl::OpenedModel direct = pl::open_model(src, [](const std::string&) {});

@@ -8,20 +8,21 @@
 #include "pipeline/media/frame_source.h"
 #include "pipeline/predictor/session_api.h"
 #include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::test {
 
 struct ReplayedSession {
   explicit ReplayedSession(const std::string& fixture_dir)
       : fixture(fixture_dir),
-        model(pipeline::ReplayModel::from_fixture(fixture)),
+        model(verify::ReplayModel::from_fixture(fixture)),
         video(pipeline::make_blank_frame_source(16, 320, 240)),
-        session(model, *video, pipeline::load_control_config(fixture + "/config.json")) {}
+        session(model, *video, verify::load_fixture_control_config(fixture + "/config.json")) {}
   ReplayedSession(const ReplayedSession&) = delete;  // the session holds the model and the video
   ReplayedSession& operator=(const ReplayedSession&) = delete;
 
   const std::string fixture;
-  pipeline::ReplayModel model;
+  verify::ReplayModel model;
   std::unique_ptr<pipeline::FrameSource> video;
   pipeline::VideoSession session;
 };

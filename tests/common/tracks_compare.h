@@ -29,7 +29,7 @@ inline int expect_tracks_match(const nlohmann::json& a, const nlohmann::json& b)
         continue;
       }
       long long diff = 0;
-      EXPECT_TRUE(pipeline::mask_within_parity_bar(mask_of(x["mask_rle"]), mask_of(y["mask_rle"]), &diff))
+      EXPECT_TRUE(verify::mask_within_parity_bar(mask_of(x["mask_rle"]), mask_of(y["mask_rle"]), &diff))
           << "frame " << f << " object " << x["id"] << ": " << diff << " px differ";
     }
   }

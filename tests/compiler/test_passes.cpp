@@ -1,5 +1,5 @@
 // Each compiler pass on small graphs: what it changes, that outputs keep their names, and that the
-// result computes the same as the original graph (Session, reference kernels).
+// result computes the same as the original graph (Interpreter, reference kernels).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -8,7 +8,7 @@
 #include "compiler/pass_manager.h"
 #include "compiler/passes.h"
 #include "ir/builder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 using namespace segmux;
 using ir::GraphBuilder;
@@ -18,7 +18,7 @@ namespace {
 using test::random_tensor;
 
 std::map<std::string, Tensor> run_ref(const ir::Graph& g, const std::map<std::string, Tensor>& in) {
-  Session s(g, SessionOptions{1, false});
+  Interpreter s(g, InterpreterOptions{1, false});
   return s.run(in);
 }
 

@@ -1,5 +1,5 @@
 // Conformance against ONNX's backend node tests (libonnx-testdata, ONNX 1.12): every case is
-// imported and run with our Session, reference kernels then optimized kernels, and compared with the
+// imported and run with our Interpreter, reference kernels then optimized kernels, and compared with the
 // backend's default tolerance (rtol 1e-3, atol 1e-7; NaN equals NaN; ints and bools exact).
 //
 // tests/conformance/expectations.txt drives it: every case is listed as "pass <case>" (claimed: must
@@ -24,7 +24,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 namespace segmux {
 namespace {
@@ -189,7 +189,7 @@ CaseResult run_case(const fs::path& dir) {
     const std::string which = optimized ? "optimized kernels" : "reference kernels";
     std::map<std::string, Tensor> outputs;
     try {
-      Session s(g, SessionOptions{.num_threads = optimized ? 2 : 1, .use_optimized_kernels = optimized});
+      Interpreter s(g, InterpreterOptions{.num_threads = optimized ? 2 : 1, .use_optimized_kernels = optimized});
       outputs = s.run(inputs);
     } catch (const std::exception& e) {
       std::string msg = e.what();
@@ -304,7 +304,8 @@ void write_doc(const std::string& path, const std::map<std::string, CaseResult>&
     << " cases, each a one-op model, or its function expansion, with one input/output data set). Each case\n"
        "is imported with `onnx_io::import_onnx_file` (older opsets are upgraded to 17 by ONNX's version converter) and "
        "run\n"
-       "with our `Session` twice, reference kernels (1 thread) and optimized kernels (2 threads); outputs must match "
+       "with our `Interpreter` twice, reference kernels (1 thread) and optimized kernels (2 threads); outputs must "
+       "match "
        "the expected\n"
        "ones within the backend's default tolerance (rtol 1e-3, atol 1e-7, NaN equals NaN; ints and bools exact).\n\n"
        "The claim list is `tests/conformance/expectations.txt`; `test_conformance` fails when a claimed case\n"
@@ -329,7 +330,7 @@ void write_doc(const std::string& path, const std::map<std::string, CaseResult>&
        "segmux relies on (MatMul, Gemm, Einsum, Conv/ConvTranspose, pooling, Layer/Batch/Instance norms,\n"
        "Softmax, broadcast element-wise ops, Resize, RoiAlign, TopK, Gather*, Scatter*, Slice, Pad, reductions,\n"
        "shape ops and a composite conv/attention block) with seeded random inputs, exports each to ONNX and\n"
-       "compares ONNX Runtime 1.30 against our Session with reference and optimized kernels, each case with\n"
+       "compares ONNX Runtime 1.30 against our Interpreter with reference and optimized kernels, each case with\n"
        "its stated tolerance (|ours - ORT| <= atol + rtol |ORT|: 1e-5/1e-4 for accumulating ops, 1e-6/1e-5\n"
        "for element-wise ones, exact for integer and bool outputs); it prints the worst differences per case.\n"
        "Each graph is also re-imported from its ONNX export and must give bit-identical outputs.\n";

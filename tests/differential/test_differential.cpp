@@ -1,6 +1,6 @@
 // Differential tests against ONNX Runtime: small generated graphs (GraphBuilder) of the ops segmux
-// supports, seeded random inputs, exported to ONNX and run through ORT, through our Session with
-// reference kernels and with optimized kernels, and through Session again after ONNX re-import
+// supports, seeded random inputs, exported to ONNX and run through ORT, through our Interpreter with
+// reference kernels and with optimized kernels, and through Interpreter again after ONNX re-import
 // (which must be bit-identical to the original graph). Each case states its tolerance
 // (|ours - ort| <= atol + rtol * |ort|; integer and bool outputs exact). The worst absolute and
 // relative differences per case are printed at the end. Skips when ONNX Runtime is absent.
@@ -13,7 +13,7 @@
 
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
 
 namespace segmux {
@@ -116,14 +116,14 @@ void run_case(const Case& c) {
     inputs[val.name] = make_input(val, it == c.specs.end() ? InputSpec{} : it->second, rng);
   }
   const std::string bytes = onnx_io::export_onnx_bytes(g);
-  auto ort_out = OrtPeer::from_bytes(bytes)->run(inputs);
+  auto ort_out = verify::OrtPeer::from_bytes(bytes)->run(inputs);
 
   std::map<std::string, Tensor> reference;
   for (bool optimized : {false, true}) {
     std::map<std::string, Tensor> ours;
     try {
-      ours =
-          Session(g, SessionOptions{.num_threads = optimized ? 2 : 1, .use_optimized_kernels = optimized}).run(inputs);
+      ours = Interpreter(g, InterpreterOptions{.num_threads = optimized ? 2 : 1, .use_optimized_kernels = optimized})
+                 .run(inputs);
     } catch (const Error& e) {
       std::string s = skip_reason(e.what());
       if (!s.empty()) GTEST_SKIP() << s;
@@ -143,7 +143,7 @@ void run_case(const Case& c) {
   }
   // Export -> import -> run: bit-identical to running the original graph.
   ir::Graph back = onnx_io::import_onnx_bytes(bytes, c.name);
-  auto again = Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run(inputs);
+  auto again = Interpreter(back, InterpreterOptions{.num_threads = 1, .use_optimized_kernels = false}).run(inputs);
   for (auto& [name, t] : reference) {
     ASSERT_TRUE(again.count(name)) << name;
     EXPECT_TRUE(again.at(name).identical(t)) << c.name << ": output '" << name << "' differs after ONNX round trip";

@@ -43,7 +43,7 @@ std::string tiny_model(const std::string& op, int elem_type, bool binary, const 
   return m.SerializeAsString();
 }
 
-TEST(OrtPeer, AvailabilityIsExplained) {
+TEST(verify::OrtPeer, AvailabilityIsExplained) {
   std::string why;
   bool ok = ort_available(&why);
   if (!ok)
@@ -52,9 +52,9 @@ TEST(OrtPeer, AvailabilityIsExplained) {
     SUCCEED();
 }
 
-TEST(OrtPeer, AddsFloatsFromBytes) {
+TEST(verify::OrtPeer, AddsFloatsFromBytes) {
   SKIP_WITHOUT_ORT();
-  auto peer = OrtPeer::from_bytes(tiny_model("Add", onnx::TensorProto::FLOAT, true, {2, 3}));
+  auto peer = verify::OrtPeer::from_bytes(tiny_model("Add", onnx::TensorProto::FLOAT, true, {2, 3}));
   ASSERT_EQ(peer->input_names().size(), 2u);
   ASSERT_EQ(peer->output_names(), std::vector<std::string>{"out"});
   auto out = peer->run({{"a", Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
@@ -66,14 +66,14 @@ TEST(OrtPeer, AddsFloatsFromBytes) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data<float>()[i], float(11 * (i + 1)));
 }
 
-TEST(OrtPeer, RunsFromFile) {
+TEST(verify::OrtPeer, RunsFromFile) {
   SKIP_WITHOUT_ORT();
   std::string path = std::string(SEGMUX_BINARY_DIR) + "/ort_peer_tiny.onnx";
   {
     std::ofstream f(path, std::ios::binary);
     f << tiny_model("Neg", onnx::TensorProto::INT64, false, {3});
   }
-  OrtPeer peer(path, 1);
+  verify::OrtPeer peer(path, 1);
   auto out = peer.run({{"a", Tensor::from_vector<int64_t>({3}, {1, -2, 3})}});
   std::remove(path.c_str());
   const Tensor& t = out.at("out");
@@ -83,7 +83,7 @@ TEST(OrtPeer, RunsFromFile) {
   EXPECT_EQ(t.data<int64_t>()[2], -3);
 }
 
-TEST(OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
+TEST(verify::OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
   SKIP_WITHOUT_ORT();
   struct Case {
     DType dtype;
@@ -96,7 +96,7 @@ TEST(OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
                         {DType::boolean, onnx::TensorProto::BOOL}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(dtype_name(c.dtype)));
-    auto peer = OrtPeer::from_bytes(tiny_model("Identity", c.onnx_type, false, {2, 2}));
+    auto peer = verify::OrtPeer::from_bytes(tiny_model("Identity", c.onnx_type, false, {2, 2}));
     Tensor in(c.dtype, {2, 2});
     for (int i = 0; i < 4; ++i) in.set_from_double(i, i % 2 ? 1.0 : 0.0 + i);
     auto out = peer->run({{"a", in}});
@@ -104,22 +104,22 @@ TEST(OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
   }
 }
 
-TEST(OrtPeer, ScalarsAndEmptyTensors) {
+TEST(verify::OrtPeer, ScalarsAndEmptyTensors) {
   SKIP_WITHOUT_ORT();
-  auto scalar = OrtPeer::from_bytes(tiny_model("Abs", onnx::TensorProto::FLOAT, false, {}));
+  auto scalar = verify::OrtPeer::from_bytes(tiny_model("Abs", onnx::TensorProto::FLOAT, false, {}));
   auto out = scalar->run({{"a", Tensor::scalar<float>(-2.5f)}});
   ASSERT_EQ(out.at("out").rank(), 0);
   EXPECT_EQ(out.at("out").data<float>()[0], 2.5f);
-  auto empty = OrtPeer::from_bytes(tiny_model("Abs", onnx::TensorProto::FLOAT, false, {0, 3}));
+  auto empty = verify::OrtPeer::from_bytes(tiny_model("Abs", onnx::TensorProto::FLOAT, false, {0, 3}));
   out = empty->run({{"a", Tensor(DType::f32, {0, 3})}});
   EXPECT_EQ(out.at("out").shape(), (Shape{0, 3}));
 }
 
-TEST(OrtPeer, ErrorsCarryOrtMessages) {
+TEST(verify::OrtPeer, ErrorsCarryOrtMessages) {
   SKIP_WITHOUT_ORT();
-  EXPECT_THROW(OrtPeer::from_bytes("this is not a model"), Error);
-  EXPECT_THROW(OrtPeer("/nonexistent/model.onnx", 1), Error);
-  auto peer = OrtPeer::from_bytes(tiny_model("Add", onnx::TensorProto::FLOAT, true, {2, 3}));
+  EXPECT_THROW(verify::OrtPeer::from_bytes("this is not a model"), Error);
+  EXPECT_THROW(verify::OrtPeer("/nonexistent/model.onnx", 1), Error);
+  auto peer = verify::OrtPeer::from_bytes(tiny_model("Add", onnx::TensorProto::FLOAT, true, {2, 3}));
   try {
     peer->run({{"a", Tensor(DType::f32, {2, 3})}, {"b", Tensor(DType::i64, {2, 3})}});
     FAIL() << "wrong dtype accepted";

@@ -16,6 +16,7 @@
 #include "io/safetensors.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/predictor/image_predictor.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace fs = std::filesystem;
 using namespace segmux;
@@ -67,6 +68,7 @@ class ImagePredictorParity : public ::testing::Test {
     ModelSource src;
     src.weights = kSet + "/weights.safetensors";
     src.config = kSet + "/config.json";
+    src.read_config = segmux::verify::load_fixture_config;
     src.vocab = kSet + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
     src.cache_dir = (*tmp_ / "cache").string();
     model_ = new OpenedModel(open_model(src, [](const std::string&) {}));

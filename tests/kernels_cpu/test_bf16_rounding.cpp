@@ -9,7 +9,7 @@
 #include "harness.h"
 #include "ir/precision.h"
 #include "models/sam31/layers.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 namespace segmux::testing_cpu {
 namespace {
@@ -24,10 +24,10 @@ int count_ops(const ir::Graph& g, const std::string& op) {
 }
 
 Tensor run_optimized(const ir::Graph& g, const Tensor& x) {
-  SessionOptions o;
+  InterpreterOptions o;
   o.num_threads = 2;
   o.use_optimized_kernels = true;
-  Session s(g, o);
+  Interpreter s(g, o);
   return s.run({{"x", x}}).at("y");
 }
 
@@ -96,9 +96,9 @@ TEST(Bf16Roundings, OfficialBf16MlpFusesAndStaysClose) {
   // Only GELU's input is no longer rounded (one bf16 rounding, relative 2^-9): the change is smaller
   // than the bf16 build's own distance from the fp32 graph (reference kernels, which ignore bf16).
   Tensor in = random_tensor({2, 9, 48}, 9);
-  SessionOptions ref_opt;
+  InterpreterOptions ref_opt;
   ref_opt.use_optimized_kernels = false;
-  const Tensor want = Session(g, ref_opt).run({{"x", in}}).at("y");
+  const Tensor want = Interpreter(g, ref_opt).run({{"x", in}}).at("y");
   const Tensor a = run_optimized(kept, in), c = run_optimized(dropped, in);
   const double change = max_abs_diff(a, c), bf16_error = max_abs_diff(a, want);
   EXPECT_GT(change, 0.0);
@@ -138,10 +138,12 @@ TEST(Bf16Roundings, Fp32BuildFoldsTheCastsAroundGeluExactly) {
   EXPECT_EQ(gelu->attr_int(ir::kGeluRoundOutput, 0), 1);
   Tensor in = random_tensor({2, 9, 48}, 9);
   EXPECT_TRUE(run_optimized(kept, in).identical(run_optimized(folded, in)));
-  SessionOptions ref_opt;
+  InterpreterOptions ref_opt;
   ref_opt.use_optimized_kernels = false;
-  EXPECT_TRUE(
-      Session(kept, ref_opt).run({{"x", in}}).at("y").identical(Session(folded, ref_opt).run({{"x", in}}).at("y")));
+  EXPECT_TRUE(Interpreter(kept, ref_opt)
+                  .run({{"x", in}})
+                  .at("y")
+                  .identical(Interpreter(folded, ref_opt).run({{"x", in}}).at("y")));
 }
 
 // bf16-between-linears: in a bf16 build the official MLP's fc1 (+ GELU) stores its output as bf16 for
@@ -214,10 +216,12 @@ TEST(Bf16Roundings, FoldedGeluRoundsSpecialValuesAsCastDoes) {
   ir::Graph kept = compiled(g, false, "fp32"), folded = compiled(g, true, "fp32");
   ASSERT_EQ(count_ops(folded, "Cast"), 0);
   EXPECT_TRUE(run_optimized(kept, in).identical(run_optimized(folded, in)));
-  SessionOptions ref_opt;
+  InterpreterOptions ref_opt;
   ref_opt.use_optimized_kernels = false;
-  EXPECT_TRUE(
-      Session(kept, ref_opt).run({{"x", in}}).at("y").identical(Session(folded, ref_opt).run({{"x", in}}).at("y")));
+  EXPECT_TRUE(Interpreter(kept, ref_opt)
+                  .run({{"x", in}})
+                  .at("y")
+                  .identical(Interpreter(folded, ref_opt).run({{"x", in}}).at("y")));
 }
 
 }  // namespace

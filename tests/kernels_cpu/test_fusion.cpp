@@ -7,7 +7,7 @@
 #include "compiler/passes/fuse_all.h"
 #include "harness.h"
 #include "models/sam31/layers.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 namespace segmux::testing_cpu {
 namespace {
@@ -22,10 +22,10 @@ int count_ops(const ir::Graph& g, const std::string& domain, const std::string& 
 }
 
 std::map<std::string, Tensor> run_graph(const ir::Graph& g, const std::map<std::string, Tensor>& in, bool optimized) {
-  SessionOptions o;
+  InterpreterOptions o;
   o.num_threads = 2;
   o.use_optimized_kernels = optimized;
-  Session s(g, o);
+  Interpreter s(g, o);
   return s.run(in);
 }
 

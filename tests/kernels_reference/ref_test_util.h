@@ -1,4 +1,4 @@
-// Runs one node through schema inference and its reference kernel, as the Session does.
+// Runs one node through schema inference and its reference kernel, as the Interpreter does.
 #pragma once
 #include <gtest/gtest.h>
 

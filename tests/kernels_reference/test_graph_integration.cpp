@@ -1,9 +1,9 @@
 // The schemas as model code meets them (GraphBuilder infers as nodes are added) and the reference
-// kernels as the Session runs them.
+// kernels as the Interpreter runs them.
 #include "ref_test_util.h"
 
 #include "ir/builder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 using namespace segmux;
 using namespace segmux::test;
@@ -28,9 +28,9 @@ TEST(RefGraph, BuilderSeesShapesAndSessionRunsReferenceKernels) {
   EXPECT_FALSE(g.value(dyn).has_shape);
   b.output(sl, "probs");
   b.output(dyn, "reshaped");
-  SessionOptions opt;
+  InterpreterOptions opt;
   opt.use_optimized_kernels = false;
-  Session sess(g, opt);
+  Interpreter sess(g, opt);
   auto out = sess.run({{"x", f32({2, 3}, {1, 2, 3, 4, 5, 6})}});
   // y = [[4, 5], [10, 11]] -> softmax over [4, 5, 10, 11].
   const double z = std::exp(4.0) + std::exp(5.0) + std::exp(10.0) + std::exp(11.0);

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "deploy/model_store/cache.h"
 #include "io/sha256.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::pipeline {
 namespace {
@@ -35,6 +36,7 @@ ModelSource source(const fs::path& weights, const fs::path& cache) {
   ModelSource src;
   src.weights = weights.string();
   src.config = kDir + "/config.json";
+  src.read_config = segmux::verify::load_fixture_config;
   src.vocab = kDir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = cache.string();
   src.num_threads = 1;

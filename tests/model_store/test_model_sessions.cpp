@@ -23,6 +23,7 @@
 #include "pipeline/predictor/concepts.h"
 #include "pipeline/predictor/control_config.h"
 #include "pipeline/predictor/control_plane.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::pipeline {
 namespace {
@@ -90,7 +91,7 @@ class Video {
   Video(Model& model, std::unique_ptr<FrameSource> frames, std::string text, int max_frames)
       : session_(model.new_session()),
         frames_(std::move(frames)),
-        control_(*session_, *frames_, load_control_config(kTiny + "/config.json")),
+        control_(*session_, *frames_, segmux::verify::load_fixture_control_config(kTiny + "/config.json")),
         text_(std::move(text)),
         max_frames_(max_frames) {}
   void prompt() { out_.push_back(seen(control_.add_text_prompt(0, text_))); }
@@ -125,6 +126,7 @@ class ModelSessions : public ::testing::Test {
     ModelSource src;
     src.weights = kTiny + "/weights.safetensors";
     src.config = kTiny + "/config.json";
+    src.read_config = segmux::verify::load_fixture_config;
     src.vocab = kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
     src.cache_dir = (root_ / "cache").string();
     OpenedModel opened = open_model(src, [](const std::string&) {});
@@ -226,7 +228,7 @@ TEST_F(ModelSessions, ConceptsOfOneSessionRunTheBackboneOncePerFrame) {
   // Two concepts on one session share its frame features.
   auto session = model().new_session();
   auto src = frames();
-  ConceptSet set(*session, *src, load_control_config(kTiny + "/config.json"));
+  ConceptSet set(*session, *src, segmux::verify::load_fixture_control_config(kTiny + "/config.json"));
   const int b0 = runs("backbone");
   set.add_text_prompt(0, "shape");
   set.add_text_prompt(0, "square");

@@ -16,6 +16,7 @@
 #include "kernels/isa.h"
 #include "models/sam31/candidates.h"
 #include "pipeline/backends/ort_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::pipeline {
 namespace {
@@ -33,6 +34,7 @@ ModelSource fixture_source(const fs::path& cache) {
   ModelSource src;
   src.weights = kDir + "/weights.safetensors";
   src.config = kDir + "/config.json";
+  src.read_config = segmux::verify::load_fixture_config;
   src.vocab = kDir + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = cache.string();
   src.num_threads = 1;

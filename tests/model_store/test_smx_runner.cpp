@@ -21,6 +21,7 @@
 #include "pipeline/backends/smx_runner.h"
 #include "runtime/offline_model.h"
 #include "runtime/verified_memo.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::pipeline {
 namespace {
@@ -147,7 +148,7 @@ class FakeRunner : public CandidateRunner {
 
 TEST(CandidateModelGlue, TextEncoderReleasedForFramesAndOnlyUsedOutputsAsked) {
   const std::string fixtures = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
-  sam31::ModelConfig cfg = sam31::load_config(fixtures + "/config.json");
+  sam31::ModelConfig cfg = segmux::verify::load_fixture_config(fixtures + "/config.json");
   sam31::Tokenizer tok =
       sam31::Tokenizer::load(fixtures + "/tokenizer/bpe_simple_vocab_16e6.txt.gz", cfg.text_context_length);
   Calls calls;

@@ -12,7 +12,7 @@
 #include "common/error_text.h"
 #include "ir/builder.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "test_ops.h"
 
 namespace segmux {
@@ -123,7 +123,7 @@ TEST(OnnxImport, InitializersInEveryEncoding) {
   EXPECT_EQ(init("w_bool").get_as_double(1), 0.0);
   EXPECT_EQ(init("w_u8").data<uint8_t>()[0], 200);
 
-  Session s(ig, SessionOptions{.num_threads = 1, .use_optimized_kernels = false});
+  Interpreter s(ig, InterpreterOptions{.num_threads = 1, .use_optimized_kernels = false});
   auto out = s.run({{"x", Tensor::from_vector<float>({2}, {10, 20})}});
   const Tensor& y = out.at("y");
   ASSERT_EQ(y.shape(), (Shape{6}));
@@ -367,7 +367,8 @@ Tensor sample_input() {
 TEST(OnnxRoundTrip, BytesRunBitIdentical) {
   test_ops::register_test_ops();
   ir::Graph g = affine_chain();
-  auto want = Session(g, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
+  auto want =
+      Interpreter(g, InterpreterOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
   std::string bytes = onnx_io::export_onnx_bytes(g);
   onnx::ModelProto m;
   ASSERT_TRUE(m.ParseFromString(bytes));
@@ -379,8 +380,8 @@ TEST(OnnxRoundTrip, BytesRunBitIdentical) {
   EXPECT_GE(m.graph().value_info_size(), 1);  // the intermediate's known shape
   // "shift" was an int64 in our IR; our test schema is not ONNX's, so it stays an INT.
   ir::Graph back = onnx_io::import_onnx_bytes(bytes, "round trip");
-  auto got =
-      Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
+  auto got = Interpreter(back, InterpreterOptions{.num_threads = 1, .use_optimized_kernels = false})
+                 .run({{"x", sample_input()}});
   ASSERT_TRUE(got.at("z").identical(want.at("z")));
 }
 
@@ -395,9 +396,10 @@ TEST(OnnxRoundTrip, ExternalDataFile) {
   ASSERT_TRUE(fs::exists(dir + "/model.onnx.data"));
   EXPECT_THROW(onnx_io::export_onnx_bytes(g, opt), Error);  // one message cannot hold it
   ir::Graph back = onnx_io::import_onnx_file(dir + "/model.onnx");
-  auto want = Session(g, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
-  auto got =
-      Session(back, SessionOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
+  auto want =
+      Interpreter(g, InterpreterOptions{.num_threads = 1, .use_optimized_kernels = false}).run({{"x", sample_input()}});
+  auto got = Interpreter(back, InterpreterOptions{.num_threads = 1, .use_optimized_kernels = false})
+                 .run({{"x", sample_input()}});
   ASSERT_TRUE(got.at("z").identical(want.at("z")));
   // Bytes alone cannot resolve external data unless told where the folder is.
   std::ifstream f(dir + "/model.onnx", std::ios::binary);

@@ -11,6 +11,7 @@
 #include "deploy/package/package.h"
 #include "io/sha256.h"
 #include "models/sam31/config.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux {
 namespace {
@@ -189,7 +190,8 @@ TEST(ModelJson, RelativeVocabularyFollowsTheFolderAbsoluteStillLoads) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("segmux-model-json-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  sam31::ModelConfig cfg = sam31::load_config(std::string(SEGMUX_FIXTURES) + "/sam31-tiny/config.json");
+  sam31::ModelConfig cfg =
+      segmux::verify::load_fixture_config(std::string(SEGMUX_FIXTURES) + "/sam31-tiny/config.json");
   package::write_model_json(dir.string(), cfg, "tokenizer/v.txt.gz", {{"checkpoint", "w.pt"}});
   sam31::ModelConfig got;
   std::string vocab;

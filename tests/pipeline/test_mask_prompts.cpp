@@ -12,6 +12,8 @@
 #include "common/replayed_session.h"
 #include "pipeline/predictor/mask_prompts.h"
 #include "pipeline/predictor/session_api.h"
+#include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

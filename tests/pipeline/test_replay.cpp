@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "pipeline/predictor/control_plane.h"
 #include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;
@@ -79,8 +80,8 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
   std::ifstream probe(kFixture + "/video/trace.json");
   if (!probe.good()) GTEST_SKIP() << "fixtures not found at " << kFixture;
   json trace = load_json(kFixture + "/video/trace.json");
-  ControlConfig cfg = load_control_config(kFixture + "/video/trace.json");
-  ReplaySession replay = ReplaySession::from_fixture(kFixture);
+  ControlConfig cfg = segmux::verify::load_fixture_control_config(kFixture + "/video/trace.json");
+  verify::ReplaySession replay = verify::ReplaySession::from_fixture(kFixture);
   const auto& first = trace["add_prompt"]["outputs"]["masks_rle"][0]["size"];
   const int H = first[0].get<int>(), W = first[1].get<int>();
   auto frames = make_blank_frame_source(int(trace["outputs"].size()), W, H);
@@ -245,9 +246,9 @@ TEST(Replay, OfficialTraceDecisionsAndOutputs) {
 TEST(Replay, DivergingDecisionsAreDetected) {
   std::ifstream probe(kFixture + "/video/trace.json");
   if (!probe.good()) GTEST_SKIP() << "fixtures not found at " << kFixture;
-  ControlConfig cfg = load_control_config(kFixture + "/video/trace.json");
+  ControlConfig cfg = segmux::verify::load_fixture_control_config(kFixture + "/video/trace.json");
   cfg.hotstart_unmatch_thresh = 9;
-  ReplaySession replay = ReplaySession::from_fixture(kFixture);
+  verify::ReplaySession replay = verify::ReplaySession::from_fixture(kFixture);
   auto frames = make_blank_frame_source(16, 320, 240);
   VideoControlPlane cp(replay, *frames, cfg);
   cp.add_text_prompt(0, "shape");

@@ -13,6 +13,8 @@
 #include "common/replayed_session.h"
 #include "pipeline/predictor/client_ids.h"
 #include "pipeline/predictor/session_api.h"
+#include "verify/replay_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::pipeline;

@@ -17,9 +17,10 @@
 #include "onnx/extract.h"
 #include "onnx/onnx_io.h"
 #include "pipeline/backends/ort_backend.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/compare.h"
 #include "verify/graph_equivalence.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 namespace fs = std::filesystem;
@@ -38,7 +39,7 @@ Tensor seeded(const Shape& shape, uint64_t seed) {
   ir::Graph g;
   ir::GraphBuilder b(g);
   b.input("x", DType::f32, shape);
-  return seeded_inputs(g, seed).at("x");
+  return verify::seeded_inputs(g, seed).at("x");
 }
 
 // x -> y1 = x W -> y2 = Relu(y1) -> y3 = y2 W -> out = y3 + y1: W is used on both sides of a cut at y2.
@@ -69,11 +70,11 @@ ir::Graph with_outputs(ir::Graph g, const std::vector<std::string>& names) {
 }
 
 std::map<std::string, Tensor> run_reference(const ir::Graph& g, const std::map<std::string, Tensor>& in) {
-  return Session(g, SessionOptions{2, false}).run(in);
+  return Interpreter(g, InterpreterOptions{2, false}).run(in);
 }
 
 void expect_equal(const Tensor& got, const Tensor& want, const std::string& what) {
-  Comparison c = compare_tensors(got, want);
+  verify::Comparison c = verify::compare_tensors(got, want);
   EXPECT_TRUE(c.contract_error.empty()) << what << ": " << c.contract_error;
   EXPECT_EQ(c.max_abs, 0.0) << what;  // same kernels on the same values: bit-identical
 }
@@ -98,7 +99,7 @@ TEST(Extract, CutCopiesInitializersSharedAcrossTheCut) {
   onnx_io::export_onnx_file(sub, sub_path);  // standard ONNX, checker clean
   const ir::Graph reread = onnx_io::import_onnx_file(sub_path);
 
-  auto in_full = seeded_inputs(g, 11);
+  auto in_full = verify::seeded_inputs(g, 11);
   auto full = run_reference(with_outputs(g, {"y1", "y2", "y3"}), in_full);
   auto got = run_reference(reread, {{"y2", full.at("y2")}});
   expect_equal(got.at("y3"), full.at("y3"), "y3");
@@ -133,7 +134,7 @@ TEST(Extract, BadNamesAndMissingInputsAreClearErrors) {
 // is an input, the outputs of node n/2 - 1 are the outputs; the piece reproduces the full model's
 // intermediate values.
 TEST(Extract, MiddleOfASam31CandidateMatchesTheFullModel) {
-  const sam31::ModelConfig cfg = sam31::load_config(kFixture + "/config.json");
+  const sam31::ModelConfig cfg = segmux::verify::load_fixture_config(kFixture + "/config.json");
   sam31::Weights w = sam31::Weights::load(kFixture + "/weights.safetensors");
   const std::string path = temp_path("memory_encoder.onnx");
   onnx_io::export_onnx_file(sam31::find_candidate("memory_encoder")->build(cfg, w), path);
@@ -161,7 +162,7 @@ TEST(Extract, MiddleOfASam31CandidateMatchesTheFullModel) {
 
   std::vector<std::string> all = inputs;
   all.insert(all.end(), outputs.begin(), outputs.end());
-  auto full = run_reference(with_outputs(g, all), seeded_inputs(g, 3));
+  auto full = run_reference(with_outputs(g, all), verify::seeded_inputs(g, 3));
   std::map<std::string, Tensor> sub_in;
   for (const std::string& n : inputs) sub_in[n] = full.at(n);
   auto got = run_reference(reread, sub_in);
@@ -169,7 +170,8 @@ TEST(Extract, MiddleOfASam31CandidateMatchesTheFullModel) {
   std::string why;
   if (ort_available(&why)) {  // the piece loads and runs in ONNX Runtime too
     auto ort = OrtModel(sub_path, OrtModelOptions{2, false}).run(sub_in);
-    for (const std::string& n : outputs) EXPECT_NE(compare_tensors(ort.at(n), full.at(n)).verdict, Verdict::fail) << n;
+    for (const std::string& n : outputs)
+      EXPECT_NE(verify::compare_tensors(ort.at(n), full.at(n)).verdict, verify::Verdict::fail) << n;
   }
 }
 
@@ -208,13 +210,13 @@ TEST(Slim, FoldsAndCleansAndKeepsStandardOnnx) {
   onnx_io::export_onnx_file(after, out);  // runs the ONNX checker
   const ir::Graph written = onnx_io::import_onnx_file(out);
   EXPECT_EQ(written.value(written.outputs.at(0)).name, "y");
-  EquivalenceReport e = check_equivalent(before, written, path, out);
-  EXPECT_EQ(e.verdict(), Verdict::pass) << e.to_text();
+  verify::EquivalenceReport e = verify::check_equivalent(before, written, path, out);
+  EXPECT_EQ(e.verdict(), verify::Verdict::pass) << e.to_text();
   EXPECT_EQ(e.checks.at(0).outputs.at(0).second.max_abs, 0.0);
 }
 
 TEST(Slim, Sam31CandidateStaysEquivalent) {
-  const sam31::ModelConfig cfg = sam31::load_config(kFixture + "/config.json");
+  const sam31::ModelConfig cfg = segmux::verify::load_fixture_config(kFixture + "/config.json");
   sam31::Weights w = sam31::Weights::load(kFixture + "/weights.safetensors");
   const std::string path = temp_path("detector.onnx"), out = temp_path("detector_slim.onnx");
   onnx_io::export_onnx_file(sam31::find_candidate("detector")->build(cfg, w), path);
@@ -224,17 +226,17 @@ TEST(Slim, Sam31CandidateStaysEquivalent) {
   EXPECT_LT(rep.passes.nodes_after, rep.passes.nodes_before) << rep.to_text();
   for (const ir::Node& n : after.nodes) EXPECT_EQ(n.domain, "") << n.describe();
   onnx_io::export_onnx_file(after, out);
-  EquivalenceReport e = check_equivalent(before, onnx_io::import_onnx_file(out), path, out);
+  verify::EquivalenceReport e = verify::check_equivalent(before, onnx_io::import_onnx_file(out), path, out);
   std::cout << rep.to_text() << e.to_text();
-  EXPECT_EQ(e.verdict(), Verdict::pass) << e.to_text();
+  EXPECT_EQ(e.verdict(), verify::Verdict::pass) << e.to_text();
 }
 
 TEST(Slim, AWrongRewriteFails) {
   // The check can fail: a model that computes something else is not passed.
   ir::Graph a = shared_weight_graph(), b2 = shared_weight_graph();
   b2.nodes.back().op_type = "Sub";
-  EquivalenceReport e = check_equivalent(a, b2, "", "");
-  EXPECT_EQ(e.verdict(), Verdict::fail) << e.to_text();
+  verify::EquivalenceReport e = verify::check_equivalent(a, b2, "", "");
+  EXPECT_EQ(e.verdict(), verify::Verdict::fail) << e.to_text();
   EXPECT_NE(e.checks.at(1).skipped, "");  // no files: ONNX Runtime not run
 }
 

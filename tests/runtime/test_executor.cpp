@@ -1,4 +1,4 @@
-// The compiled-model executor against the eager Session: the route's known miscompilation patterns
+// The compiled-model executor against the eager Interpreter: the route's known miscompilation patterns
 // (a write into a copy of a value that is still read later, view aliases, data-dependent shapes) and
 // arena reuse across runs.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include "compiler/compile.h"
 #include "ir/builder.h"
 #include "runtime/executor.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 using namespace segmux;
 using ir::GraphBuilder;
@@ -27,7 +27,7 @@ void expect_identical(const std::map<std::string, Tensor>& a, const std::map<std
 }
 
 void compare_compiled_with_eager(const ir::Graph& g, const std::map<std::string, Tensor>& in) {
-  Session eager(g, SessionOptions{1, false});
+  Interpreter eager(g, InterpreterOptions{1, false});
   auto expected = eager.run(in);
   auto c = compiler::compile_graph(g);
   Executor exec(c.graph, c.plan, ExecutorOptions{1, false});
@@ -80,7 +80,7 @@ TEST(Executor, DataDependentShapesRunPerCall) {
   int nz = b.op1("NonZero", {b.op1("Relu", {x})});
   b.output(b.op1("Transpose", {nz}), "where");
   b.output(b.op1("Neg", {x}), "neg");
-  Session eager(g, SessionOptions{1, false});
+  Interpreter eager(g, InterpreterOptions{1, false});
   auto c = compiler::compile_graph(g);
   Executor exec(c.graph, c.plan, ExecutorOptions{1, false});
   for (uint32_t seed : {4u, 5u, 6u}) {
@@ -140,7 +140,7 @@ TEST(Executor, ConcatAndSplitPiecesInPlace) {
   EXPECT_EQ(plan.offsets[size_t(split->outputs[2])], split_in + 8 * 64);
   const std::map<std::string, Tensor> in = {{"x", random_tensor({1, 4, 16}, 4)}};
   compare_compiled_with_eager(g, in);
-  Session eager(g, SessionOptions{2, true});
+  Interpreter eager(g, InterpreterOptions{2, true});
   Executor optimized(compiled.graph, compiled.plan, ExecutorOptions{2, true});
   expect_identical(eager.run(in), optimized.run(in));
 }

@@ -1,4 +1,4 @@
-// The offline model file: round trip equals Session, weights alias the mapping, and every kind of
+// The offline model file: round trip equals Interpreter, weights alias the mapping, and every kind of
 // damage (truncation, flipped bytes, wrong magic/version/ISA) is a clear Error.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "compiler/compile.h"
 #include "io/safetensors.h"
 #include "ir/builder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -84,7 +84,7 @@ uint64_t read_u64(const std::string& s, size_t off) {
 TEST(OfflineModel, RoundTripMatchesSession) {
   ir::Graph g = small_model();
   std::map<std::string, Tensor> in{{"x", random_tensor({2, 8, 16}, 21)}};
-  Session session(g);
+  Interpreter session(g);
   auto expected = session.run(in);
 
   auto compiled = compiler::compile_graph(g);
@@ -120,7 +120,7 @@ TEST(OfflineModel, ExecutorMatchesSessionOnTheSameGraph) {
   auto compiled = compiler::compile_graph(small_model());
   std::map<std::string, Tensor> in{{"x", random_tensor({2, 8, 16}, 31)}};
   for (bool optimized : {false, true}) {
-    Session session(compiled.graph, SessionOptions{2, optimized});
+    Interpreter session(compiled.graph, InterpreterOptions{2, optimized});
     Executor exec(compiled.graph, compiled.plan, ExecutorOptions{2, optimized});
     auto a = session.run(in);
     auto b = exec.run(in);

@@ -2,7 +2,8 @@
 
 #include "models/sam31/config.h"
 #include "models/sam31/interactive_decoder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 using namespace segmux;
@@ -12,19 +13,19 @@ static std::string fixture() { return std::string(SEGMUX_FIXTURES) + "/sam31-tin
 
 // The tracker bar of issue 3: cosine >= 0.9999, max abs <= 2e-2 * max(1, max|ref|).
 TEST(InteractiveDecoder, ObjectPointersMatchTheOfficialAddPromptStep) {
-  ModelConfig cfg = load_config(fixture() + "/config.json");
+  ModelConfig cfg = segmux::verify::load_fixture_config(fixture() + "/config.json");
   Weights w = Weights::load(fixture() + "/weights.safetensors");
-  Session session(build_interactive_decoder(cfg, w), SessionOptions{1, false});
-  auto cases = interactive_decoder_parity_cases(fixture(), cfg);
+  Interpreter session(build_interactive_decoder(cfg, w), InterpreterOptions{1, false});
+  auto cases = verify::interactive_decoder_parity_cases(fixture(), cfg);
   ASSERT_EQ(cases.size(), 3u);
-  Tolerance tol;
+  verify::Tolerance tol;
   tol.min_cosine = 0.9999;
   tol.max_abs_over_scale = 2e-2;
   tol.scale_is_max_ref = false;
   for (auto& c : cases) {
     auto out = session.run(c.inputs);
     for (auto& [name, ref] : c.expected) {
-      OutputCheck r = check_output(out.at(name), ref, tol);
+      verify::OutputCheck r = verify::check_output(out.at(name), ref, tol);
       EXPECT_TRUE(r.pass) << c.label << " " << name << ": cosine " << r.cosine << " max abs " << r.max_abs << " "
                           << r.problem;
     }
@@ -33,10 +34,10 @@ TEST(InteractiveDecoder, ObjectPointersMatchTheOfficialAddPromptStep) {
 }
 
 TEST(InteractiveDecoder, EmptyMaskGivesTheNoObjectScore) {
-  ModelConfig cfg = load_config(fixture() + "/config.json");
+  ModelConfig cfg = segmux::verify::load_fixture_config(fixture() + "/config.json");
   Weights w = Weights::load(fixture() + "/weights.safetensors");
-  Session session(build_interactive_decoder(cfg, w), SessionOptions{1, false});
-  auto cases = interactive_decoder_parity_cases(fixture(), cfg);
+  Interpreter session(build_interactive_decoder(cfg, w), InterpreterOptions{1, false});
+  auto cases = verify::interactive_decoder_parity_cases(fixture(), cfg);
   auto inputs = cases[0].inputs;
   inputs["mask"] = Tensor(DType::f32, inputs["mask"].shape());
   auto out = session.run(inputs);

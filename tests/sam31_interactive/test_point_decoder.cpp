@@ -12,7 +12,8 @@
 #include "io/safetensors.h"
 #include "models/sam31/config.h"
 #include "models/sam31/point_decoder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 using namespace segmux;
@@ -26,27 +27,27 @@ const std::string kTiny = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 struct Model {
   ModelConfig cfg;
   Weights w;
-  std::vector<ParityCase> cases;
+  std::vector<verify::ParityCase> cases;
 };
 
 Model& model() {
   static Model* m = [] {
     auto* p = new Model;
-    p->cfg = load_config(kPrompts + "/config.json");
+    p->cfg = segmux::verify::load_fixture_config(kPrompts + "/config.json");
     p->w = Weights::load(kPrompts + "/weights.safetensors");
-    p->cases = point_decoder_parity_cases(kPrompts, p->cfg);
+    p->cases = verify::point_decoder_parity_cases(kPrompts, p->cfg);
     return p;
   }();
   return *m;
 }
 
-void expect_passes(const ParityCase& c, const std::map<std::string, Tensor>& out, const std::string& backend) {
+void expect_passes(const verify::ParityCase& c, const std::map<std::string, Tensor>& out, const std::string& backend) {
   for (auto& [name, ref] : c.expected) {
     ASSERT_TRUE(out.count(name)) << backend << " " << c.label << ": no output " << name;
     auto sel = c.select.find(name);
     const Tensor got =
         sel == c.select.end() ? out.at(name) : take_indices(out.at(name), sel->second.axis, sel->second.indices);
-    OutputCheck chk = check_output(got, ref, c.tolerance.at(name));
+    verify::OutputCheck chk = verify::check_output(got, ref, c.tolerance.at(name));
     std::printf("[%s] %s %-20s cos=%.9f max_abs=%.3g (max|ref| %.3g)\n", backend.c_str(), c.label.c_str(), name.c_str(),
                 chk.cosine, chk.max_abs, chk.max_ref);
     EXPECT_TRUE(chk.pass) << backend << " " << c.label << " " << name << ": " << chk.problem << " cos=" << chk.cosine
@@ -58,10 +59,10 @@ TEST(PointDecoder, EveryFixtureCaseMatchesTheOfficialHead) {
   Model& m = model();
   ASSERT_EQ(m.cases.size(), 6u) << "one case per modules/interactive_*.safetensors";
   const ir::Graph g = build_point_decoder_variant(m.cfg, m.w, kPointDecoderFeaturesVariant);
-  Session reference(g, SessionOptions{1, false});
+  Interpreter reference(g, InterpreterOptions{1, false});
   compiler::CompileResult cr = compiler::compile_graph(g);
   Executor compiled(std::move(cr.graph), std::move(cr.plan), ExecutorOptions{});
-  for (const ParityCase& c : m.cases) {
+  for (const verify::ParityCase& c : m.cases) {
     expect_passes(c, reference.run(c.inputs), "reference");
     expect_passes(c, compiled.run(c.inputs), "compiled");
   }
@@ -71,8 +72,8 @@ TEST(PointDecoder, EveryFixtureCaseMatchesTheOfficialHead) {
 // gated mask is -1024 everywhere and the pointer is the no-object mix; the ungated masks are not.
 TEST(PointDecoder, TinyWeightsGateEveryClickToNoObject) {
   Model& m = model();
-  Session s(build_point_decoder_variant(m.cfg, m.w, kPointDecoderFeaturesVariant), SessionOptions{1, false});
-  for (const ParityCase& c : m.cases) {
+  Interpreter s(build_point_decoder_variant(m.cfg, m.w, kPointDecoderFeaturesVariant), InterpreterOptions{1, false});
+  for (const verify::ParityCase& c : m.cases) {
     auto out = s.run(c.inputs);
     EXPECT_LE(out.at("object_score_logit").data<float>()[0], 0.0f) << c.label;
     const Tensor& gated = out.at("low_res_mask");
@@ -89,9 +90,9 @@ TEST(PointDecoder, MultimaskDecisionFollowsTheClickCount) {
   Model& m = model();
   EXPECT_EQ(m.cfg.multimask_min_pt_num, 0);
   EXPECT_EQ(m.cfg.multimask_max_pt_num, 1);
-  for (const ParityCase& c : m.cases) {
+  for (const verify::ParityCase& c : m.cases) {
     TensorFile f = read_safetensors(kPrompts + "/modules/" + c.label + ".safetensors");
-    const PointPrompt p = point_decoder_fixture_prompt(f);
+    const PointPrompt p = verify::point_decoder_fixture_prompt(f);
     const bool recorded =
         f.metadata.at("call_meta.call.interactive_sam_mask_decoder.kwargs.multimask_output") == "true";
     EXPECT_EQ(point_prompt_multimask(m.cfg, p), recorded) << c.label;
@@ -104,11 +105,11 @@ TEST(PointDecoder, MultimaskDecisionFollowsTheClickCount) {
 TEST(PointDecoder, DefaultBuildFromBackboneLevelsMatchesOnFrameZero) {
   Model& m = model();
   TensorFile bb = read_safetensors(kTiny + "/modules/backbone.safetensors");
-  Session s(build_point_decoder(m.cfg, m.w), SessionOptions{1, false});
+  Interpreter s(build_point_decoder(m.cfg, m.w), InterpreterOptions{1, false});
   int n = 0;
-  for (const ParityCase& c : m.cases) {
+  for (const verify::ParityCase& c : m.cases) {
     if (c.label.find("_f000_") == std::string::npos) continue;
-    ParityCase d = c;
+    verify::ParityCase d = c;
     d.inputs.erase("image_embeddings");
     d.inputs.erase("high_res_s0");
     d.inputs.erase("high_res_s1");

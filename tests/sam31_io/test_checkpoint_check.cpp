@@ -11,6 +11,7 @@
 
 #include "io/pytorch_zip.h"
 #include "models/sam31/state_dict.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/random_checkpoint.h"
 
 using namespace segmux;
@@ -20,7 +21,7 @@ namespace {
 
 const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 
-ModelConfig tiny_config() { return load_config(kFixture + "/config.json"); }
+ModelConfig tiny_config() { return segmux::verify::load_fixture_config(kFixture + "/config.json"); }
 
 }  // namespace
 
@@ -86,36 +87,36 @@ TEST(CheckpointCheck, OneErrorNamesEveryProblem) {
 TEST(CheckpointCheck, RandomCheckpointAndItsBrokenVariants) {
   const ModelConfig cfg = tiny_config();
   const std::string path = ::testing::TempDir() + "segmux_sam31_io_" + std::to_string(::getpid()) + "_random.pt";
-  write_random_checkpoint(path, cfg, 42);
+  verify::write_random_checkpoint(path, cfg, 42);
   Weights w = Weights::load(path);
   EXPECT_NO_THROW(check_weights(w, cfg));
   EXPECT_EQ(w.size(), expected_state_dict(cfg).size());
   // Seeded: the same seed gives the same bytes, another seed other values.
   const std::string path2 = path + ".2";
-  write_random_checkpoint(path2, cfg, 42);
+  verify::write_random_checkpoint(path2, cfg, 42);
   Weights w2 = Weights::load(path2);
   const std::string probe = "detector.transformer.decoder.layers.0.linear1.weight";
   EXPECT_TRUE(w.get(probe).identical(w2.get(probe)));
-  write_random_checkpoint(path2, cfg, 43);
+  verify::write_random_checkpoint(path2, cfg, 43);
   EXPECT_FALSE(w.get(probe).identical(Weights::load(path2).get(probe)));
   // RoPE tables are the real ones, not noise.
-  EXPECT_TRUE(
-      w.get("detector.backbone.vision_backbone.trunk.blocks.1.attn.freqs_cis").identical(vit_rope_table(cfg, 1)));
+  EXPECT_TRUE(w.get("detector.backbone.vision_backbone.trunk.blocks.1.attn.freqs_cis")
+                  .identical(verify::vit_rope_table(cfg, 1)));
   EXPECT_TRUE(w.is_complex("detector.backbone.vision_backbone.trunk.blocks.1.attn.freqs_cis"));
 
   // Variants: a key missing, a key renamed, a key mis-shaped -> each refused naming the key.
   struct Variant {
-    CheckpointEdits edits;
+    verify::CheckpointEdits edits;
     std::string needle;
   };
   const std::string key = "tracker.model.sam_mask_decoder.conv_s1.weight";
   std::vector<Variant> variants = {
-      {CheckpointEdits{{key}, {}, {}}, "missing:\n  " + key},
-      {CheckpointEdits{{}, {{key, key + ".old"}}, {}}, "unexpected:\n  " + key + ".old"},
-      {CheckpointEdits{{}, {}, {key}}, key + ": f32 [17,64,1,1] where f32 [16,64,1,1] expected"},
+      {verify::CheckpointEdits{{key}, {}, {}}, "missing:\n  " + key},
+      {verify::CheckpointEdits{{}, {{key, key + ".old"}}, {}}, "unexpected:\n  " + key + ".old"},
+      {verify::CheckpointEdits{{}, {}, {key}}, key + ": f32 [17,64,1,1] where f32 [16,64,1,1] expected"},
   };
   for (const auto& v : variants) {
-    write_random_checkpoint(path2, cfg, 1, v.edits);
+    verify::write_random_checkpoint(path2, cfg, 1, v.edits);
     try {
       check_weights(Weights::load(path2), cfg);
       ADD_FAILURE() << "variant accepted: " << v.needle;
@@ -133,7 +134,7 @@ TEST(CheckpointCheck, RopeTablesMatchTheFixtureCheckpoint) {
   for (int b = 0; b < cfg.vit_depth; ++b) {
     const Tensor& ref =
         w.get("detector.backbone.vision_backbone.trunk.blocks." + std::to_string(b) + ".attn.freqs_cis");
-    Tensor ours = vit_rope_table(cfg, b);
+    Tensor ours = verify::vit_rope_table(cfg, b);
     ASSERT_EQ(ours.shape(), ref.shape()) << "block " << b;
     // The official table is float32 math (pow, products, cos/sin); ours rounds the same steps to
     // float32 (cos/sin taken in double, then rounded): the tiny fixture's tables agree bit for bit.
@@ -141,6 +142,6 @@ TEST(CheckpointCheck, RopeTablesMatchTheFixtureCheckpoint) {
   }
   // Full size: window blocks 24x24, global blocks 72x72 tokens, 32 complex frequencies.
   const ModelConfig full = default_config();
-  EXPECT_EQ(vit_rope_table(full, 0).shape(), (Shape{576, 32, 2}));
-  EXPECT_EQ(vit_rope_table(full, 7).shape(), (Shape{5184, 32, 2}));
+  EXPECT_EQ(verify::vit_rope_table(full, 0).shape(), (Shape{576, 32, 2}));
+  EXPECT_EQ(verify::vit_rope_table(full, 7).shape(), (Shape{5184, 32, 2}));
 }

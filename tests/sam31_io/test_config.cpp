@@ -1,4 +1,5 @@
-// ModelConfig: full-size defaults, the fixtures' config.json, our flat JSON, and clear errors.
+// ModelConfig: full-size defaults, the fixtures' config.json (read by verification), our flat JSON, and
+// clear errors.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include "core/error.h"
 #include "models/sam31/config.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::sam31;
@@ -53,7 +55,7 @@ TEST(Config, FullSizeDefaultsAndDerivedSizes) {
 }
 
 TEST(Config, FixtureConfigJsonGivesTheReducedValues) {
-  const ModelConfig c = load_config(kFixture + "/config.json");
+  const ModelConfig c = verify::load_fixture_config(kFixture + "/config.json");
   EXPECT_EQ(c.name, "sam31-tiny");
   EXPECT_EQ(c.image_size, 168);
   EXPECT_EQ(c.pretrain_img_size, 84);
@@ -79,10 +81,21 @@ TEST(Config, FixtureConfigJsonGivesTheReducedValues) {
   // A derived size that disagrees with the config is an error naming it.
   nlohmann::json j = nlohmann::json::parse(fixture_config_text());
   j["derived"]["token_grid"] = {13, 13};
-  expect_error([&] { parse_config(j.dump(), "edited.json"); }, "derived size 'token_grid'");
+  expect_error([&] { verify::parse_fixture_config(j.dump(), "edited.json"); }, "derived size 'token_grid'");
   j = nlohmann::json::parse(fixture_config_text());
   j["reduced_vs_official"]["bogus_knob"] = {{"reduced", 1}, {"official", 2}};
-  expect_error([&] { parse_config(j.dump(), "edited.json"); }, "unknown config field 'bogus_knob'");
+  expect_error([&] { verify::parse_fixture_config(j.dump(), "edited.json"); }, "unknown config field 'bogus_knob'");
+}
+
+// The product reads flat configs only: a fixture's config.json is refused with the command that
+// converts it, and the converted config is the one verification reads.
+TEST(Config, AFixtureConfigIsRefusedWithTheCommandThatConvertsIt) {
+  expect_error([] { load_config(kFixture + "/config.json"); }, "is a fixture's config.json");
+  expect_error([] { parse_config(fixture_config_text(), "config.json"); },
+               "convert it with `segmux fixture-config config.json -o model_config.json`");
+  const ModelConfig fixture = verify::load_fixture_config(kFixture + "/config.json");
+  EXPECT_EQ(config_to_json(parse_config(config_to_json(fixture), "converted")), config_to_json(fixture));
+  EXPECT_EQ(config_to_json(verify::load_model_or_fixture_config(kFixture + "/config.json")), config_to_json(fixture));
 }
 
 TEST(Config, FlatJsonSubsetsAndErrors) {
@@ -103,7 +116,7 @@ TEST(Config, FlatJsonSubsetsAndErrors) {
   expect_error([] { load_config("/nonexistent/config.json"); },
                "config file: cannot open '/nonexistent/config.json': No such file");
   // Every field survives a round trip through our flat JSON.
-  const ModelConfig tiny = load_config(kFixture + "/config.json");
+  const ModelConfig tiny = verify::load_fixture_config(kFixture + "/config.json");
   EXPECT_EQ(config_to_json(parse_config(config_to_json(tiny), "roundtrip")), config_to_json(tiny));
   EXPECT_EQ(parse_config(config_to_json(tiny), "roundtrip").vit_global, tiny.vit_global);
 }

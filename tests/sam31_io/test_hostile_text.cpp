@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::sam31;
@@ -202,5 +203,5 @@ TEST(HostileConfig, AbsurdSizesAreRefusedAtLoad) {
   }
   // The official sizes and the fixtures' are well inside.
   EXPECT_NO_THROW(validate_config(default_config()));
-  EXPECT_NO_THROW(load_config(std::string(SEGMUX_FIXTURES) + "/sam31-tiny/config.json"));
+  EXPECT_NO_THROW(segmux::verify::load_fixture_config(std::string(SEGMUX_FIXTURES) + "/sam31-tiny/config.json"));
 }

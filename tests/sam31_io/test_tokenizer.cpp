@@ -6,6 +6,7 @@
 
 #include "models/sam31/config.h"
 #include "models/sam31/tokenizer.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::sam31;
@@ -18,7 +19,7 @@ TEST(Tokenizer, ReproducesEveryFixtureCase) {
   std::ifstream f(kFixture + "/tokenizer/tokenizer_cases.json");
   ASSERT_TRUE(f.good());
   nlohmann::json cases = nlohmann::json::parse(f);
-  const ModelConfig cfg = load_config(kFixture + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kFixture + "/config.json");
   ASSERT_EQ(cases["context_length"].get<int>(), cfg.text_context_length);
   Tokenizer tok = Tokenizer::load(kFixture + "/tokenizer", cfg.text_context_length);
   EXPECT_EQ(tok.sot_id(), cases["sot_token_id"].get<int64_t>());

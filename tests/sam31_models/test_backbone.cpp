@@ -9,7 +9,8 @@
 #include "models/sam31/config.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
@@ -19,7 +20,7 @@ const std::string kDir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 const std::string kTrunk = "detector.backbone.vision_backbone.trunk";
 
 TEST(Backbone, RopeTablesMatchTheCheckpointFreqsCis) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   const int hd = cfg.vit_dim / cfg.vit_heads, ws = cfg.vit_window, G = cfg.token_grid();
   for (int blk = 0; blk < cfg.vit_depth; ++blk) {
@@ -40,7 +41,7 @@ TEST(Backbone, RopeTablesMatchTheCheckpointFreqsCis) {
 }
 
 TEST(Backbone, AbsolutePositionEmbeddingIsTiledWithoutTheClsRow) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   const Tensor pe = vit_abs_pos_embed(cfg, w);
   const Tensor& src = w.get(kTrunk + ".pos_embed");
@@ -53,25 +54,25 @@ TEST(Backbone, AbsolutePositionEmbeddingIsTiledWithoutTheClsRow) {
 }
 
 TEST(Backbone, SinePositionEncodingsMatchTheFixture) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   TensorFile f = read_safetensors(kDir + "/modules/backbone.safetensors");
   for (int lvl = 0; lvl < 3; ++lvl) {
     const Tensor& ref = f.at("out.pos" + std::to_string(lvl));
     const Tensor got = layers::sine_position_encoding(cfg.d_model, int(ref.dim(2)), int(ref.dim(3)));
-    OutputCheck c = check_output(got, ref, Tolerance{});
+    verify::OutputCheck c = verify::check_output(got, ref, verify::Tolerance{});
     EXPECT_TRUE(c.pass) << "level " << lvl << " max_abs " << c.max_abs;
     EXPECT_LT(c.max_abs, 1e-6);
   }
 }
 
 TEST(Backbone, TrunkAndNeckMatchTheOfficialOutputs) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
-  for (const ParityCase& pc : backbone_parity_cases(kDir, cfg)) {
-    Session s(build_backbone_variant(cfg, w, pc.variant), SessionOptions{1, false});
+  for (const verify::ParityCase& pc : verify::backbone_parity_cases(kDir, cfg)) {
+    Interpreter s(build_backbone_variant(cfg, w, pc.variant), InterpreterOptions{1, false});
     auto out = s.run(pc.inputs);
     for (auto& [name, ref] : pc.expected) {
-      OutputCheck c = check_output(out.at(name), ref, Tolerance{});
+      verify::OutputCheck c = verify::check_output(out.at(name), ref, verify::Tolerance{});
       EXPECT_TRUE(c.pass) << pc.label << " " << name << ": cosine " << c.cosine << " ratio " << c.ratio;
     }
   }
@@ -80,29 +81,31 @@ TEST(Backbone, TrunkAndNeckMatchTheOfficialOutputs) {
 TEST(Backbone, Fp32MlpDiffersFromTheOfficialBf16Path) {
   // The two variants must not be interchangeable: the fp32 trunk misses the bf16 reference by more
   // than the bf16 build does (else the bf16 casts would not be exercised).
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   TensorFile f = read_safetensors(kDir + "/modules/backbone.safetensors");
   BackboneOptions o;
   o.interactive_head = false;
   o.fp32_mlp = true;
-  Session s(build_backbone(cfg, w, o), SessionOptions{1, false});
+  Interpreter s(build_backbone(cfg, w, o), InterpreterOptions{1, false});
   auto out = s.run({{"image", f.at("in.image")}});
-  OutputCheck fp32_vs_bf16 = check_output(out.at("vit_trunk"), f.at("out.vit_trunk"), Tolerance{});
-  OutputCheck fp32_vs_fp32 = check_output(out.at("vit_trunk"), f.at("variant_fp32_mlp.out.vit_trunk"), Tolerance{});
+  verify::OutputCheck fp32_vs_bf16 =
+      verify::check_output(out.at("vit_trunk"), f.at("out.vit_trunk"), verify::Tolerance{});
+  verify::OutputCheck fp32_vs_fp32 =
+      verify::check_output(out.at("vit_trunk"), f.at("variant_fp32_mlp.out.vit_trunk"), verify::Tolerance{});
   EXPECT_GT(fp32_vs_bf16.max_abs, 10 * fp32_vs_fp32.max_abs);
 }
 
 TEST(Backbone, UnknownVariantAndBadConfigAreErrors) {
-  ModelConfig cfg = load_config(kDir + "/config.json");
+  ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   EXPECT_THROW(build_backbone_variant(cfg, w, "int8"), Error);
   cfg.vit_heads = 5;
   EXPECT_THROW(build_backbone(cfg, w), Error);
-  cfg = load_config(kDir + "/config.json");
+  cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   cfg.vit_global = {};
   EXPECT_THROW(build_backbone(cfg, w), Error);
-  cfg = load_config(kDir + "/config.json");
+  cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   cfg.pretrain_img_size = 112;  // pos_embed grid no longer matches the checkpoint
   EXPECT_THROW(build_backbone(cfg, w), Error);
 }

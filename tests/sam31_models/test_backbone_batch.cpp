@@ -8,7 +8,8 @@
 #include "models/sam31/backbone.h"
 #include "models/sam31/config.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::sam31 {
 namespace {
@@ -22,7 +23,7 @@ Tensor image(int64_t S, float phase) {
 }
 
 TEST(BackboneBatch, EachImageOfABatchGetsItsBatchOneOutputs) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   const Weights w = Weights::load(kDir + "/weights.safetensors");
   const int64_t S = cfg.image_size;
   const Tensor a = image(S, 0.f), b = image(S, 1.3f);
@@ -31,8 +32,8 @@ TEST(BackboneBatch, EachImageOfABatchGetsItsBatchOneOutputs) {
   std::copy_n(b.data<float>(), b.numel(), ab.data<float>() + a.numel());
   BackboneOptions one, two;
   two.batch = 2;
-  Session s1(build_backbone(cfg, w, one), SessionOptions{1, false});
-  Session s2(build_backbone(cfg, w, two), SessionOptions{1, false});
+  Interpreter s1(build_backbone(cfg, w, one), InterpreterOptions{1, false});
+  Interpreter s2(build_backbone(cfg, w, two), InterpreterOptions{1, false});
   const auto ra = s1.run({{"image", a}}), rb = s1.run({{"image", b}}), rab = s2.run({{"image", ab}});
   int compared = 0;
   for (const auto& [name, batched] : rab) {

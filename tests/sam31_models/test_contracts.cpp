@@ -18,6 +18,7 @@
 #include "models/sam31/detector.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/weights.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace segmux::sam31 {
 namespace {
@@ -71,7 +72,7 @@ TEST(Contracts, ADescribedPortTheGraphLacksIsAnError) {
 }
 
 struct TinyModel {
-  ModelConfig cfg = load_config(kDir + "/config.json");
+  ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
 };
 

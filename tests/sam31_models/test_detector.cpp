@@ -10,7 +10,8 @@
 #include "models/sam31/config.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
@@ -27,12 +28,12 @@ struct DetectorRun {
 const DetectorRun& run_once() {
   static DetectorRun r = [] {
     DetectorRun d;
-    d.cfg = load_config(kDir + "/config.json");
+    d.cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
     Weights w = Weights::load(kDir + "/weights.safetensors");
     DetectorOptions o;
     o.debug_outputs = true;
-    Session s(build_detector(d.cfg, w, o), SessionOptions{1, false});
-    auto cases = detector_parity_cases(kDir, d.cfg);
+    Interpreter s(build_detector(d.cfg, w, o), InterpreterOptions{1, false});
+    auto cases = verify::detector_parity_cases(kDir, d.cfg);
     d.out = s.run(cases.at(1).inputs);  // the detector-module fixture (frame 1)
     d.fixture = read_safetensors(kDir + "/modules/detector.safetensors");
     return d;
@@ -41,13 +42,13 @@ const DetectorRun& run_once() {
 }
 
 void expect_close(const std::string& what, const Tensor& got, const Tensor& ref) {
-  OutputCheck c = check_output(got.reshaped(ref.shape()), ref, Tolerance{});
+  verify::OutputCheck c = verify::check_output(got.reshaped(ref.shape()), ref, verify::Tolerance{});
   EXPECT_TRUE(c.pass) << what << ": cosine " << c.cosine << " max_abs " << c.max_abs << " ratio " << c.ratio << " "
                       << c.problem;
 }
 
 TEST(Detector, GraphHasTheContractSignature) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   ir::Graph g = build_detector(cfg, w);
   std::vector<std::string> ins, outs;
@@ -88,16 +89,16 @@ TEST(Detector, DecoderStatesBoxesPresence) {
 
 TEST(Detector, FinalOutputsOfTheModuleFixture) {
   const auto& r = run_once();
-  auto cases = detector_parity_cases(kDir, r.cfg);
+  auto cases = verify::detector_parity_cases(kDir, r.cfg);
   for (auto& [name, ref] : cases.at(1).expected) expect_close(name, r.out.at(name), ref);
 }
 
 TEST(Detector, Frame0MatchesTheRawGroundingOutputs) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
-  auto cases = detector_parity_cases(kDir, cfg);
-  const ParityCase& pc = cases.at(0);
-  Session s(build_detector(cfg, w), SessionOptions{1, false});
+  auto cases = verify::detector_parity_cases(kDir, cfg);
+  const verify::ParityCase& pc = cases.at(0);
+  Interpreter s(build_detector(cfg, w), InterpreterOptions{1, false});
   auto out = s.run(pc.inputs);
   for (auto& [name, ref] : pc.expected) {
     Tensor got = out.at(name);
@@ -108,11 +109,11 @@ TEST(Detector, Frame0MatchesTheRawGroundingOutputs) {
 }
 
 TEST(Detector, RejectsInconsistentConfig) {
-  ModelConfig cfg = load_config(kDir + "/config.json");
+  ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   cfg.attn_heads = 7;
   EXPECT_THROW(build_detector(cfg, w), Error);
-  cfg = load_config(kDir + "/config.json");
+  cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   cfg.d_model = 32;  // does not match the weights
   EXPECT_THROW(build_detector(cfg, w), Error);
 }
@@ -128,10 +129,11 @@ TEST(Detector, ModuleFixtureIsAnotherFrame) {
   TensorFile bb = read_safetensors(kDir + "/modules/backbone.safetensors");
   TensorFile f = read_safetensors(kDir + "/modules/detector.safetensors");
   auto seq = [](const Tensor& t) { return permute(t.reshaped({t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}), {2, 0, 1}); };
-  OutputCheck c =
-      check_output(seq(bb.at("out.det.fpn2")), f.at("call.geometry_encoder.kwargs.img_feats.0"), Tolerance{});
+  verify::OutputCheck c = verify::check_output(seq(bb.at("out.det.fpn2")),
+                                               f.at("call.geometry_encoder.kwargs.img_feats.0"), verify::Tolerance{});
   EXPECT_LT(c.cosine, 0.999);
-  c = check_output(seq(bb.at("out.pos2")), f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"), Tolerance{});
+  c = verify::check_output(seq(bb.at("out.pos2")), f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"),
+                           verify::Tolerance{});
   EXPECT_EQ(c.max_abs, 0.0);
 }
 }  // namespace
@@ -142,13 +144,13 @@ namespace {
 // A batch of two frames grounds each entry independently: entry k equals the single-frame run of
 // its own features and prompt.
 TEST(Detector, BatchEntriesAreIndependent) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
-  auto cases = detector_parity_cases(kDir, cfg);
-  Session one(build_detector(cfg, w), SessionOptions{1, false});
+  auto cases = verify::detector_parity_cases(kDir, cfg);
+  Interpreter one(build_detector(cfg, w), InterpreterOptions{1, false});
   DetectorOptions o2;
   o2.batch = 2;
-  Session two(build_detector(cfg, w, o2), SessionOptions{1, false});
+  Interpreter two(build_detector(cfg, w, o2), InterpreterOptions{1, false});
   const auto& a = cases.at(0).inputs;  // frame 0, prompt 0
   auto b = a;                          // frame 1 level 2, prompt 1 ("visual")
   b["fpn2"] = cases.at(1).inputs.at("fpn2");

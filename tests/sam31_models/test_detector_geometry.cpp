@@ -16,8 +16,9 @@
 #include "models/sam31/config.h"
 #include "models/sam31/detector.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
@@ -27,13 +28,13 @@ const std::string kSet = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31
 const std::string kWeights = std::string(SEGMUX_FIXTURES) + "/sam31-tiny/weights.safetensors";
 
 void expect_close(const std::string& what, const Tensor& got, const Tensor& ref) {
-  OutputCheck c = check_output(got.reshaped(ref.shape()), ref, Tolerance{});
+  verify::OutputCheck c = verify::check_output(got.reshaped(ref.shape()), ref, verify::Tolerance{});
   EXPECT_TRUE(c.pass) << what << ": cosine " << c.cosine << " max_abs " << c.max_abs << " ratio " << c.ratio << " "
                       << c.problem;
 }
 
 // The number of boxes of a case (non-padding slots, which come first).
-int64_t box_count(const ParityCase& pc) {
+int64_t box_count(const verify::ParityCase& pc) {
   const Tensor& pad = pc.inputs.at("box_padding");
   int64_t n = 0;
   while (n < pad.numel() && !pad.data<bool>()[n]) ++n;
@@ -48,7 +49,7 @@ std::vector<int64_t> iota(int64_t from, int64_t to) {
 
 struct ExemplarRuns {
   ModelConfig cfg;
-  std::vector<ParityCase> cases;
+  std::vector<verify::ParityCase> cases;
   std::vector<std::map<std::string, Tensor>> outs;
   std::vector<TensorFile> files;
 };
@@ -56,13 +57,13 @@ struct ExemplarRuns {
 const ExemplarRuns& runs() {
   static ExemplarRuns r = [] {
     ExemplarRuns e;
-    e.cfg = load_config(kSet + "/config.json");
+    e.cfg = segmux::verify::load_fixture_config(kSet + "/config.json");
     Weights w = Weights::load(kWeights);
     DetectorOptions o;
     o.debug_outputs = true;
-    Session s(build_detector(e.cfg, w, o), SessionOptions{1, false});
-    e.cases = detector_exemplar_parity_cases(kSet, e.cfg);
-    for (const ParityCase& pc : e.cases) {
+    Interpreter s(build_detector(e.cfg, w, o), InterpreterOptions{1, false});
+    e.cases = verify::detector_exemplar_parity_cases(kSet, e.cfg);
+    for (const verify::ParityCase& pc : e.cases) {
       e.outs.push_back(s.run(pc.inputs));
       e.files.push_back(read_safetensors(kSet + "/modules/" + pc.label + ".safetensors"));
     }
@@ -74,7 +75,7 @@ const ExemplarRuns& runs() {
 TEST(DetectorGeometry, ReadsEveryExemplarCaseOfTheFolder) {
   const auto& r = runs();
   ASSERT_EQ(r.cases.size(), 5u);
-  for (const ParityCase& pc : r.cases) {
+  for (const verify::ParityCase& pc : r.cases) {
     EXPECT_GE(box_count(pc), 1) << pc.label;
     EXPECT_TRUE(pc.expected.count("pred_masks")) << pc.label << ": levels 0/1 of the frame were not found";
   }
@@ -88,16 +89,16 @@ TEST(DetectorGeometry, BoxTokensPoolingAndPositionEncoding) {
     const int64_t n = box_count(r.cases[i]), N = r.cfg.detector_max_boxes;
     const std::string l = r.cases[i].label + ": ";
     expect_close(l + "roi_align", take(out.at("dbg_geometry_roi_align"), 0, 0, n),
-                 fixture::tensor(f, "call.geometry_encoder.boxes_pool_project.args.0"));
+                 verify::fixture_tensor(f, "call.geometry_encoder.boxes_pool_project.args.0"));
     expect_close(l + "pos_enc", take(out.at("dbg_geometry_box_pos_enc"), 0, 0, n),
-                 fixture::tensor(f, "call.geometry_encoder.boxes_pos_enc_project.args.0"));
+                 verify::fixture_tensor(f, "call.geometry_encoder.boxes_pos_enc_project.args.0"));
     expect_close(l + "box tokens", take(out.at("dbg_geometry_box_tokens"), 0, 0, n),
-                 take(fixture::tensor(f, "call.geometry_encoder.final_proj.args.0"), 0, 0, n));
+                 take(verify::fixture_tensor(f, "call.geometry_encoder.final_proj.args.0"), 0, 0, n));
     // Encoder output: the n boxes then the CLS token (our slot N).
     std::vector<int64_t> rows = iota(0, n);
     rows.push_back(N);
     expect_close(l + "geometry", take_indices(out.at("dbg_geometry"), 0, rows),
-                 fixture::tensor(f, "call.geometry_encoder.encode_norm.out"));
+                 verify::fixture_tensor(f, "call.geometry_encoder.encode_norm.out"));
   }
 }
 
@@ -111,12 +112,12 @@ TEST(DetectorGeometry, PromptMemoryDecoderAndScores) {
     std::vector<int64_t> rows = iota(0, T + n);
     rows.push_back(T + N);
     expect_close(l + "prompt", take_indices(out.at("dbg_prompt"), 0, rows),
-                 fixture::tensor(f, "call.fusion_encoder.kwargs.prompt"));
-    expect_close(l + "memory", out.at("dbg_memory"), fixture::tensor(f, "call.fusion_encoder.out.memory"));
-    expect_close(l + "hs", out.at("dbg_hs"), fixture::tensor(f, "call.decoder.out.0"));
-    expect_close(l + "refs", out.at("dbg_refs"), fixture::tensor(f, "call.decoder.out.1"));
-    expect_close(l + "presence", out.at("dbg_presence_layers"), fixture::tensor(f, "call.decoder.out.2"));
-    const Tensor& scores = fixture::tensor(f, "call.dot_prod_scoring.out");
+                 verify::fixture_tensor(f, "call.fusion_encoder.kwargs.prompt"));
+    expect_close(l + "memory", out.at("dbg_memory"), verify::fixture_tensor(f, "call.fusion_encoder.out.memory"));
+    expect_close(l + "hs", out.at("dbg_hs"), verify::fixture_tensor(f, "call.decoder.out.0"));
+    expect_close(l + "refs", out.at("dbg_refs"), verify::fixture_tensor(f, "call.decoder.out.1"));
+    expect_close(l + "presence", out.at("dbg_presence_layers"), verify::fixture_tensor(f, "call.decoder.out.2"));
+    const Tensor& scores = verify::fixture_tensor(f, "call.dot_prod_scoring.out");
     expect_close(l + "scores", out.at("dbg_class_logits"), take(scores, 0, scores.dim(0) - 1, 1));
   }
 }
@@ -131,21 +132,22 @@ TEST(DetectorGeometry, RawGroundingOutputs) {
 TEST(DetectorGeometry, CasesDiffer) {
   const auto& r = runs();
   for (size_t i = 1; i < r.cases.size(); ++i) {
-    OutputCheck c = check_output(r.outs[i].at("pred_logits"), r.outs[0].at("pred_logits"), Tolerance{});
+    verify::OutputCheck c =
+        verify::check_output(r.outs[i].at("pred_logits"), r.outs[0].at("pred_logits"), verify::Tolerance{});
     EXPECT_FALSE(c.pass) << r.cases[i].label << " equals " << r.cases[0].label;
   }
 }
 
 // The deployed paths: compiled (passes + plan + executor) and the exported ONNX on ONNX Runtime.
 TEST(DetectorGeometry, CompiledAndOnnxRuntimeAtParity) {
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = kSet;
   o.weights_files = {kWeights};
   o.candidates = {"detector"};
   o.reference = o.tokenizer = false;
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
   std::set<std::string> backends, labels;
   for (auto& row : r.rows) {
@@ -166,8 +168,8 @@ TEST(DetectorGeometry, CompiledAndOnnxRuntimeAtParity) {
 TEST(DetectorGeometry, PaddingSlotsAreIgnored) {
   const auto& r = runs();
   Weights w = Weights::load(kWeights);
-  Session s(build_detector(r.cfg, w), SessionOptions{1, false});
-  const ParityCase& pc = r.cases.back();
+  Interpreter s(build_detector(r.cfg, w), InterpreterOptions{1, false});
+  const verify::ParityCase& pc = r.cases.back();
   const int64_t n = box_count(pc), N = r.cfg.detector_max_boxes;
   ASSERT_LT(n, N);
   auto in = pc.inputs;
@@ -191,7 +193,7 @@ TEST(DetectorGeometry, PaddingSlotsAreIgnored) {
 }
 
 TEST(DetectorGeometry, BadBoxesAreRefused) {
-  const ModelConfig cfg = load_config(kSet + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kSet + "/config.json");
   auto bad = [&](BoxExemplar e) { EXPECT_THROW(detector_box_inputs(cfg, {e}), Error); };
   bad(box_exemplar_from_xywh(0.1, 0.1, 0.0, 0.2, true));    // empty
   bad(box_exemplar_from_xywh(0.1, 0.1, 0.2, -0.1, true));   // negative height

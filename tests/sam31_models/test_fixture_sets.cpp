@@ -35,14 +35,14 @@ int64_t rle_area(const nlohmann::json& m) {
 }
 
 TEST(FixtureSets, ImageSetBackboneAndTextEncoderPassParity) {
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = kSets + "/sam31-tiny-image";
   o.weights_files = {kWeights};
   o.candidates = {"text_encoder", "backbone", "tokenizer"};
   o.onnxruntime = o.compiled = false;
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
   EXPECT_GT(r.rows.size(), 10u);
 }
@@ -50,14 +50,14 @@ TEST(FixtureSets, ImageSetBackboneAndTextEncoderPassParity) {
 // The memory encodings of the clicked frames (point requests) and a propagation step whose memory holds
 // a clicked conditioning frame, through the existing memory-encoder and propagation candidates.
 TEST(FixtureSets, PromptsSetMemoryEncoderAndPropagationPassParity) {
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = kSets + "/sam31-tiny-prompts";
   o.weights_files = {kWeights};
   o.candidates = {"memory_encoder", "propagation_decoder"};
   o.onnxruntime = o.compiled = o.tokenizer = false;
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
   std::set<std::string> labels;
   for (auto& row : r.rows) labels.insert(row.case_label);
@@ -118,14 +118,14 @@ TEST(FixtureSets, TwoMultiplexBucketsAreCheckedBucketByBucket) {
   for (const char* m : {"propagation_f010", "memory_encoder_propagate_f010"})
     write_two_bucket_copy(shared + "/modules/" + m + ".safetensors",
                           (dir / "modules" / (std::string(m) + ".safetensors")).string());
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = dir.string();
   o.weights_files = {kWeights};
   o.candidates = {"memory_encoder", "propagation_decoder"};
   o.onnxruntime = o.compiled = o.tokenizer = false;
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
   std::set<std::string> labels;
   for (auto& row : r.rows) labels.insert(row.case_label);

@@ -13,8 +13,9 @@
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 using namespace segmux;
@@ -27,29 +28,30 @@ const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 struct EncoderModel {
   ModelConfig cfg;
   Weights w;
-  std::vector<ParityCase> cases;
+  std::vector<verify::ParityCase> cases;
 };
 
 EncoderModel& model() {
   static EncoderModel* m = [] {
     auto* p = new EncoderModel;
-    p->cfg = load_config(kFixture + "/config.json");
+    p->cfg = segmux::verify::load_fixture_config(kFixture + "/config.json");
     p->w = Weights::load(kFixture + "/weights.safetensors");
-    p->cases = memory_encoder_parity_cases(kFixture, p->cfg);
+    p->cases = verify::memory_encoder_parity_cases(kFixture, p->cfg);
     return p;
   }();
   return *m;
 }
 
-ir::Graph graph_for(const ParityCase& c) {
+ir::Graph graph_for(const verify::ParityCase& c) {
   EncoderModel& m = model();
   return c.variant.empty() ? build_memory_encoder(m.cfg, m.w) : build_memory_encoder_variant(m.cfg, m.w, c.variant);
 }
 
-void expect_case_passes(const ParityCase& c, const std::map<std::string, Tensor>& out, const std::string& backend) {
+void expect_case_passes(const verify::ParityCase& c, const std::map<std::string, Tensor>& out,
+                        const std::string& backend) {
   for (auto& [name, ref] : c.expected) {
     ASSERT_TRUE(out.count(name)) << backend << " " << c.label << ": no output " << name;
-    OutputCheck chk = check_output(out.at(name), ref, c.tolerance.at(name));
+    verify::OutputCheck chk = verify::check_output(out.at(name), ref, c.tolerance.at(name));
     std::printf("[%s] %s %-22s cos=%.7f max_abs=%.3g (max|ref| %.3g)\n", backend.c_str(), c.label.c_str(), name.c_str(),
                 chk.cosine, chk.max_abs, chk.max_ref);
     EXPECT_TRUE(chk.pass) << backend << " " << c.label << " " << name << ": " << chk.problem << " cos=" << chk.cosine
@@ -70,7 +72,7 @@ TEST(MemoryEncoder, CasesCoverBothMaskSizes) {
 
 TEST(MemoryEncoder, ParityThroughOurRuntime) {
   for (auto& c : model().cases) {
-    Session s(graph_for(c));
+    Interpreter s(graph_for(c));
     expect_case_passes(c, s.run(c.inputs), "segmux");
   }
 }
@@ -79,14 +81,14 @@ TEST(MemoryEncoder, ParityThroughOnnxRuntime) {
   std::string why;
   if (!ort_available(&why)) GTEST_SKIP() << "ONNX Runtime not available: " << why;
   for (auto& c : model().cases) {
-    auto peer = OrtPeer::from_bytes(onnx_io::export_onnx_bytes(graph_for(c)));
+    auto peer = verify::OrtPeer::from_bytes(onnx_io::export_onnx_bytes(graph_for(c)));
     expect_case_passes(c, peer->run(c.inputs), "onnxruntime");
   }
 }
 
 TEST(MemoryEncoder, StoredCopyIsTheBf16RoundingOfTheFeatures) {
   auto& c = model().cases[1];
-  Session s(graph_for(c));
+  Interpreter s(graph_for(c));
   auto out = s.run(c.inputs);
   const Tensor& f = out.at("maskmem_features");
   const Tensor& h = out.at("maskmem_features_bf16");
@@ -140,7 +142,7 @@ TEST(MemoryEncoder, GraphUsesStandardOnnxOpsOnly) {
 
 TEST(MemoryEncoder, ParityAfterCompilation) {
   for (auto& c : model().cases) {
-    Session s(compiler::compile_graph(graph_for(c)).graph);
+    Interpreter s(compiler::compile_graph(graph_for(c)).graph);
     expect_case_passes(c, s.run(c.inputs), "compiled");
   }
 }

@@ -22,47 +22,47 @@ const std::string kDir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 TEST(CheckOutput, ToleranceIsRelativeToTheReferenceMaximum) {
   Tensor ref = Tensor::from_vector<float>({4}, {10.0f, -20.0f, 5.0f, 0.0f});
   Tensor got = Tensor::from_vector<float>({4}, {10.0f, -20.0f, 5.0f + 1.9e-3f, 0.0f});
-  OutputCheck c = check_output(got, ref, Tolerance{});
+  verify::OutputCheck c = verify::check_output(got, ref, verify::Tolerance{});
   EXPECT_TRUE(c.pass);
   EXPECT_NEAR(c.ratio, 1.9e-3 / 20.0, 1e-7);  // float rounding of 5 + 1.9e-3
   got.data<float>()[2] = 5.0f + 2.2e-3f;      // 1.1e-4 of max|ref|
-  EXPECT_FALSE(check_output(got, ref, Tolerance{}).pass);
+  EXPECT_FALSE(verify::check_output(got, ref, verify::Tolerance{}).pass);
 }
 
 TEST(CheckOutput, ScaleOfAtLeastOneAndMaskIou) {
-  Tolerance t;
+  verify::Tolerance t;
   t.min_cosine = 0.9999;
   t.max_abs_over_scale = 2e-2;
   t.scale_is_max_ref = false;
   t.check_mask_iou = true;
   Tensor ref = Tensor::from_vector<float>({4}, {0.5f, -0.5f, 0.25f, -0.25f});
   Tensor got = Tensor::from_vector<float>({4}, {0.51f, -0.5f, 0.25f, -0.25f});
-  OutputCheck c = check_output(got, ref, t);
+  verify::OutputCheck c = verify::check_output(got, ref, t);
   EXPECT_NEAR(c.ratio, 0.01, 1e-6);  // scale = max(1, 0.5)
   EXPECT_EQ(c.mask_iou, 1.0);
   got.data<float>()[1] = 0.001f;  // flips one mask pixel
-  c = check_output(got, ref, t);
+  c = verify::check_output(got, ref, t);
   EXPECT_FALSE(c.pass);
   EXPECT_NEAR(c.mask_iou, 2.0 / 3.0, 1e-9);
 }
 
 TEST(CheckOutput, ShapeMismatchAndNanFail) {
   Tensor ref = Tensor::from_vector<float>({2}, {1.0f, 2.0f});
-  EXPECT_FALSE(check_output(Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f}), ref, Tolerance{}).pass);
-  EXPECT_FALSE(
-      check_output(Tensor::from_vector<float>({2}, {1.0f, std::numeric_limits<float>::quiet_NaN()}), ref, Tolerance{})
-          .pass);
-  EXPECT_TRUE(check_output(ref, ref, Tolerance{}).pass);
+  EXPECT_FALSE(verify::check_output(Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f}), ref, verify::Tolerance{}).pass);
+  EXPECT_FALSE(verify::check_output(Tensor::from_vector<float>({2}, {1.0f, std::numeric_limits<float>::quiet_NaN()}),
+                                    ref, verify::Tolerance{})
+                   .pass);
+  EXPECT_TRUE(verify::check_output(ref, ref, verify::Tolerance{}).pass);
 }
 
 TEST(Parity, TextEncoderBackboneDetectorAndTokenizerPassOnTheTinyFixture) {
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = kDir;
   o.weights_files = {kDir + "/weights.safetensors"};
   o.candidates = {"text_encoder", "backbone", "detector", "tokenizer"};
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
   std::set<std::string> seen_backends, seen_candidates;
   for (auto& row : r.rows) seen_backends.insert(row.backend), seen_candidates.insert(row.candidate);
@@ -96,14 +96,14 @@ TEST(Parity, ReadsThePerFrameFilesTheFolderHolds) {
     for (const auto& e : fs::directory_iterator(fs::path(kDir) / sub))
       fs::create_symlink(e.path(), copy / sub / renamed(e.path().filename().string()));
 
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = copy.string();
   o.weights_files = {kDir + "/weights.safetensors"};
   o.candidates = {"propagation_decoder", "memory_encoder", "interactive_decoder"};
   o.optimized = o.compiled = o.onnxruntime = o.tokenizer = false;
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   fs::remove_all(copy);
   EXPECT_TRUE(r.passed()) << log.str();
   std::set<std::string> labels;
@@ -114,9 +114,9 @@ TEST(Parity, ReadsThePerFrameFilesTheFolderHolds) {
 }
 
 TEST(Parity, MissingFolderIsAnError) {
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = kDir + "/no-such-folder";
-  EXPECT_THROW(run_parity(o), Error);
+  EXPECT_THROW(verify::run_parity(o), Error);
 }
 
 }  // namespace

@@ -14,8 +14,9 @@
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 using namespace segmux;
@@ -28,26 +29,27 @@ const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 struct Model {
   ModelConfig cfg;
   Weights w;
-  std::vector<ParityCase> cases;
-  std::unique_ptr<Session> session;
+  std::vector<verify::ParityCase> cases;
+  std::unique_ptr<Interpreter> session;
 };
 
 Model& model() {
   static Model* m = [] {
     auto* p = new Model;
-    p->cfg = load_config(kFixture + "/config.json");
+    p->cfg = segmux::verify::load_fixture_config(kFixture + "/config.json");
     p->w = Weights::load(kFixture + "/weights.safetensors");
-    p->cases = propagation_decoder_parity_cases(kFixture, p->cfg);
-    p->session = std::make_unique<Session>(build_propagation_decoder(p->cfg, p->w));
+    p->cases = verify::propagation_decoder_parity_cases(kFixture, p->cfg);
+    p->session = std::make_unique<Interpreter>(build_propagation_decoder(p->cfg, p->w));
     return p;
   }();
   return *m;
 }
 
-void expect_case_passes(const ParityCase& c, const std::map<std::string, Tensor>& out, const std::string& backend) {
+void expect_case_passes(const verify::ParityCase& c, const std::map<std::string, Tensor>& out,
+                        const std::string& backend) {
   for (auto& [name, ref] : c.expected) {
     ASSERT_TRUE(out.count(name)) << backend << " " << c.label << ": no output " << name;
-    OutputCheck chk = check_output(out.at(name), ref, c.tolerance.at(name));
+    verify::OutputCheck chk = verify::check_output(out.at(name), ref, c.tolerance.at(name));
     std::printf("[%s] %s %-20s cos=%.7f max_abs=%.3g (max|ref| %.3g)%s\n", backend.c_str(), c.label.c_str(),
                 name.c_str(), chk.cosine, chk.max_abs, chk.max_ref,
                 chk.iou_checked ? (" iou=" + std::to_string(chk.mask_iou)).c_str() : "");
@@ -84,7 +86,8 @@ TEST(PropagationDecoder, DensePositionEncodingMatchesOfficial) {
   Model& m = model();
   TensorFile f = read_safetensors(kFixture + "/modules/propagation_f001.safetensors");
   Tensor pe = propagation_dense_pe(m.cfg, m.w);
-  OutputCheck chk = check_output(pe, f.at("in.mask_decoder.image_pe"), Tolerance{0.999999, 1e-5, false, false, 0.99});
+  verify::OutputCheck chk =
+      verify::check_output(pe, f.at("in.mask_decoder.image_pe"), verify::Tolerance{0.999999, 1e-5, false, false, 0.99});
   EXPECT_TRUE(chk.pass) << "max_abs " << chk.max_abs;
 }
 
@@ -98,14 +101,14 @@ TEST(PropagationDecoder, ParityThroughOnnxRuntime) {
   std::string why;
   if (!ort_available(&why)) GTEST_SKIP() << "ONNX Runtime not available: " << why;
   Model& m = model();
-  auto peer = OrtPeer::from_bytes(onnx_io::export_onnx_bytes(build_propagation_decoder(m.cfg, m.w)));
+  auto peer = verify::OrtPeer::from_bytes(onnx_io::export_onnx_bytes(build_propagation_decoder(m.cfg, m.w)));
   for (auto& c : m.cases) expect_case_passes(c, peer->run(c.inputs), "onnxruntime");
 }
 
 // Padded slots must not matter: garbage in every slot marked invalid leaves the outputs unchanged.
 TEST(PropagationDecoder, PaddedSlotsAreIgnored) {
   Model& m = model();
-  const ParityCase& c = m.cases[0];  // f001: one memory frame, one pointer frame
+  const verify::ParityCase& c = m.cases[0];  // f001: one memory frame, one pointer frame
   auto base = m.session->run(c.inputs);
   auto in = c.inputs;
   Tensor maskmem = in.at("memory_maskmem").clone(), image = in.at("memory_image").clone();
@@ -130,7 +133,8 @@ TEST(PropagationDecoder, PaddedSlotsAreIgnored) {
   in["obj_ptr_tpos"] = tpos;
   auto out = m.session->run(in);
   for (auto& [name, t] : base) {
-    OutputCheck chk = check_output(out.at(name), t, Tolerance{0.9999999, 1e-6, false, false, 0.99});
+    verify::OutputCheck chk =
+        verify::check_output(out.at(name), t, verify::Tolerance{0.9999999, 1e-6, false, false, 0.99});
     EXPECT_TRUE(chk.pass) << name << " changed with padded-slot contents: max_abs " << chk.max_abs;
   }
 }
@@ -155,7 +159,7 @@ TEST(PropagationDecoder, ParityAfterCompilation) {
   for (auto& n : r.graph.nodes) attention += n.domain == "segmux" && n.op_type == "Attention";
   // memory attention: self + cross per layer; two-way transformer: 3 per layer + the final one.
   EXPECT_EQ(attention, 2 * m.cfg.mem_attn_layers + 3 * m.cfg.twoway_depth + 1);
-  Session s(std::move(r.graph));
+  Interpreter s(std::move(r.graph));
   for (auto& c : m.cases) expect_case_passes(c, s.run(c.inputs), "compiled");
 }
 
@@ -164,8 +168,8 @@ TEST(PropagationDecoder, SmallerSlotVariantMatches) {
   Model& m = model();
   TensorFile f = read_safetensors(kFixture + "/modules/propagation_f010.safetensors");
   const int S = m.cfg.num_maskmem, P = m.cfg.max_obj_ptrs_in_encoder;  // 1 cond frame + 6, 10 pointer frames fit
-  Session small(build_propagation_decoder_for_slots(m.cfg, m.w, S, P));
-  const ParityCase& c = m.cases[1];
+  Interpreter small(build_propagation_decoder_for_slots(m.cfg, m.w, S, P));
+  const verify::ParityCase& c = m.cases[1];
   // Re-pack the full-slot inputs into the smaller slots (valid entries come first).
   auto in = c.inputs;
   auto shrink = [](const Tensor& t, int64_t n) {

@@ -6,7 +6,8 @@
 #include "models/sam31/config.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/weights.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
+#include "verify/sam31/fixture_config.h"
 #include "verify/sam31/parity.h"
 
 namespace segmux::sam31 {
@@ -15,7 +16,7 @@ namespace {
 const std::string kDir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 
 TEST(TextEncoder, SignatureFollowsTheConfig) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   TextEncoderOptions o;
   o.batch = 2;
@@ -30,13 +31,13 @@ TEST(TextEncoder, SignatureFollowsTheConfig) {
 }
 
 TEST(TextEncoder, MatchesTheOfficialOutputs) {
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
-  Session s(build_text_encoder(cfg, w), SessionOptions{1, false});
-  for (const ParityCase& pc : text_encoder_parity_cases(kDir, cfg)) {
+  Interpreter s(build_text_encoder(cfg, w), InterpreterOptions{1, false});
+  for (const verify::ParityCase& pc : verify::text_encoder_parity_cases(kDir, cfg)) {
     auto out = s.run(pc.inputs);
     for (auto& [name, ref] : pc.expected) {
-      OutputCheck c = check_output(out.at(name), ref, Tolerance{});
+      verify::OutputCheck c = verify::check_output(out.at(name), ref, verify::Tolerance{});
       EXPECT_TRUE(c.pass) << pc.label << " " << name << ": cosine " << c.cosine << " ratio " << c.ratio;
     }
   }
@@ -44,11 +45,11 @@ TEST(TextEncoder, MatchesTheOfficialOutputs) {
 
 TEST(TextEncoder, PaddingContentDoesNotChangeValidTokens) {
   // Causal attention: tokens after EOT never reach earlier positions.
-  const ModelConfig cfg = load_config(kDir + "/config.json");
+  const ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   TextEncoderOptions o;
   o.batch = 1;
-  Session s(build_text_encoder(cfg, w, o), SessionOptions{1, false});
+  Interpreter s(build_text_encoder(cfg, w, o), InterpreterOptions{1, false});
   const int T = cfg.text_context_length;
   std::vector<int64_t> ids(size_t(T), 0);
   ids[0] = 49406, ids[1] = 320, ids[2] = 49407;
@@ -64,14 +65,14 @@ TEST(TextEncoder, PaddingContentDoesNotChangeValidTokens) {
 }
 
 TEST(TextEncoder, RejectsConfigsThatDoNotFitTheWeights) {
-  ModelConfig cfg = load_config(kDir + "/config.json");
+  ModelConfig cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   Weights w = Weights::load(kDir + "/weights.safetensors");
   cfg.text_width = 96;
   EXPECT_THROW(build_text_encoder(cfg, w), Error);
-  cfg = load_config(kDir + "/config.json");
+  cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   cfg.text_heads = 5;
   EXPECT_THROW(build_text_encoder(cfg, w), Error);
-  cfg = load_config(kDir + "/config.json");
+  cfg = segmux::verify::load_fixture_config(kDir + "/config.json");
   TextEncoderOptions o;
   o.batch = 0;
   EXPECT_THROW(build_text_encoder(cfg, w, o), Error);

@@ -13,6 +13,7 @@
 #include "models/sam31/propagation_decoder.h"
 #include "models/sam31/tracker_io.h"
 #include "models/sam31/weights.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux;
 using namespace segmux::sam31;
@@ -22,7 +23,7 @@ namespace {
 const std::string kFixture = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
 
 const ModelConfig& cfg() {
-  static ModelConfig c = load_config(kFixture + "/config.json");
+  static ModelConfig c = segmux::verify::load_fixture_config(kFixture + "/config.json");
   return c;
 }
 

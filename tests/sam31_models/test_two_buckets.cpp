@@ -38,14 +38,14 @@ TEST(TwoBucketSet, TrackerModulesMatchTheOfficialCallsBucketByBucket) {
   const auto prop = official_batches("propagation_f"), mem = official_batches("memory_encoder_");
   ASSERT_GE(prop.size(), 2u);
   ASSERT_GE(mem.size(), 2u);
-  ParityOptions o;
+  verify::ParityOptions o;
   o.fixture_dir = test::two_bucket_set_dir();
   o.weights_files = {test::two_bucket_weights(::testing::TempDir())};
   o.candidates = {"memory_encoder", "propagation_decoder"};
   o.onnxruntime = o.tokenizer = false;
   o.num_threads = 1;
   std::ostringstream log;
-  ParityReport r = run_parity(o, &log);
+  verify::ParityReport r = verify::run_parity(o, &log);
   EXPECT_TRUE(r.passed()) << log.str();
   std::set<std::string> labels;
   for (auto& row : r.rows) labels.insert(row.case_label);

@@ -17,6 +17,7 @@
 #include "deploy/model_store/model_store.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -135,6 +136,7 @@ class Drain : public ::testing::Test {
     pl::ModelSource src;
     src.weights = kTiny + "/weights.safetensors";
     src.config = kTiny + "/config.json";
+    src.read_config = segmux::verify::load_fixture_config;
     src.vocab = kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
     src.cache_dir = (root_ / "cache").string();
     model_ = new pl::OpenedModel(pl::open_model(src, [](const std::string&) {}));
@@ -146,7 +148,8 @@ class Drain : public ::testing::Test {
   }
   void SetUp() override {
     store_ = std::make_unique<ResourceStore>((root_ / "allowed").string(), 1 << 20);
-    svc_ = std::make_unique<RequestService>(*model_->model, pl::load_control_config(kTiny + "/config.json"),
+    svc_ = std::make_unique<RequestService>(*model_->model,
+                                            segmux::verify::load_fixture_control_config(kTiny + "/config.json"),
                                             segmux::service::ServiceLimits{}, *store_);
   }
   int status_of(const json& r) {

@@ -16,6 +16,7 @@
 #include "pipeline/predictor/control_config.h"
 #include "service/page_images.h"
 #include "service/service.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -106,11 +107,12 @@ TEST(PageAnswers, CarryTheColorOfEveryObjectTheyName) {
   pl::ModelSource src;
   src.weights = kTiny + "/weights.safetensors";
   src.config = kTiny + "/config.json";
+  src.read_config = segmux::verify::load_fixture_config;
   src.vocab = kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = (root / "cache").string();
   pl::OpenedModel model = pl::open_model(src, [](const std::string&) {});
   sv::ResourceStore store((root / "allowed").string(), 1 << 20);
-  sv::RequestService svc(*model.model, pl::load_control_config(kTiny + "/config.json"), {}, store);
+  sv::RequestService svc(*model.model, segmux::verify::load_fixture_control_config(kTiny + "/config.json"), {}, store);
   const std::string id = svc.handle({{"type", "start_session"}, {"resource_path", "frames"}})["session_id"];
   auto expect_colors = [](const json& answer) {
     std::vector<int64_t> ids = answer.at("tracked_obj_ids");

@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,12 +31,14 @@ class PredictImage : public ::testing::Test {
     pl::ModelSource src;
     src.weights = kSet + "/weights.safetensors";
     src.config = kSet + "/config.json";
+    src.read_config = segmux::verify::load_fixture_config;
     src.vocab = kSet + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
     src.cache_dir = (root_ / "cache").string();
     model_ = std::make_unique<pl::OpenedModel>(pl::open_model(src, [](const std::string&) {}));
     store_ = std::make_unique<segmux::service::ResourceStore>((root_ / "allowed").string(), 1 << 20);
     svc_ = std::make_unique<segmux::service::RequestService>(
-        *model_->model, pl::load_control_config(kSet + "/config.json"), segmux::service::ServiceLimits{}, *store_);
+        *model_->model, segmux::verify::load_fixture_control_config(kSet + "/config.json"),
+        segmux::service::ServiceLimits{}, *store_);
   }
   void TearDown() override {
     svc_.reset();

@@ -17,6 +17,7 @@
 #include "pipeline/masks/rle.h"
 #include "pipeline/predictor/control_config.h"
 #include "service/service.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -46,6 +47,7 @@ class Service : public ::testing::Test {
     pl::ModelSource src;
     src.weights = kTiny + "/weights.safetensors";
     src.config = kTiny + "/config.json";
+    src.read_config = segmux::verify::load_fixture_config;
     src.vocab = kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
     src.cache_dir = (root_ / "cache").string();
     model_ = new pl::OpenedModel(pl::open_model(src, [](const std::string&) {}));
@@ -60,8 +62,8 @@ class Service : public ::testing::Test {
   void SetUp() override {
     store_ = std::make_unique<ResourceStore>((root_ / "allowed").string(), 1 << 20);
     limits_.max_sessions = 2;
-    svc_ = std::make_unique<RequestService>(*model_->model, pl::load_control_config(kTiny + "/config.json"), limits_,
-                                            *store_);
+    svc_ = std::make_unique<RequestService>(
+        *model_->model, segmux::verify::load_fixture_control_config(kTiny + "/config.json"), limits_, *store_);
   }
   void TearDown() override {
     svc_.reset();

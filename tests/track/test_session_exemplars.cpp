@@ -14,6 +14,7 @@
 #include "pipeline/masks/rle.h"
 #include "pipeline/media/video_io.h"
 #include "pipeline/predictor/session_api.h"
+#include "verify/sam31/fixture_config.h"
 
 namespace fs = std::filesystem;
 using namespace segmux;
@@ -30,11 +31,12 @@ void run_cases(const std::string& engine) {
   ModelSource src;
   src.weights = kTiny + "/weights.safetensors";
   src.config = kTiny + "/config.json";
+  src.read_config = segmux::verify::load_fixture_config;
   src.vocab = kTiny + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = (root / "cache").string();
   src.engine = engine;
   OpenedModel model = open_model(src, [](const std::string&) {});
-  const ControlConfig config = load_control_config(kTiny + "/config.json");
+  const ControlConfig config = segmux::verify::load_fixture_control_config(kTiny + "/config.json");
   int compared = 0;
   for (const auto& c : cases["cases"]) {
     const auto& q = c["request"];

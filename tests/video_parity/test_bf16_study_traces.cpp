@@ -15,11 +15,11 @@ using namespace segmux::pipeline;
 TEST(Bf16StudyTraces, Fp32TracesMatchOurFp32Predictor) {
   for (const char* name : {"orig-fp32", "reverse-fp32", "orig-start8-fp32"}) {
     SCOPED_TRACE(name);
-    VideoParityOptions opt;
+    segmux::verify::VideoParityOptions opt;
     opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/sam31-tiny-bf16/" + name;
     opt.cache_dir = ::testing::TempDir() + "/segmux-video-parity-cache";
     std::ostringstream log;
-    const RequestReplayReport rep = run_request_replay(opt, log);
+    const segmux::verify::RequestReplayReport rep = segmux::verify::run_request_replay(opt, log);
     std::cout << log.str();
     ASSERT_EQ(rep.requests.size(), 2u);
     for (const auto& q : rep.requests) {

@@ -14,12 +14,12 @@ using namespace segmux::pipeline;
 namespace {
 
 // Replays a fixture set of tests/fixtures through the session API (one compiled-model cache for all).
-RequestReplayReport replay(const std::string& set) {
-  VideoParityOptions opt;
+segmux::verify::RequestReplayReport replay(const std::string& set) {
+  segmux::verify::VideoParityOptions opt;
   opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/" + set;
   opt.cache_dir = ::testing::TempDir() + "/segmux-request-replay-cache";
   std::ostringstream log;
-  RequestReplayReport rep = run_request_replay(opt, log);
+  segmux::verify::RequestReplayReport rep = segmux::verify::run_request_replay(opt, log);
   std::cout << log.str();
   return rep;
 }
@@ -27,7 +27,7 @@ RequestReplayReport replay(const std::string& set) {
 }  // namespace
 
 TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-prompts");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-prompts");
   ASSERT_EQ(rep.requests.size(), 13u);
   // Every request's outputs match, the propagation after the clicks (request 6, the official partial
   // propagation: the tracker for the clicked objects only, merged into the kept outputs) included. It
@@ -37,7 +37,7 @@ TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
   // quirk 33 of its 53 object-frames missed.
   for (size_t i = 0; i < rep.requests.size(); ++i)
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
-  const VideoParityReport& r6 = rep.requests[6].frames;
+  const segmux::verify::VideoParityReport& r6 = rep.requests[6].frames;
   EXPECT_EQ(r6.frames_compared, 16);
   EXPECT_EQ(r6.objects_compared, 53);
   EXPECT_EQ(r6.mask_misses, 0);
@@ -48,7 +48,7 @@ TEST(RequestReplay, PointPromptSequenceMatchesTheOfficialRequests) {
 // The official add_prompt also detects the next frame with the boxes (a prefetch) and never reads it
 // back (the trace's prefetch_read_back is 0): segmux skips it and matches every frame.
 TEST(RequestReplay, BoxExemplarsThenPropagationMatchTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-exemplar-propagation");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-exemplar-propagation");
   ASSERT_EQ(rep.requests.size(), 8u);  // 3 cases: add_prompt + propagate, reset_session between them
   int propagated = 0;
   for (size_t i = 0; i < rep.requests.size(); ++i) {
@@ -62,7 +62,7 @@ TEST(RequestReplay, BoxExemplarsThenPropagationMatchTheOfficialRequests) {
 // official trace): the official moves it into a new singleton state without spatial memories, then the
 // propagation after the click tracks it alone there. Every response matches.
 TEST(RequestReplay, RefiningAnObjectThatSharesItsStateMatchesTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-refine-shared");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-refine-shared");
   ASSERT_EQ(rep.requests.size(), 4u);
   for (size_t i = 0; i < rep.requests.size(); ++i)
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
@@ -75,7 +75,7 @@ TEST(RequestReplay, RefiningAnObjectThatSharesItsStateMatchesTheOfficialRequests
 // (official propagation_fetch), also after removing an object hot start had removed, over a
 // start_frame_index / max_frame_num_to_track range, backward, and after a "both" run from frame 5.
 TEST(RequestReplay, RemovalsAndTheFetchingPropagationsAfterThemMatchTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-remove");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-remove");
   ASSERT_EQ(rep.requests.size(), 13u);
   for (size_t i = 0; i < rep.requests.size(); ++i)
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
@@ -92,7 +92,7 @@ TEST(RequestReplay, RemovalsAndTheFetchingPropagationsAfterThemMatchTheOfficialR
 // then propagations from explicit start frames (a full one from frame 0, so the next ones fetch), a
 // backward one from frame 12, a removal and a fetch over a range.
 TEST(RequestReplay, BoxesWithAnObjIdAndPropagationRangesMatchTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-boxes");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-boxes");
   ASSERT_EQ(rep.requests.size(), 11u);
   for (size_t i = 0; i < rep.requests.size(); ++i)
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
@@ -107,7 +107,7 @@ TEST(RequestReplay, BoxesWithAnObjIdAndPropagationRangesMatchTheOfficialRequests
 // click, then a partial propagation forward from frame 4 and the other direction partial too, a fetch
 // after the two (frames 8..12), a removal of the clicked object and a fetching "both" from frame 10.
 TEST(RequestReplay, PartialThenFetchingPropagationsMatchTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-history");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-history");
   ASSERT_EQ(rep.requests.size(), 9u);
   for (size_t i = 0; i < rep.requests.size(); ++i)
     EXPECT_TRUE(rep.requests[i].matched) << "request " << i << " (" << rep.requests[i].type << ")";
@@ -126,7 +126,7 @@ TEST(RequestReplay, PartialThenFetchingPropagationsMatchTheOfficialRequests) {
 // outputs is empty, and so is every such frame of a partial propagation (a session of masks alone
 // propagates partially at once).
 TEST(RequestReplay, MaskPromptsMatchTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-masks");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-masks");
   ASSERT_EQ(rep.requests.size(), 15u);
   int propagated = 0;
   for (size_t i = 0; i < rep.requests.size(); ++i) {

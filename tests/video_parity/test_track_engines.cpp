@@ -14,6 +14,7 @@
 #include "common/tracks_compare.h"
 #include "deploy/model_store/model_store.h"
 #include "pipeline/backends/ort_backend.h"
+#include "verify/sam31/fixture_config.h"
 
 using namespace segmux::pipeline;
 namespace fs = std::filesystem;
@@ -41,6 +42,7 @@ TEST(TrackEngines, OrtOnAModelFolderMatchesSmx) {
   ModelSource src;
   src.weights = fixture + "/weights.safetensors";
   src.config = fixture + "/config.json";
+  src.read_config = segmux::verify::load_fixture_config;
   src.vocab = fixture + "/tokenizer/bpe_simple_vocab_16e6.txt.gz";
   src.cache_dir = (root / "cache").string();
   // Two cache entries of the same checkpoint: the .smx files, and (for ONNX Runtime) onnx/.

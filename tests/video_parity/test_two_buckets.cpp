@@ -17,8 +17,8 @@ using namespace segmux::pipeline;
 
 namespace {
 
-VideoParityOptions two_bucket_options() {
-  VideoParityOptions opt;
+segmux::verify::VideoParityOptions two_bucket_options() {
+  segmux::verify::VideoParityOptions opt;
   opt.fixture_dir = segmux::test::two_bucket_set_dir();
   opt.weights = segmux::test::two_bucket_weights(::testing::TempDir());
   opt.cache_dir = ::testing::TempDir() + "/segmux-two-buckets-cache";
@@ -40,10 +40,10 @@ int most_buckets(const std::string& calls_file) {
 }  // namespace
 
 TEST(TwoBucketSet, VideoTraceMatchesTheOfficialPredictor) {
-  VideoParityOptions opt = two_bucket_options();
+  segmux::verify::VideoParityOptions opt = two_bucket_options();
   opt.trace_calls = ::testing::TempDir() + "/segmux-two-buckets-calls.jsonl";
   std::ostringstream log;
-  VideoParityReport rep = run_video_parity(opt, log);
+  segmux::verify::VideoParityReport rep = segmux::verify::run_video_parity(opt, log);
   std::cout << log.str();
   EXPECT_GE(rep.frames_compared, 8);
   EXPECT_EQ(rep.id_mismatches, 0);
@@ -56,7 +56,7 @@ TEST(TwoBucketSet, VideoTraceMatchesTheOfficialPredictor) {
 
 TEST(TwoBucketSet, RequestSequenceMatchesTheOfficialRequests) {
   std::ostringstream log;
-  const RequestReplayReport rep = run_request_replay(two_bucket_options(), log);
+  const segmux::verify::RequestReplayReport rep = segmux::verify::run_request_replay(two_bucket_options(), log);
   std::cout << log.str();
   std::ifstream f(segmux::test::two_bucket_set_dir() + "/video/trace.json");
   const size_t official = nlohmann::json::parse(f).at("requests").size();

@@ -13,11 +13,11 @@ using namespace segmux::pipeline;
 // Issue 4's end-to-end bar on the fixture video: compiled candidates + the C++ control plane against
 // the official predictor's outputs (ids, probs, masks IoU >= 0.99 or <= 16 px).
 TEST(VideoParity, FixtureVideoMatchesTheOfficialPredictor) {
-  VideoParityOptions opt;
+  segmux::verify::VideoParityOptions opt;
   opt.fixture_dir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   opt.cache_dir = ::testing::TempDir() + "/segmux-video-parity-cache";
   std::ostringstream log;
-  VideoParityReport rep = run_video_parity(opt, log);
+  segmux::verify::VideoParityReport rep = segmux::verify::run_video_parity(opt, log);
   std::cout << log.str();
   EXPECT_EQ(rep.frames_compared, 17);
   EXPECT_EQ(rep.id_mismatches, 0);
@@ -31,12 +31,12 @@ TEST(VideoParity, FixtureVideoMatchesTheOfficialPredictor) {
 TEST(VideoParity, FixtureVideoMatchesOnOnnxRuntime) {
   std::string why;
   if (!engine_available("ort", &why)) GTEST_SKIP() << why;
-  VideoParityOptions opt;
+  segmux::verify::VideoParityOptions opt;
   opt.fixture_dir = std::string(SEGMUX_FIXTURES) + "/sam31-tiny";
   opt.cache_dir = ::testing::TempDir() + "/segmux-video-parity-cache";
   opt.engine = "ort";
   std::ostringstream log;
-  VideoParityReport rep = run_video_parity(opt, log);
+  segmux::verify::VideoParityReport rep = segmux::verify::run_video_parity(opt, log);
   std::cout << log.str();
   EXPECT_NE(log.str().find("(engine ort)"), std::string::npos);
   EXPECT_EQ(rep.frames_compared, 17);
@@ -57,12 +57,12 @@ TEST(VideoParity, HeldOutVideosMatchTheOfficialPredictor) {
   };
   for (const Set& set : {Set{"sam31-tiny-mirror", 9}, Set{"sam31-tiny-reverse", 4}}) {
     SCOPED_TRACE(set.name);
-    VideoParityOptions opt;
+    segmux::verify::VideoParityOptions opt;
     opt.fixture_dir = std::string(SEGMUX_SOURCE_DIR) + "/tests/fixtures/" + set.name;
     opt.cache_dir = ::testing::TempDir() + "/segmux-video-parity-cache";
     opt.trace_calls = ::testing::TempDir() + "/segmux-" + set.name + "-calls.jsonl";
     std::ostringstream log;
-    VideoParityReport rep = run_video_parity(opt, log);
+    segmux::verify::VideoParityReport rep = segmux::verify::run_video_parity(opt, log);
     std::cout << log.str();
     EXPECT_EQ(rep.frames_compared, 17);
     EXPECT_EQ(rep.id_mismatches, 0);

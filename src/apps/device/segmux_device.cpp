@@ -259,7 +259,7 @@ int fullsize(const Args& a) {
     ~Remove() { std::remove(path.c_str()); }
   } remove_ckpt{ckpt};
   auto t0 = Clock::now();
-  sam31::write_random_checkpoint(ckpt, cfg, seed);
+  verify::write_random_checkpoint(ckpt, cfg, seed);
   sam31::Weights w = sam31::Weights::load(ckpt);
   sam31::check_weights(w, cfg);
   std::printf("random full-size checkpoint: %.1f s\n", std::chrono::duration<double>(Clock::now() - t0).count());

@@ -170,7 +170,7 @@ OpenedModel open_model(const ModelSource& src, const LogFn& log) {
   if (!src.weights.empty()) {
     std::error_code ec;  // before the vocabulary beside it is looked for: name the missing file itself
     SEGMUX_CHECK(fs::exists(src.weights, ec), "checkpoint '", src.weights, "' does not exist");
-    m.config = src.config.empty() ? sam31::default_config() : sam31::load_config(src.config);
+    m.config = src.config.empty() ? sam31::default_config() : src.read_config(src.config);
     if (vocab.empty()) vocab = sam31::Tokenizer::find_vocabulary(src.weights);
     dir = cached_model_dir(src, m.config, vocab, log);
     m.description = src.weights + " (compiled in " + dir + ")";

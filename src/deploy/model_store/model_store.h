@@ -15,8 +15,10 @@ namespace segmux::pipeline {
 using LogFn = std::function<void(const std::string&)>;
 
 struct ModelSource {
-  std::string weights;               // .pt or .safetensors with official key names
-  std::string config;                // optional model config (flat JSON or a fixtures config.json)
+  std::string weights;  // .pt or .safetensors with official key names
+  std::string config;   // optional model config (flat JSON, model.json's "config")
+  // How `config` is read: the CLI also reads a fixture's config.json (through verification).
+  std::function<sam31::ModelConfig(const std::string&)> read_config = sam31::load_config;
   std::string vocab;                 // bpe_simple_vocab_16e6.txt.gz; default: beside the weights / model
   std::string model_dir;             // a model folder (compiled candidates + model.json)
   std::string cache_dir;             // where compiled candidates are cached; default: default_cache_dir()

@@ -238,7 +238,7 @@ struct F32Ops {
 int64_t scratch_floats(int64_t D, int64_t Dv) { return runner_floats(D, Dv); }
 
 void tile(const AttentionTile& t) {
-  TileRunner<F32Ops> r(t);
+  AttentionTiles<F32Ops> r(t);
   r.run();
 }
 

@@ -120,9 +120,9 @@ inline int64_t runner_floats(int64_t D, int64_t Dv) {
 // Ops: the block computation, constructed from the runner after its own scratch (Ops reads its part at
 // extra()) and called as ops.block(runner, sub index, key block, first key, keys).
 template <class Ops>
-class TileRunner {
+class AttentionTiles {
  public:
-  explicit TileRunner(const AttentionTile& t) : t_(t) {
+  explicit AttentionTiles(const AttentionTile& t) : t_(t) {
     float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(t.scratch) + 63) & ~uintptr_t(63));
     nsub_ = (t.rows + kQT - 1) / kQT;
     for (int64_t g = 0; g < nsub_; ++g) {

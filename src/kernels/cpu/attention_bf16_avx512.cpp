@@ -1,7 +1,7 @@
 // AVX-512 BF16 tile of the flash-attention kernel, for nodes compiled in bf16 (segmux_precision =
 // "bf16") on CPUs with AVX512_BF16: both products with vdpbf16ps (bf16 pairs, f32 accumulation), the
 // online softmax in f32 as in the f32 tile (attention_avx512.cpp, whose layout this follows: queries in
-// the lanes, TileRunner of attention_avx512.h). vdpbf16ps sums pairs along the reduced dimension, so
+// the lanes, AttentionTiles of attention_avx512.h). vdpbf16ps sums pairs along the reduced dimension, so
 // the operands in the lanes are packed as pairs: Q^T as (dim 2p, 2p+1) per query, P^T as (key 2p, 2p+1)
 // per query, and the broadcast operands K (pairs of dims, its natural layout) and V (pairs of keys,
 // repacked per key block). The scale is applied to the f32 scores, as in the f32 tile. Rounding to bf16 is to nearest
@@ -252,7 +252,7 @@ int64_t scratch_floats(int64_t D, int64_t Dv) {
 }
 
 void tile(const AttentionTile& t) {
-  TileRunner<Bf16Ops> r(t);
+  AttentionTiles<Bf16Ops> r(t);
   r.run();
 }
 

@@ -159,41 +159,6 @@ void set_field(ModelConfig& cfg, const std::string& key, const json& value, cons
   it->second.read(cfg, value, what);
 }
 
-// Keys of the fixtures' "reduced_vs_official" table that describe the run, not the model.
-bool is_run_only_key(const std::string& key) { return key == "seed"; }
-
-// Compares one entry of the fixtures' "derived" table with our derived value.
-void check_derived(const json& derived, const std::string& key, const json& ours, const std::string& what) {
-  if (!derived.contains(key)) return;
-  SEGMUX_CHECK(derived[key] == ours, what, ": derived size '", key, "' is ", describe_json(derived[key]),
-               derived[key].is_number() ? "" : (" " + derived[key].dump().substr(0, 100)),
-               " in the file but the config gives ", ours.dump());
-}
-
-void cross_check_derived(const ModelConfig& c, const json& derived, const std::string& what) {
-  SEGMUX_CHECK(derived.is_object(), what, ": 'derived' must be an object");
-  const ModelConfig o = default_config();
-  for (const auto* cfg : {&c, &o}) {
-    const std::string p = cfg == &c ? "" : "official_";
-    check_derived(derived, p + "token_grid", json::array({cfg->token_grid(), cfg->token_grid()}), what);
-    check_derived(derived, p + "pos_embed_pretrain_grid", cfg->pos_embed_pretrain_grid(), what);
-    check_derived(derived, p + "pos_embed_tiling", cfg->pos_embed_tiling(), what);
-    check_derived(derived, p + "vit_mlp_hidden", cfg->vit_mlp_hidden(), what);
-    json levels = json::array();
-    for (int s : cfg->neck_levels()) levels.push_back(json::array({s, s}));
-    check_derived(derived, p + "neck_levels", levels, what);
-    check_derived(derived, p + "low_res_mask_size", cfg->low_res_mask_size(), what);
-    check_derived(derived, p + "input_mask_size", cfg->input_mask_size(), what);
-    check_derived(derived, p + "memory_tokens_per_frame", cfg->memory_tokens_per_frame(), what);
-    auto hr = cfg->tracker_high_res_channels();
-    check_derived(derived, p + "tracker_high_res_channels", json::array({hr[0], hr[1]}), what);
-    check_derived(derived, p + "mem_dim", cfg->mem_dim(), what);
-    check_derived(derived, p + "maskmem_downsampler_channels", cfg->maskmem_downsampler_channels(), what);
-    check_derived(derived, p + "detector_head_dim", cfg->detector_head_dim(), what);
-    check_derived(derived, p + "vit_head_dim", cfg->vit_head_dim(), what);
-  }
-}
-
 // validate_config, with the file named in its message.
 void validate_in(const ModelConfig& cfg, const std::string& what) {
   try {
@@ -203,55 +168,19 @@ void validate_in(const ModelConfig& cfg, const std::string& what) {
   }
 }
 
-ModelConfig from_fixture_json(const json& j, const std::string& what) {
-  ModelConfig cfg;
-  const json& table = j["reduced_vs_official"];
-  SEGMUX_CHECK(table.is_object(), what, ": 'reduced_vs_official' must be an object, got ", describe_json(table));
-  for (auto it = table.begin(); it != table.end(); ++it) {
-    const std::string& key = it.key();
-    if (is_run_only_key(key)) continue;
-    SEGMUX_CHECK(it->is_object() && it->contains("reduced"), what, ": entry '", printable(key),
-                 "' of reduced_vs_official lacks a 'reduced' value (it is ", describe_json(*it), ")");
-    set_field(cfg, key, (*it)["reduced"], what);
-  }
-  // Sizes the table does not list but the fixture states elsewhere.
-  if (j.contains("derived")) {
-    const json& d = j["derived"];
-    SEGMUX_CHECK(d.is_object(), what, ": 'derived' must be an object, got ", describe_json(d));
-    if (d.contains("text_context_length")) set_field(cfg, "text_context_length", d["text_context_length"], what);
-    if (d.contains("vocab_size")) set_field(cfg, "vocab_size", d["vocab_size"], what);
-  }
-  if (j.contains("control_plane_and_tracker_settings")) {
-    const json& s = j["control_plane_and_tracker_settings"];
-    for (auto it = s.begin(); s.is_object() && it != s.end(); ++it) {
-      if (!it->is_object()) continue;
-      for (const char* key : {"num_maskmem", "max_obj_ptrs_in_encoder", "max_cond_frames_in_attn",
-                              "multimask_min_pt_num", "multimask_max_pt_num"})
-        if (it->contains(key)) set_field(cfg, key, (*it)[key], what);
-      // The interactive head's dynamic multimask fallback (the multiplex head has it switched off).
-      const auto extra = it->find("interactive_sam_mask_decoder_extra_args");
-      if (extra != it->end() && extra->is_object()) {
-        if (extra->contains("dynamic_multimask_stability_delta"))
-          set_field(cfg, "multimask_stability_delta", (*extra)["dynamic_multimask_stability_delta"], what);
-        if (extra->contains("dynamic_multimask_stability_thresh"))
-          set_field(cfg, "multimask_stability_thresh", (*extra)["dynamic_multimask_stability_thresh"], what);
-      }
-    }
-  }
-  validate_in(cfg, what);
-  if (j.contains("derived")) cross_check_derived(cfg, j["derived"], what);
-  return cfg;
-}
-
 }  // namespace
 
-// A config is a few levels deep (the fixture form: object -> table -> entry -> value list).
+// A config is an object of values and short lists.
 constexpr JsonLimits kConfigLimits{.max_depth = 16, .max_bytes = size_t(16) << 20};
 
 ModelConfig parse_config(const std::string& json_text, const std::string& what) {
   const json j = parse_untrusted_json(json_text, what, kConfigLimits);
   SEGMUX_CHECK(j.is_object(), what, ": a config must be a JSON object, got ", describe_json(j));
-  if (j.contains("reduced_vs_official")) return from_fixture_json(j, what);
+  // The golden fixtures' form is read by verification only (verify/sam31/fixture_config.h).
+  SEGMUX_CHECK(!j.contains("reduced_vs_official"), what,
+               " is a fixture's config.json (a 'reduced_vs_official' table), not a model config; convert it with "
+               "`segmux fixture-config ",
+               what, " -o model_config.json`");
   ModelConfig cfg;
   for (auto it = j.begin(); it != j.end(); ++it) set_field(cfg, it.key(), *it, what);
   validate_in(cfg, what);

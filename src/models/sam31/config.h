@@ -1,5 +1,5 @@
 // SAM 3.1 model configuration. Defaults are the full-size official sam3.1_multiplex values; every
-// field can be overridden from a config file (the fixtures' config.json format is read too).
+// field can be overridden from a config file (model.json; fixtures are read by verify/sam31/fixture_config.h).
 // Sizes are never hard-coded elsewhere: derive them from here.
 #pragma once
 #include <array>
@@ -94,9 +94,9 @@ struct ModelConfig {
 
 // Full-size official configuration.
 ModelConfig default_config();
-// Reads a config file: either our flat JSON ({"image_size": 1008, ...}, any subset of fields) or the
-// fixtures' config.json (its "reduced_vs_official" table, reduced values; its "derived" table is
-// cross-checked against the derived sizes). Unknown keys are errors naming the key.
+// Reads a config file: our flat JSON ({"image_size": 1008, ...}, any subset of fields; model.json's
+// "config"). Unknown keys are errors naming the key; a golden fixture's config.json is refused with
+// the command that converts it (fixtures are read by verify/sam31/fixture_config.h).
 ModelConfig load_config(const std::string& path);
 // Same, from JSON text (`what` names the source in error messages).
 ModelConfig parse_config(const std::string& json_text, const std::string& what);

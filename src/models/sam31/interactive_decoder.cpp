@@ -10,7 +10,7 @@
 #include "models/sam31/contract.h"
 #include "models/sam31/layers.h"
 #include "models/sam31/sam_heads.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 namespace segmux::sam31 {
 

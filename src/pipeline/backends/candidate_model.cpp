@@ -68,7 +68,7 @@ CandidateModel::CandidateModel(sam31::ModelConfig cfg, CandidateRunnerFactory op
   for (Candidate c : {Candidate::text_encoder, Candidate::backbone, Candidate::detector, Candidate::interactive_decoder,
                       Candidate::propagation_decoder, Candidate::memory_encoder, Candidate::memory_encoder_image_size})
     runner(c);
-  Runner& bb = runner(Candidate::backbone);
+  LoadedCandidate& bb = runner(Candidate::backbone);
   bb.impl->set_wanted_outputs(backbone_outputs_read(*bb.impl));
   namespace det = sam31::names::detector;
   runner(Candidate::detector)
@@ -81,18 +81,18 @@ ModelGeometry CandidateModel::geometry() const {
 
 std::unique_ptr<ModelSession> CandidateModel::new_session() { return new_candidate_session(shared_from_this()); }
 
-CandidateModel::Runner& CandidateModel::runner(Candidate c) {
+CandidateModel::LoadedCandidate& CandidateModel::runner(Candidate c) {
   auto it = runners_.find(c);
   if (it != runners_.end()) return it->second;
   const CandidateFile want = file_of(c);
   for (const sam31::CompiledFile& f : sam31::compiled_files())
     if (f.candidate == want.id && f.variant == want.variant)
-      return runners_.emplace(c, Runner{f.file, open_(f)}).first->second;
+      return runners_.emplace(c, LoadedCandidate{f.file, open_(f)}).first->second;
   fail("no compiled file for candidate ", sam31::candidate(want.id).name, " variant '", want.variant, "'");
 }
 
 std::map<std::string, Tensor> CandidateModel::run_locked(Candidate c, const std::map<std::string, Tensor>& inputs) {
-  Runner& r = runner(c);
+  LoadedCandidate& r = runner(c);
   try {
     return r.impl->run(inputs);
   } catch (const Error& e) {

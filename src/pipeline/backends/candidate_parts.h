@@ -47,18 +47,18 @@ class CandidateModel : public Model, public std::enable_shared_from_this<Candida
   std::map<std::string, Tensor> run(Candidate c, const std::map<std::string, Tensor>& inputs);
 
  private:
-  struct Runner {
+  struct LoadedCandidate {
     std::string file;
     std::unique_ptr<CandidateRunner> impl;
   };
-  Runner& runner(Candidate c);  // the caller holds lock_
+  LoadedCandidate& runner(Candidate c);  // the caller holds lock_
   std::map<std::string, Tensor> run_locked(Candidate c, const std::map<std::string, Tensor>& inputs);
 
   const sam31::ModelConfig cfg_;
   const CandidateRunnerFactory open_;
   std::mutex lock_;  // one candidate run at a time, and the tokenizer's cache
   sam31::Tokenizer tok_;
-  std::map<Candidate, Runner> runners_;
+  std::map<Candidate, LoadedCandidate> runners_;
 };
 
 // A new session of `model` (candidate_session.cpp).

@@ -18,7 +18,7 @@
 #include "pipeline/backends/candidate_parts.h"
 #include "pipeline/masks/mask_ops.h"
 #include "pipeline/media/preprocess.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 namespace segmux::pipeline {
 
@@ -44,13 +44,13 @@ class AntialiasResizer {
       int in = b.input("x", DType::f32, x.shape());
       int y = b.op1("ResizeAntialias", {in}, {{"sizes", std::vector<int64_t>{h, w}}}, "segmux");
       b.output(y, "y");
-      it = sessions_.emplace(key, std::make_unique<Session>(std::move(g), SessionOptions{1, false})).first;
+      it = sessions_.emplace(key, std::make_unique<Interpreter>(std::move(g), InterpreterOptions{1, false})).first;
     }
     return it->second->run({{"x", x}}).at("y");
   }
 
  private:
-  std::map<std::tuple<Shape, int64_t, int64_t>, std::unique_ptr<Session>> sessions_;
+  std::map<std::tuple<Shape, int64_t, int64_t>, std::unique_ptr<Interpreter>> sessions_;
 };
 
 struct FrameFeatures {

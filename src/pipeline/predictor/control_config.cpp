@@ -1,12 +1,18 @@
 #include "pipeline/predictor/control_config.h"
 
-#include <fstream>
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <variant>
+#include <vector>
 
 #include "core/error.h"
 #include "io/json_limits.h"
+#include "io/printable.h"
 
 namespace segmux::pipeline {
 
@@ -31,92 +37,112 @@ ControlConfig for_single_image(ControlConfig c) {
 namespace {
 using nlohmann::json;
 
-template <typename T>
-void read(const json& obj, const char* key, T& out, const std::string& what) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return;
-  try {
-    if constexpr (std::is_same_v<T, bool>) {
-      SEGMUX_CHECK(it->is_boolean(), what, ": '", key, "' should be true/false");
-      out = it->template get<bool>();
-    } else {
-      SEGMUX_CHECK(it->is_number(), what, ": '", key, "' should be a number");
-      out = it->template get<T>();
-    }
-  } catch (const json::exception& e) {
-    fail(what, ": cannot read '", key, "': ", e.what());
-  }
+using Member = std::variant<float ControlConfig::*, int ControlConfig::*, bool ControlConfig::*>;
+
+// Every setting by its name (the official keyword's, as the fields are named).
+const std::vector<std::pair<std::string, Member>>& control_fields() {
+  static const std::vector<std::pair<std::string, Member>> fields = {
+      {"score_threshold_detection", &ControlConfig::score_threshold_detection},
+      {"image_only_det_thresh", &ControlConfig::image_only_det_thresh},
+      {"det_nms_thresh", &ControlConfig::det_nms_thresh},
+      {"det_nms_use_iom", &ControlConfig::det_nms_use_iom},
+      {"suppress_det_close_to_boundary", &ControlConfig::suppress_det_close_to_boundary},
+      {"boundary_margin", &ControlConfig::boundary_margin},
+      {"assoc_iou_thresh", &ControlConfig::assoc_iou_thresh},
+      {"trk_assoc_iou_thresh", &ControlConfig::trk_assoc_iou_thresh},
+      {"new_det_thresh", &ControlConfig::new_det_thresh},
+      {"high_conf_thresh", &ControlConfig::high_conf_thresh},
+      {"max_num_objects", &ControlConfig::max_num_objects},
+      {"hotstart_delay", &ControlConfig::hotstart_delay},
+      {"hotstart_unmatch_thresh", &ControlConfig::hotstart_unmatch_thresh},
+      {"hotstart_dup_thresh", &ControlConfig::hotstart_dup_thresh},
+      {"suppress_unmatched_only_within_hotstart", &ControlConfig::suppress_unmatched_only_within_hotstart},
+      {"init_trk_keep_alive", &ControlConfig::init_trk_keep_alive},
+      {"max_trk_keep_alive", &ControlConfig::max_trk_keep_alive},
+      {"min_trk_keep_alive", &ControlConfig::min_trk_keep_alive},
+      {"decrease_trk_keep_alive_for_empty_masklets", &ControlConfig::decrease_trk_keep_alive_for_empty_masklets},
+      {"hide_removed_objects_retroactively", &ControlConfig::hide_removed_objects_retroactively},
+      {"hide_keep_alive_suppressed_objects", &ControlConfig::hide_keep_alive_suppressed_objects},
+      {"suppress_overlapping_based_on_recent_occlusion_threshold",
+       &ControlConfig::suppress_overlapping_based_on_recent_occlusion_threshold},
+      {"allow_unoccluded_to_suppress", &ControlConfig::allow_unoccluded_to_suppress},
+      {"fill_hole_area", &ControlConfig::fill_hole_area},
+      {"recondition_every_nth_frame", &ControlConfig::recondition_every_nth_frame},
+      {"use_iom_recondition", &ControlConfig::use_iom_recondition},
+      {"iom_thresh_recondition", &ControlConfig::iom_thresh_recondition},
+      {"iou_thresh_recondition", &ControlConfig::iou_thresh_recondition},
+      {"masklet_confirmation_enable", &ControlConfig::masklet_confirmation_enable},
+      {"masklet_confirmation_consecutive_det_thresh", &ControlConfig::masklet_confirmation_consecutive_det_thresh},
+      {"postprocess_batch_size", &ControlConfig::postprocess_batch_size},
+      {"bucket_capacity", &ControlConfig::bucket_capacity},
+      {"multiplex_count", &ControlConfig::multiplex_count},
+      {"num_maskmem", &ControlConfig::num_maskmem},
+      {"max_obj_ptrs_in_encoder", &ControlConfig::max_obj_ptrs_in_encoder},
+      {"max_cond_frames_in_attn", &ControlConfig::max_cond_frames_in_attn},
+      {"default_output_prob_thresh", &ControlConfig::default_output_prob_thresh},
+  };
+  return fields;
 }
 
-const json* find_section(const json& root, const char* prefix) {
-  for (auto it = root.begin(); it != root.end(); ++it)
-    if (it.key().rfind(prefix, 0) == 0 && it->is_object()) return &*it;
-  return nullptr;
+void read_field(ControlConfig& c, Member member, const std::string& key, const json& v, const std::string& what) {
+  std::visit(
+      [&](auto m) {
+        using T = std::remove_reference_t<decltype(c.*m)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          SEGMUX_CHECK(v.is_boolean(), what, ": '", key, "' must be true or false, got ", describe_json(v));
+          c.*m = v.get<bool>();
+        } else if constexpr (std::is_same_v<T, int>) {
+          const bool fits = v.is_number_integer() &&
+                            (v.is_number_unsigned() ? v.get<uint64_t>() <= INT_MAX
+                                                    : v.get<int64_t>() >= INT_MIN && v.get<int64_t>() <= INT_MAX);
+          SEGMUX_CHECK(fits, what, ": '", key, "' must be an integer in int range, got ", describe_json(v));
+          c.*m = int(v.get<int64_t>());
+        } else {
+          SEGMUX_CHECK(v.is_number() && std::abs(v.get<double>()) <= std::numeric_limits<float>::max(), what, ": '",
+                       key, "' must be a finite number, got ", describe_json(v));
+          c.*m = float(v.get<double>());
+        }
+      },
+      member);
 }
 }  // namespace
 
 ControlConfig parse_control_config(const std::string& text, const std::string& what) {
-  json root = parse_untrusted_json(text, what);
-  const json* settings = nullptr;
-  if (root.contains("control_plane_and_tracker_settings"))
-    settings = &root["control_plane_and_tracker_settings"];
-  else if (root.contains("control_plane_hyperparameters"))
-    settings = &root["control_plane_hyperparameters"];
-  SEGMUX_CHECK(settings && settings->is_object(), what,
-               ": neither 'control_plane_and_tracker_settings' nor 'control_plane_hyperparameters' found");
-  ControlConfig c;
-  const json* demo = find_section(*settings, "demo_model");
-  SEGMUX_CHECK(demo, what, ": no 'demo_model(...)' section with the control-plane settings");
-  const json& d = *demo;
-  read(d, "score_threshold_detection", c.score_threshold_detection, what);
-  read(d, "image_only_det_thresh", c.image_only_det_thresh, what);
-  read(d, "det_nms_thresh", c.det_nms_thresh, what);
-  read(d, "det_nms_use_iom", c.det_nms_use_iom, what);
-  read(d, "suppress_det_close_to_boundary", c.suppress_det_close_to_boundary, what);
-  read(d, "assoc_iou_thresh", c.assoc_iou_thresh, what);
-  read(d, "trk_assoc_iou_thresh", c.trk_assoc_iou_thresh, what);
-  read(d, "new_det_thresh", c.new_det_thresh, what);
-  read(d, "max_num_objects", c.max_num_objects, what);
-  read(d, "hotstart_delay", c.hotstart_delay, what);
-  read(d, "hotstart_unmatch_thresh", c.hotstart_unmatch_thresh, what);
-  read(d, "hotstart_dup_thresh", c.hotstart_dup_thresh, what);
-  read(d, "suppress_unmatched_only_within_hotstart", c.suppress_unmatched_only_within_hotstart, what);
-  read(d, "init_trk_keep_alive", c.init_trk_keep_alive, what);
-  read(d, "max_trk_keep_alive", c.max_trk_keep_alive, what);
-  read(d, "min_trk_keep_alive", c.min_trk_keep_alive, what);
-  read(d, "decrease_trk_keep_alive_for_empty_masklets", c.decrease_trk_keep_alive_for_empty_masklets, what);
-  read(d, "suppress_overlapping_based_on_recent_occlusion_threshold",
-       c.suppress_overlapping_based_on_recent_occlusion_threshold, what);
-  read(d, "allow_unoccluded_to_suppress", c.allow_unoccluded_to_suppress, what);
-  read(d, "fill_hole_area", c.fill_hole_area, what);
-  read(d, "recondition_every_nth_frame", c.recondition_every_nth_frame, what);
-  read(d, "use_iom_recondition", c.use_iom_recondition, what);
-  read(d, "iom_thresh_recondition", c.iom_thresh_recondition, what);
-  read(d, "iou_thresh_recondition", c.iou_thresh_recondition, what);
-  read(d, "masklet_confirmation_enable", c.masklet_confirmation_enable, what);
-  read(d, "masklet_confirmation_consecutive_det_thresh", c.masklet_confirmation_consecutive_det_thresh, what);
-  read(d, "postprocess_batch_size", c.postprocess_batch_size, what);
-  read(d, "bucket_capacity", c.bucket_capacity, what);
-  bool o2o = false;
-  read(d, "o2o_matching_masklets_enable", o2o, what);
-  SEGMUX_CHECK(!o2o, what, ": o2o_matching_masklets_enable is not supported (the official code asserts it off)");
-  float bbox_iou = -1.f;
-  read(d, "reconstruction_bbox_iou_thresh", bbox_iou, what);
-  SEGMUX_CHECK(bbox_iou <= 0.f, what, ": reconstruction_bbox_iou_thresh > 0 is not supported");
-  if (const json* mux = find_section(*settings, "multiplex_controller")) {
-    read(*mux, "eval_multiplex_count", c.bucket_capacity, what);
-    read(*mux, "multiplex_count", c.multiplex_count, what);
+  const json root = parse_untrusted_json(text, what);
+  SEGMUX_CHECK(root.is_object(), what, ": control-plane settings must be a JSON object, got ", describe_json(root));
+  // The golden fixtures' form is read by verification only (verify/sam31/fixture_config.h).
+  SEGMUX_CHECK(!root.contains("control_plane_and_tracker_settings") && !root.contains("control_plane_hyperparameters"),
+               what,
+               " is a fixture's config.json or trace.json, not control-plane settings; convert it with "
+               "`segmux fixture-config --control ",
+               what, " -o control.json`");
+  ControlConfig c = default_control_config();
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const auto& table = control_fields();
+    const auto f = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == it.key(); });
+    SEGMUX_CHECK(f != table.end(), what, ": unknown control-plane setting '", printable(it.key()), "'");
+    read_field(c, f->second, f->first, *it, what);
   }
-  if (const json* trk = find_section(*settings, "tracker_model")) {
-    read(*trk, "num_maskmem", c.num_maskmem, what);
-    read(*trk, "max_obj_ptrs_in_encoder", c.max_obj_ptrs_in_encoder, what);
-    read(*trk, "max_cond_frames_in_attn", c.max_cond_frames_in_attn, what);
-    read(*trk, "multiplex_count", c.multiplex_count, what);
-  }
-  if (const json* pred = find_section(*settings, "predictor"))
-    read(*pred, "default_output_prob_thresh", c.default_output_prob_thresh, what);
   validate_control_config(c, what);
   return c;
+}
+
+std::string control_config_to_json(const ControlConfig& c) {
+  nlohmann::ordered_json j;
+  for (const auto& [key, member] : control_fields())
+    std::visit(
+        [&](auto m) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.*m)>, float>) {
+            // The float's shortest decimal (0.4, not 0.4000000059604645): it reads back to the same float.
+            char text[32];
+            const auto end = std::to_chars(text, text + sizeof text, c.*m).ptr;
+            j[key] = std::strtod(std::string(text, end).c_str(), nullptr);
+          } else {
+            j[key] = c.*m;
+          }
+        },
+        member);
+  return j.dump(1);
 }
 
 void validate_control_config(const ControlConfig& c, const std::string& what) {
@@ -129,11 +155,13 @@ void validate_control_config(const ControlConfig& c, const std::string& what) {
 }
 
 ControlConfig load_control_config(const std::string& path) {
-  std::ifstream f(path);
-  SEGMUX_CHECK(f.good(), "cannot open control-plane config ", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_control_config(ss.str(), path);
+  std::string text;
+  try {
+    text = read_untrusted_text_file(path, JsonLimits{}.max_bytes);
+  } catch (const Error& e) {
+    fail("control-plane settings: ", e.what());
+  }
+  return parse_control_config(text, printable(path));
 }
 
 }  // namespace segmux::pipeline

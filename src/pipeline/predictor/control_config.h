@@ -1,7 +1,7 @@
 // Every hyperparameter of the SAM 3.1 multiplex video control plane, with the official SAM 3.1
 // defaults (model_builder.build_sam3_multiplex_video_predictor -> Sam3MultiplexTrackingWithInteractivity,
-// commit 9f22cb9). Loadable from the fixtures' config.json ("control_plane_and_tracker_settings") and
-// trace.json ("control_plane_hyperparameters").
+// commit 9f22cb9). Loadable from a flat JSON of settings by field name (the fixtures' config.json and
+// trace.json are read by verify/sam31/fixture_config.h).
 #pragma once
 #include <string>
 
@@ -75,10 +75,13 @@ ControlConfig default_control_config();
 ControlConfig control_config_for(const sam31::ModelConfig& model);
 // Single images (official is_image_only): the lower new-object threshold and no object cap.
 ControlConfig for_single_image(ControlConfig config);
-// Reads fixtures' config.json or trace.json (whichever section exists) over the defaults. Keys the
-// control plane does not use are ignored; a present key with the wrong type is an error.
+// Reads a flat JSON object of settings by field name ({"new_det_thresh": 0.7, ...}) over the official
+// defaults. An unknown key or a wrong type is an error naming it; a fixture's config.json / trace.json
+// is refused with the command that converts it.
 ControlConfig load_control_config(const std::string& path);
 ControlConfig parse_control_config(const std::string& json_text, const std::string& what);
+// Every setting in that form (parse_control_config reads it back to equal settings).
+std::string control_config_to_json(const ControlConfig& c);
 // Refuses settings the control plane cannot run with (e.g. a batch size of 0 would never flush);
 // `what` names the source in the error.
 void validate_control_config(const ControlConfig& c, const std::string& what);

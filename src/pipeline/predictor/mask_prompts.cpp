@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "ir/builder.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 namespace segmux::pipeline {
 
@@ -18,7 +18,7 @@ std::vector<float> resize_antialias_plane(const std::vector<float>& plane, int h
   ir::GraphBuilder b(g);
   const int x = b.input("x", DType::f32, {1, 1, height, width});
   b.output(b.op1("ResizeAntialias", {x}, {{"sizes", std::vector<int64_t>{out_height, out_width}}}, "segmux"), "y");
-  segmux::Session session(std::move(g), segmux::SessionOptions{1, false});
+  segmux::Interpreter session(std::move(g), segmux::InterpreterOptions{1, false});
   const Tensor y = session.run({{"x", Tensor::from_vector<float>({1, 1, height, width}, plane)}}).at("y");
   return std::vector<float>(y.data<float>(), y.data<float>() + y.numel());
 }

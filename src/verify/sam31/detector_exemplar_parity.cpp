@@ -17,7 +17,9 @@
 #include "verify/sam31/fixture.h"
 #include "verify/sam31/parity_cases.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
+
+using namespace segmux::sam31;
 
 namespace {
 
@@ -56,9 +58,9 @@ ParityCase exemplar_case(const std::string& fixture_dir, const std::string& labe
   const int64_t T = cfg.text_context_length, D = cfg.d_model, num_texts = DetectorOptions{}.num_texts;
   ParityCase c;
   c.label = label;
-  const Tensor& level2 = fixture::tensor(f, "call.fusion_encoder.kwargs.src.0");
+  const Tensor& level2 = fixture_tensor(f, "call.fusion_encoder.kwargs.src.0");
   c.inputs[det::fpn(2)] = level2;
-  c.inputs[det::kPos2] = fixture::tensor(f, "call.fusion_encoder.kwargs.src_pos.0");
+  c.inputs[det::kPos2] = fixture_tensor(f, "call.fusion_encoder.kwargs.src_pos.0");
   TensorFile bb = matching_backbone(fixture_dir, level2);
   for (int lvl = 0; lvl < 2; ++lvl) {
     const std::string key = "out.det.fpn" + std::to_string(lvl);
@@ -71,8 +73,8 @@ ParityCase exemplar_case(const std::string& fixture_dir, const std::string& labe
   }
   // The text slot grounded (text_ids 0): the prompt's first T tokens and their padding mask. The
   // other slots of the batch are not read (copies of it).
-  const Tensor& prompt = fixture::tensor(f, "call.fusion_encoder.kwargs.prompt");                        // S,1,D
-  const Tensor& prompt_mask = fixture::tensor(f, "call.fusion_encoder.kwargs.prompt_key_padding_mask");  // 1,S
+  const Tensor& prompt = fixture_tensor(f, "call.fusion_encoder.kwargs.prompt");                        // S,1,D
+  const Tensor& prompt_mask = fixture_tensor(f, "call.fusion_encoder.kwargs.prompt_key_padding_mask");  // 1,S
   const Tensor txt = take(prompt, 0, 0, T), txt_mask = take(prompt_mask, 1, 0, T);
   const std::vector<int64_t> slot0(size_t(num_texts), 0);
   c.inputs[det::kLanguageFeatures] = take_indices(txt, 1, slot0);
@@ -80,9 +82,9 @@ ParityCase exemplar_case(const std::string& fixture_dir, const std::string& labe
   c.inputs[det::kTextIds] = Tensor::from_vector<int64_t>({1}, {0});
 
   // The boxes as the geometry encoder got them: (n,1,4) cxcywh, labels (n,1), mask (1,n).
-  const Tensor& boxes = fixture::tensor(f, "call.geometry_encoder.kwargs.geo_prompt.box_embeddings");
-  const Tensor& labels = fixture::tensor(f, "call.geometry_encoder.kwargs.geo_prompt.box_labels");
-  const Tensor& mask = fixture::tensor(f, "call.geometry_encoder.kwargs.geo_prompt.box_mask");
+  const Tensor& boxes = fixture_tensor(f, "call.geometry_encoder.kwargs.geo_prompt.box_embeddings");
+  const Tensor& labels = fixture_tensor(f, "call.geometry_encoder.kwargs.geo_prompt.box_labels");
+  const Tensor& mask = fixture_tensor(f, "call.geometry_encoder.kwargs.geo_prompt.box_mask");
   const int64_t n = boxes.dim(0), N = cfg.detector_max_boxes;
   SEGMUX_CHECK(boxes.dim(1) == 1, label, ": box batch ", boxes.dim(1), ", expected 1");
   SEGMUX_CHECK(n <= N, label, ": ", n, " boxes, more than detector_max_boxes ", N);
@@ -95,10 +97,10 @@ ParityCase exemplar_case(const std::string& fixture_dir, const std::string& labe
   for (auto& [name, t] : in) c.inputs[name] = t;
 
   for (const char* name : {"pred_logits", "pred_boxes", "pred_boxes_xyxy", "presence_logit_dec", "queries"})
-    c.expected[name] = fixture::tensor(f, std::string("raw.") + name);
+    c.expected[name] = fixture_tensor(f, std::string("raw.") + name);
   if (!bb.tensors.empty()) {
-    c.expected[det::kPredMasks] = fixture::tensor(f, "raw.pred_masks");
-    c.expected[det::kSemanticSeg] = fixture::tensor(f, "raw.semantic_seg");
+    c.expected[det::kPredMasks] = fixture_tensor(f, "raw.pred_masks");
+    c.expected[det::kSemanticSeg] = fixture_tensor(f, "raw.semantic_seg");
   }
   return c;
 }
@@ -112,4 +114,4 @@ std::vector<ParityCase> detector_exemplar_parity_cases(const std::string& fixtur
   return cases;
 }
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

@@ -2,19 +2,19 @@
 
 #include "core/error.h"
 
-namespace segmux::sam31::fixture {
+namespace segmux::verify {
 
-const Tensor& tensor(const TensorFile& f, const std::string& name) {
+const Tensor& fixture_tensor(const TensorFile& f, const std::string& name) {
   if (f.has(name)) return f.at(name);
   auto it = f.metadata.find("alias:" + name);
   SEGMUX_CHECK(it != f.metadata.end(), "fixture tensor '", name, "' is neither stored nor an alias");
   return f.at(it->second);
 }
 
-const std::string& meta(const TensorFile& f, const std::string& key, const std::string& what) {
+const std::string& fixture_meta(const TensorFile& f, const std::string& key, const std::string& what) {
   auto it = f.metadata.find(key);
   SEGMUX_CHECK(it != f.metadata.end(), what, ": metadata '", key, "' is missing");
   return it->second;
 }
 
-}  // namespace segmux::sam31::fixture
+}  // namespace segmux::verify

@@ -7,13 +7,13 @@
 #include "core/tensor.h"
 #include "io/safetensors.h"
 
-namespace segmux::sam31::fixture {
+namespace segmux::verify {
 
 // The tensor `name`, following the file's "alias:<name>" metadata when it is stored under another
 // name. Error naming the tensor when it is neither stored nor aliased.
-const Tensor& tensor(const TensorFile& f, const std::string& name);
+const Tensor& fixture_tensor(const TensorFile& f, const std::string& name);
 
 // The metadata entry `key`; `what` (the case label) names the file in the error when it is missing.
-const std::string& meta(const TensorFile& f, const std::string& key, const std::string& what);
+const std::string& fixture_meta(const TensorFile& f, const std::string& key, const std::string& what);
 
-}  // namespace segmux::sam31::fixture
+}  // namespace segmux::verify

@@ -18,10 +18,13 @@
 #include "models/sam31/weights.h"
 #include "onnx/onnx_io.h"
 #include "runtime/cuda/cuda_executor.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/ort_peer.h"
+#include "verify/sam31/fixture_config.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
+
+using namespace segmux::sam31;
 
 namespace fs = std::filesystem;
 
@@ -171,7 +174,7 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
   ParityReport rep;
   const std::string dir = opt.fixture_dir;
   SEGMUX_CHECK(fs::is_directory(dir), "fixture folder '", dir, "' does not exist");
-  const ModelConfig cfg = load_config(dir + "/config.json");
+  const ModelConfig cfg = load_fixture_config(dir + "/config.json");
 
   std::vector<std::string> weights = opt.weights_files;
   if (weights.empty()) {
@@ -228,10 +231,10 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
           const std::string label = pc.variant.empty() ? cand.name : cand.name + "[" + pc.variant + "]";
           // The interpreter with reference kernels, then with the optimized ones.
           auto run_session = [&](const char* backend, bool optimized_kernels) {
-            SessionOptions so;
+            InterpreterOptions so;
             so.num_threads = opt.num_threads;
             so.use_optimized_kernels = optimized_kernels;
-            Session s(g, so);
+            Interpreter s(g, so);
             check_case(rep, wname, cand, pc, backend, s.run(pc.inputs));
           };
           if (opt.reference) run_session("reference", false);
@@ -319,4 +322,4 @@ void print_parity_report(const ParityReport& r, std::ostream& os) {
      << (r.passed() ? "PASS" : "FAIL") << "\n";
 }
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

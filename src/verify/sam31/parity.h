@@ -12,7 +12,7 @@
 #include "core/cpu_cores.h"
 #include "verify/sam31/parity_cases.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
 
 struct OutputCheck {
   bool shape_ok = true;
@@ -66,4 +66,4 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log = nullptr);
 // The report as the text table `segmux parity` prints.
 void print_parity_report(const ParityReport& r, std::ostream& os);
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

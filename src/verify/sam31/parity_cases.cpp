@@ -21,10 +21,12 @@
 #include "models/sam31/tensor_names.h"
 #include "models/sam31/text_encoder.h"
 #include "models/sam31/tracker_io.h"
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 #include "verify/sam31/fixture.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
+
+using namespace segmux::sam31;
 
 std::vector<std::string> fixture_modules(const std::string& fixture_dir, const std::string& prefix) {
   namespace fs = std::filesystem;
@@ -188,7 +190,7 @@ std::vector<ParityCase> detector_text_cases(const std::string& fixture_dir, cons
   m.inputs[names::detector::kPos2] = to_nchw(f.at("call.geometry_encoder.kwargs.img_pos_embeds.0"));
   namespace det = names::detector;
   for (const char* name : {det::kPredLogits, det::kPredBoxes, det::kPredBoxesXyxy, det::kPresenceLogit, det::kQueries})
-    m.expected[name] = fixture::tensor(f, std::string("out.") + name);
+    m.expected[name] = fixture_tensor(f, std::string("out.") + name);
   cases.push_back(std::move(m));
   return cases;
 }
@@ -223,7 +225,7 @@ Tensor upsample_binarize(const Tensor& logits, int64_t size) {
                 {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("half_pixel")}});
   y = b.op1("Cast", {b.op1("Greater", {y, b.scalar_f32(0.0f)})}, {{"to", int64_t(1)}});
   b.output(y, "y");
-  Session s(std::move(g), SessionOptions{1, false});
+  Interpreter s(std::move(g), InterpreterOptions{1, false});
   return s.run({{"x", logits.reshaped({1, k, h, w})}}).at("y");
 }
 
@@ -265,8 +267,8 @@ std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& dir,
 // ---- point_decoder -----------------------------------------------------------------------------
 
 PointPrompt point_decoder_fixture_prompt(const TensorFile& f) {
-  const Tensor& xy = fixture::tensor(f, "call.interactive_sam_prompt_encoder.kwargs.points.0");
-  const Tensor& labels = fixture::tensor(f, "call.interactive_sam_prompt_encoder.kwargs.points.1");
+  const Tensor& xy = fixture_tensor(f, "call.interactive_sam_prompt_encoder.kwargs.points.0");
+  const Tensor& labels = fixture_tensor(f, "call.interactive_sam_prompt_encoder.kwargs.points.1");
   SEGMUX_CHECK(xy.rank() == 3 && xy.dim(0) == 1 && xy.dim(2) == 2 && labels.numel() == xy.dim(1),
                "fixture: point prompt of shape ", shape_str(xy.shape()), " with ", labels.numel(), " labels");
   PointPrompt p;
@@ -289,18 +291,18 @@ std::vector<ParityCase> point_decoder_parity_cases(const std::string& dir, const
     ParityCase c;
     c.label = label;
     c.variant = kPointDecoderFeaturesVariant;
-    c.inputs[names::point_decoder::kImageEmbeddings] = fixture::tensor(f, k + "kwargs.image_embeddings").clone();
-    c.inputs[names::point_decoder::kHighResS0] = fixture::tensor(f, k + "kwargs.high_res_features.0").clone();
-    c.inputs[names::point_decoder::kHighResS1] = fixture::tensor(f, k + "kwargs.high_res_features.1").clone();
+    c.inputs[names::point_decoder::kImageEmbeddings] = fixture_tensor(f, k + "kwargs.image_embeddings").clone();
+    c.inputs[names::point_decoder::kHighResS0] = fixture_tensor(f, k + "kwargs.high_res_features.0").clone();
+    c.inputs[names::point_decoder::kHighResS1] = fixture_tensor(f, k + "kwargs.high_res_features.1").clone();
     PointDecoderPromptInputs in = point_decoder_prompt_inputs(cfg, point_decoder_fixture_prompt(f));
-    const bool multimask = fixture::meta(f, "call_meta." + k + "kwargs.multimask_output", label) == "true";
+    const bool multimask = fixture_meta(f, "call_meta." + k + "kwargs.multimask_output", label) == "true";
     in.multimask.data<float>()[0] = multimask ? 1.0f : 0.0f;  // as recorded (tests check our decision)
     c.inputs[names::point_decoder::kPointCoords] = in.coords;
     c.inputs[names::point_decoder::kPointLabels] = in.labels;
     c.inputs[names::point_decoder::kPointValid] = in.valid;
     c.inputs[names::point_decoder::kMultimask] = in.multimask;
-    const Tensor& masks = fixture::tensor(f, k + "out.0");
-    const Tensor& ious = fixture::tensor(f, k + "out.1");
+    const Tensor& masks = fixture_tensor(f, k + "out.0");
+    const Tensor& ious = fixture_tensor(f, k + "out.1");
     if (multimask) {  // the decoder returns tokens 1..; ours holds every token
       std::vector<int64_t> multi;
       for (int64_t i = 1; i <= cfg.num_multimask_outputs; ++i) multi.push_back(i);
@@ -312,10 +314,10 @@ std::vector<ParityCase> point_decoder_parity_cases(const std::string& dir, const
       c.expected[names::point_decoder::kMask] = masks.clone();
       c.expected[names::point_decoder::kIou] = ious.clone();
     }
-    c.expected[names::point_decoder::kObjectScoreLogit] = fixture::tensor(f, k + "out.3").clone();
+    c.expected[names::point_decoder::kObjectScoreLogit] = fixture_tensor(f, k + "out.3").clone();
     c.expected[names::point_decoder::kLowResMask] =
-        fixture::tensor(f, "call.forward_sam_heads.out.low_res_masks").clone();
-    c.expected[names::point_decoder::kObjPtr] = fixture::tensor(f, "call.forward_sam_heads.out.obj_ptr").clone();
+        fixture_tensor(f, "call.forward_sam_heads.out.low_res_masks").clone();
+    c.expected[names::point_decoder::kObjPtr] = fixture_tensor(f, "call.forward_sam_heads.out.obj_ptr").clone();
     // The interactive head runs in fp32 in the official code: the detector-side bar, plus mask IoU.
     for (auto& [name, t] : c.expected) {
       Tolerance tol;
@@ -387,24 +389,23 @@ namespace {
 ParityCase memory_encoder_case(const TensorFile& f, const std::string& label, const ModelConfig& cfg,
                                const MultiplexAssignment& assignment, int bucket) {
   std::set<int> cond;
-  for (auto& v : parse_untrusted_json(fixture::meta(f, "conditioning_objects", label), label + " conditioning_objects"))
+  for (auto& v : parse_untrusted_json(fixture_meta(f, "conditioning_objects", label), label + " conditioning_objects"))
     cond.insert(v.get<int>());
-  const Tensor& masks = fixture::tensor(f, "in.pred_masks_high_res");
+  const Tensor& masks = fixture_tensor(f, "in.pred_masks_high_res");
   ParityCase c;
   c.label = bucket_label(label, assignment, bucket);
-  const Tensor pix_feat =
-      bucket_row(fixture::tensor(f, "in.maskmem_backbone.pix_feat"), 0, bucket, label + " pix_feat");
+  const Tensor pix_feat = bucket_row(fixture_tensor(f, "in.maskmem_backbone.pix_feat"), 0, bucket, label + " pix_feat");
   c.inputs = assemble_memory_encoder_inputs(cfg, assignment, bucket, pix_feat, masks,
-                                            fixture::tensor(f, "in.object_score_logits"), cond);
+                                            fixture_tensor(f, "in.object_score_logits"), cond);
   if (masks.dim(2) != cfg.input_mask_size()) {
     SEGMUX_CHECK(masks.dim(2) == cfg.image_size, label, ": masks of size ", masks.dim(2),
                  " are neither input_mask_size nor image_size");
     c.variant = kMemoryEncoderImageSizeVariant;
   }
   c.expected[names::memory_encoder::kMaskmemFeatures] =
-      bucket_row(fixture::tensor(f, "out.maskmem_features"), 0, bucket, label);
+      bucket_row(fixture_tensor(f, "out.maskmem_features"), 0, bucket, label);
   c.expected[names::memory_encoder::kMaskmemFeaturesBf16] =
-      bucket_row(fixture::tensor(f, "out.run_memory_encoder.0"), 0, bucket, label);
+      bucket_row(fixture_tensor(f, "out.run_memory_encoder.0"), 0, bucket, label);
   for (auto& [name, t] : c.expected) {
     c.tolerance[name] = tracker_tolerance(false);
   }
@@ -417,7 +418,7 @@ std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_d
   std::vector<ParityCase> cases;
   for (const std::string& label : fixture_modules(fixture_dir, "memory_encoder_")) {
     TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
-    const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    const MultiplexAssignment assignment = parse_multiplex_state(fixture_meta(f, "multiplex_state", label));
     const size_t first = cases.size();
     for (int b = 0; b < assignment.num_buckets(); ++b)
       cases.push_back(memory_encoder_case(f, label, cfg, assignment, b));
@@ -433,11 +434,11 @@ namespace {
 ParityCase propagation_case(const TensorFile& f, const std::string& label, const ModelConfig& cfg,
                             const MultiplexAssignment& assignment, int bucket) {
   const int64_t g = cfg.token_grid(), M = cfg.multiplex_count, D = cfg.d_model;
-  const int frame_idx = std::stoi(fixture::meta(f, "frame_idx", label));
-  const int num_frames = std::stoi(fixture::meta(f, "num_frames", label));
+  const int frame_idx = std::stoi(fixture_meta(f, "frame_idx", label));
+  const int num_frames = std::stoi(fixture_meta(f, "num_frames", label));
 
   MemoryBank bank;
-  auto frames = parse_untrusted_json(fixture::meta(f, "memory_bank_frames", label), label + " memory_bank_frames");
+  auto frames = parse_untrusted_json(fixture_meta(f, "memory_bank_frames", label), label + " memory_bank_frames");
   for (auto& [kind, list] : frames.items()) {
     SEGMUX_CHECK(kind == "cond_frame_outputs" || kind == "non_cond_frame_outputs", label, ": unknown bank kind ", kind);
     for (auto& t : list) {
@@ -446,26 +447,24 @@ ParityCase propagation_case(const TensorFile& f, const std::string& label, const
       std::snprintf(tag, sizeof(tag), "f%03d", fi);
       const std::string p = "in.memory_bank." + kind + "." + tag + ".";
       StoredFrame sf;
-      sf.maskmem_features = fixture::tensor(f, p + "maskmem_features");
-      sf.image_features = seq_first_to_nchw(bucket_row(fixture::tensor(f, p + "image_features"), 1, bucket, p), g);
-      sf.obj_ptr = fixture::tensor(f, p + "obj_ptr");
+      sf.maskmem_features = fixture_tensor(f, p + "maskmem_features");
+      sf.image_features = seq_first_to_nchw(bucket_row(fixture_tensor(f, p + "image_features"), 1, bucket, p), g);
+      sf.obj_ptr = fixture_tensor(f, p + "obj_ptr");
       (kind == "cond_frame_outputs" ? bank.cond_frames : bank.non_cond_frames)[fi] = sf;
     }
   }
   CurrentFrameFeatures feats;
-  auto row = [&](const std::string& name, int axis) {
-    return bucket_row(fixture::tensor(f, name), axis, bucket, name);
-  };
+  auto row = [&](const std::string& name, int axis) { return bucket_row(fixture_tensor(f, name), axis, bucket, name); };
   feats.image = seq_first_to_nchw(row("in.current_vision_feats.0", 1), g);
   feats.image_pos = seq_first_to_nchw(row("in.current_vision_pos_embeds.0", 1), g);
   feats.high_res_s0 = row("in.sam_heads.propagation_high_res_features.0", 0);
   feats.high_res_s1 = row("in.sam_heads.propagation_high_res_features.1", 0);
   PropagationInputs in = assemble_propagation_inputs(cfg, bank, assignment, bucket, frame_idx, num_frames, feats);
   // The fixture records how many pointer tokens the official code used: check the selection.
-  const int ptr_tokens = std::stoi(fixture::meta(f, "memory_attention.num_obj_ptr_tokens", label));
+  const int ptr_tokens = std::stoi(fixture_meta(f, "memory_attention.num_obj_ptr_tokens", label));
   SEGMUX_CHECK(int64_t(in.selection.pointers.size()) * M == ptr_tokens, label, ": selected ",
                in.selection.pointers.size(), " pointer frames, the official code used ", ptr_tokens, " tokens");
-  const int64_t mem_tokens = fixture::tensor(f, "in.memory_attention.memory_image").dim(0);
+  const int64_t mem_tokens = fixture_tensor(f, "in.memory_attention.memory_image").dim(0);
   SEGMUX_CHECK(int64_t(in.selection.spatial.size()) * g * g == mem_tokens, label, ": selected ",
                in.selection.spatial.size(), " memory frames, the official code used ", mem_tokens, " tokens");
 
@@ -478,7 +477,7 @@ ParityCase propagation_case(const TensorFile& f, const std::string& label, const
   c.expected[names::propagation_decoder::kObjectScoreLogits] = row("out.mask_decoder.object_score_logits", 0);
   c.expected[names::propagation_decoder::kSamTokens] = row("out.mask_decoder.sam_tokens_out", 0);
   // obj_ptr output = mux(data-space pointers), zero in unused slots.
-  const Tensor& ptr_data = fixture::tensor(f, "out.sam_heads.obj_ptr");
+  const Tensor& ptr_data = fixture_tensor(f, "out.sam_heads.obj_ptr");
   Tensor ptr_mux(DType::f32, {1, M, D});
   for (int64_t s = 0; s < M; ++s) {
     const int obj = assignment.buckets[size_t(bucket)][size_t(s)];
@@ -496,7 +495,7 @@ std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixt
   std::vector<ParityCase> cases;
   for (const std::string& label : fixture_modules(fixture_dir, "propagation_f")) {
     TensorFile f = read_safetensors(fixture_dir + "/modules/" + label + ".safetensors");
-    const MultiplexAssignment assignment = parse_multiplex_state(fixture::meta(f, "multiplex_state", label));
+    const MultiplexAssignment assignment = parse_multiplex_state(fixture_meta(f, "multiplex_state", label));
     const size_t first = cases.size();
     for (int b = 0; b < assignment.num_buckets(); ++b) cases.push_back(propagation_case(f, label, cfg, assignment, b));
     add_batched_case(cases, first, label, CandidateId::propagation_decoder);
@@ -554,4 +553,4 @@ std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_
   fail("no parity cases for candidate id ", int(id));
 }
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

@@ -11,7 +11,7 @@
 #include "models/sam31/candidates.h"
 #include "models/sam31/point_decoder.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
 
 // The bar an output must meet (issue 3): cosine, max abs relative to a scale, optional mask IoU.
 struct Tolerance {
@@ -39,22 +39,23 @@ struct ParityCase {
 };
 
 // The cases of one candidate from a fixture folder.
-std::vector<ParityCase> parity_cases(CandidateId id, const std::string& fixture_dir, const ModelConfig& cfg);
+std::vector<ParityCase> parity_cases(sam31::CandidateId id, const std::string& fixture_dir,
+                                     const sam31::ModelConfig& cfg);
 
 // Per candidate (also used directly by the candidates' unit tests).
-std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
-std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+std::vector<ParityCase> text_encoder_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
+std::vector<ParityCase> backbone_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
 // The detector's cases: the text groundings (modules/detector.safetensors) and the box-exemplar ones
 // (modules/detector_exemplar_*.safetensors, detector_exemplar_parity.cpp), whichever the folder holds.
-std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
-std::vector<ParityCase> detector_exemplar_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
-std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+std::vector<ParityCase> detector_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
+std::vector<ParityCase> detector_exemplar_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
+std::vector<ParityCase> interactive_decoder_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
 // Every modules/interactive_*.safetensors (none: no cases), through the `features` variant.
-std::vector<ParityCase> point_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+std::vector<ParityCase> point_decoder_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
 // The clicks of an interactive_* fixture file (model-input pixels, labels).
-PointPrompt point_decoder_fixture_prompt(const TensorFile& f);
-std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
-std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const ModelConfig& cfg);
+sam31::PointPrompt point_decoder_fixture_prompt(const TensorFile& f);
+std::vector<ParityCase> propagation_decoder_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
+std::vector<ParityCase> memory_encoder_parity_cases(const std::string& fixture_dir, const sam31::ModelConfig& cfg);
 
 // The module files of a fixture folder whose names start with `prefix` (modules/<prefix>*.safetensors),
 // as labels (file names without extension), sorted. Error naming the folder when there is none.
@@ -63,6 +64,6 @@ std::vector<std::string> fixture_modules(const std::string& fixture_dir, const s
 bool has_fixture_modules(const std::string& fixture_dir, const std::string& prefix);
 // Whether the folder holds the files a candidate's cases are read from (a fixture set made for other
 // requests, e.g. image cases only, holds no tracker files): `segmux parity DIR` checks what is there.
-bool fixture_has_cases(CandidateId id, const std::string& fixture_dir);
+bool fixture_has_cases(sam31::CandidateId id, const std::string& fixture_dir);
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

@@ -4,7 +4,9 @@
 
 #include "io/pytorch_zip.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
+
+using namespace segmux::sam31;
 
 namespace {
 
@@ -104,4 +106,4 @@ Tensor vit_rope_table(const ModelConfig& cfg, int block) {
   return out;
 }
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

@@ -8,7 +8,7 @@
 #include "models/sam31/config.h"
 #include "models/sam31/state_dict.h"
 
-namespace segmux::sam31 {
+namespace segmux::verify {
 
 // Edits that make a broken variant of a checkpoint (to test that loading refuses it).
 struct CheckpointEdits {
@@ -20,12 +20,12 @@ struct CheckpointEdits {
 // Writes a PyTorch checkpoint with exactly expected_state_dict(cfg) (keys, order, shapes, complex64
 // RoPE tables computed from the config, everything else seeded noise: uniform in [-0.05, 0.05)),
 // streaming one tensor at a time so a full-size file never has to fit in memory.
-void write_random_checkpoint(const std::string& path, const ModelConfig& cfg, uint64_t seed,
+void write_random_checkpoint(const std::string& path, const sam31::ModelConfig& cfg, uint64_t seed,
                              const CheckpointEdits& edits = {});
 
 // 2-D axial RoPE table of one ViT block as the official vitdet code computes it (f32, [N, head_dim/2, 2]):
 // window blocks use the window grid at scale 1; global blocks use the full token grid with positions
 // scaled by window/grid (interpolated RoPE).
-Tensor vit_rope_table(const ModelConfig& cfg, int block);
+Tensor vit_rope_table(const sam31::ModelConfig& cfg, int block);
 
-}  // namespace segmux::sam31
+}  // namespace segmux::verify

@@ -1,10 +1,10 @@
-#include "runtime/session.h"
+#include "runtime/interpreter.h"
 
 #include "runtime/node_kernels.h"
 
 namespace segmux {
 
-Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(graph)), options_(options) {
+Interpreter::Interpreter(ir::Graph graph, InterpreterOptions options) : graph_(std::move(graph)), options_(options) {
   ir::verify_structure(graph_);
   ir::infer_shapes(graph_);
   const auto providers = kernel_providers(options_.use_optimized_kernels);
@@ -15,9 +15,9 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   }
 }
 
-Session::~Session() = default;
+Interpreter::~Interpreter() = default;
 
-std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) {
+std::map<std::string, Tensor> Interpreter::run(const std::map<std::string, Tensor>& inputs) {
   std::vector<Tensor> values(graph_.values.size());
   std::vector<char> ready(graph_.values.size(), 0);
   for (auto& [id, t] : graph_.initializers) {

@@ -1,4 +1,4 @@
-// Session: runs an IR graph. Kernels are created once at construction (weights prepacked then);
+// Interpreter: runs an IR graph. Kernels are created once at construction (weights prepacked then);
 // run() infers shapes from the actual inputs, allocates outputs and runs nodes in order.
 #pragma once
 #include <map>
@@ -11,15 +11,15 @@
 
 namespace segmux {
 
-struct SessionOptions {
+struct InterpreterOptions {
   int num_threads = 2;
   bool use_optimized_kernels = true;  // false: reference kernels only
 };
 
-class Session {
+class Interpreter {
  public:
-  Session(ir::Graph graph, SessionOptions options = {});
-  ~Session();
+  Interpreter(ir::Graph graph, InterpreterOptions options = {});
+  ~Interpreter();
   // Inputs by graph input name; every graph input must be given with its declared dtype and shape.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   const ir::Graph& graph() const { return graph_; }
@@ -28,7 +28,7 @@ class Session {
 
  private:
   ir::Graph graph_;
-  SessionOptions options_;
+  InterpreterOptions options_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
   std::vector<std::string> node_providers_;
 };
