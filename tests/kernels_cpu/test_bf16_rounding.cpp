@@ -169,10 +169,10 @@ TEST(Bf16BetweenLinears, Fc1StoresBf16ForFc2WithTheSameResult) {
   EXPECT_TRUE(run_optimized(f32_between, in).identical(run_optimized(bf16_between, in)));
   // The reference kernels (no bf16 compute) honour the attribute: fc2 then reads the GELU output rounded
   // to bf16, which moves the result by less than the bf16 build's own distance from the f32 graph.
-  SessionOptions ref_opt;
+  InterpreterOptions ref_opt;
   ref_opt.use_optimized_kernels = false;
-  const Tensor ref_f32 = Session(f32_between, ref_opt).run({{"x", in}}).at("y");
-  const Tensor ref_bf16 = Session(bf16_between, ref_opt).run({{"x", in}}).at("y");
+  const Tensor ref_f32 = Interpreter(f32_between, ref_opt).run({{"x", in}}).at("y");
+  const Tensor ref_bf16 = Interpreter(bf16_between, ref_opt).run({{"x", in}}).at("y");
   const double moved = max_abs_diff(ref_bf16, ref_f32);
   EXPECT_GT(moved, 0.0);
   EXPECT_LT(moved, max_abs_diff(run_optimized(bf16_between, in), ref_f32));
