@@ -39,7 +39,8 @@ TEST(Session, ReplayedRunThroughTheRequestApi) {
   EXPECT_TRUE(session.remove_object(0));
   EXPECT_FALSE(session.remove_object(0));
   auto none = make_blank_frame_source(0, 320, 240);
-  EXPECT_THROW(VideoSession(replay->model, *none, verify::load_fixture_control_config(replay->fixture + "/config.json")), Error);
+  EXPECT_THROW(
+      VideoSession(replay->model, *none, verify::load_fixture_control_config(replay->fixture + "/config.json")), Error);
 }
 
 TEST(ControlConfig, DefaultsAndFixtureValues) {
