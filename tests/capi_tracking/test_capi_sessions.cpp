@@ -98,28 +98,28 @@ TEST(CApiSessions, ImagesRunBesideOpenSessions) {
   segmux_image_prompt_init(&ip);
   ip.texts = text;
   ip.num_texts = 1;
-  auto segment = [&](Out& out) {
+  auto segment = [&](FrameCopy& out) {
     segmux_frame* f = nullptr;
     const segmux_status st = segmux_model_segment_file(m, image.c_str(), &ip, &f);
     if (st == SEGMUX_OK) out = take_frame(f);
     return st;
   };
-  Out image_alone;
+  FrameCopy image_alone;
   ASSERT_EQ(segment(image_alone), SEGMUX_OK) << segmux_last_error();
   ASSERT_FALSE(image_alone.ids.empty());
-  const std::vector<Out> want = alone(m, kFrames, 0);
+  const std::vector<FrameCopy> want = alone(m, kFrames, 0);
 
   segmux_session* s = nullptr;
   ASSERT_EQ(segmux_session_open_video(m, kFrames.c_str(), &s), SEGMUX_OK) << segmux_last_error();
-  Out beside;
+  FrameCopy beside;
   ASSERT_EQ(segment(beside), SEGMUX_OK) << segmux_last_error();
   EXPECT_TRUE(beside == image_alone) << "an image while a session is open";
   const segmux_prompt p = text_prompt(0);
   segmux_frame* first = nullptr;
   ASSERT_EQ(segmux_session_add_prompt(s, &p, &first), SEGMUX_OK) << segmux_last_error();
-  std::vector<Out> got{take_frame(first)};
+  std::vector<FrameCopy> got{take_frame(first)};
   ASSERT_EQ(segmux_session_propagate_begin(s, nullptr), SEGMUX_OK) << segmux_last_error();
-  std::vector<Out> concurrent(3);
+  std::vector<FrameCopy> concurrent(3);
   std::vector<segmux_status> statuses(concurrent.size(), SEGMUX_OK);
   std::thread images([&] {
     for (size_t i = 0; i < concurrent.size(); ++i) statuses[i] = segment(concurrent[i]);

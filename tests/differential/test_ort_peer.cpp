@@ -43,7 +43,7 @@ std::string tiny_model(const std::string& op, int elem_type, bool binary, const 
   return m.SerializeAsString();
 }
 
-TEST(verify::OrtPeer, AvailabilityIsExplained) {
+TEST(OrtPeer, AvailabilityIsExplained) {
   std::string why;
   bool ok = ort_available(&why);
   if (!ok)
@@ -52,7 +52,7 @@ TEST(verify::OrtPeer, AvailabilityIsExplained) {
     SUCCEED();
 }
 
-TEST(verify::OrtPeer, AddsFloatsFromBytes) {
+TEST(OrtPeer, AddsFloatsFromBytes) {
   SKIP_WITHOUT_ORT();
   auto peer = verify::OrtPeer::from_bytes(tiny_model("Add", onnx::TensorProto::FLOAT, true, {2, 3}));
   ASSERT_EQ(peer->input_names().size(), 2u);
@@ -66,7 +66,7 @@ TEST(verify::OrtPeer, AddsFloatsFromBytes) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data<float>()[i], float(11 * (i + 1)));
 }
 
-TEST(verify::OrtPeer, RunsFromFile) {
+TEST(OrtPeer, RunsFromFile) {
   SKIP_WITHOUT_ORT();
   std::string path = std::string(SEGMUX_BINARY_DIR) + "/ort_peer_tiny.onnx";
   {
@@ -83,7 +83,7 @@ TEST(verify::OrtPeer, RunsFromFile) {
   EXPECT_EQ(t.data<int64_t>()[2], -3);
 }
 
-TEST(verify::OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
+TEST(OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
   SKIP_WITHOUT_ORT();
   struct Case {
     DType dtype;
@@ -104,7 +104,7 @@ TEST(verify::OrtPeer, EveryDtypeRoundTripsThroughIdentity) {
   }
 }
 
-TEST(verify::OrtPeer, ScalarsAndEmptyTensors) {
+TEST(OrtPeer, ScalarsAndEmptyTensors) {
   SKIP_WITHOUT_ORT();
   auto scalar = verify::OrtPeer::from_bytes(tiny_model("Abs", onnx::TensorProto::FLOAT, false, {}));
   auto out = scalar->run({{"a", Tensor::scalar<float>(-2.5f)}});
@@ -115,7 +115,7 @@ TEST(verify::OrtPeer, ScalarsAndEmptyTensors) {
   EXPECT_EQ(out.at("out").shape(), (Shape{0, 3}));
 }
 
-TEST(verify::OrtPeer, ErrorsCarryOrtMessages) {
+TEST(OrtPeer, ErrorsCarryOrtMessages) {
   SKIP_WITHOUT_ORT();
   EXPECT_THROW(verify::OrtPeer::from_bytes("this is not a model"), Error);
   EXPECT_THROW(verify::OrtPeer("/nonexistent/model.onnx", 1), Error);

@@ -143,7 +143,7 @@ TEST(RequestReplay, MaskPromptsMatchTheOfficialRequests) {
 // object's removal and its return as a new object. The orders the official code fails on are left out
 // of the trace (segmux refuses them: tests/track/test_track_masks.cpp).
 TEST(RequestReplay, MasksForExistingObjectsMatchTheOfficialRequests) {
-  const RequestReplayReport rep = replay("sam31-tiny-masks-existing");
+  const segmux::verify::RequestReplayReport rep = replay("sam31-tiny-masks-existing");
   ASSERT_EQ(rep.requests.size(), 19u);
   int propagated = 0;
   for (size_t i = 0; i < rep.requests.size(); ++i) {
