@@ -61,7 +61,8 @@ echo "check_install: find_package c segment: $(tail -n1 <<<"$out")"
 # The C++ image predictor through the installed package: the official notebook's clicks (a point, its
 # best candidate's low-res logits fed back with a second point) against the official goldens.
 sam1=$src/tests/fixtures/sam31-tiny-sam1
-out=$("$work/ex-cpp/predict_image_cpp" --checkpoint "$sam1/weights.safetensors" "$sam1/config.json" \
+"$prefix/bin/segmux" fixture-config "$sam1/config.json" -o "$work/sam1_model_config.json" >/dev/null
+out=$("$work/ex-cpp/predict_image_cpp" --checkpoint "$sam1/weights.safetensors" "$work/sam1_model_config.json" \
       "$sam1/tokenizer/bpe_simple_vocab_16e6.txt.gz" "$sam1/images/frame00.png" 163,79 150,60)
 compare=$(cat <<'PY'
 import json, re, sys
