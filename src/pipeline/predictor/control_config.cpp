@@ -129,7 +129,8 @@ ControlConfig parse_control_config(const std::string& text, const std::string& w
 
 std::string control_config_to_json(const ControlConfig& c) {
   nlohmann::ordered_json j;
-  for (const auto& [key, member] : control_fields())
+  for (const auto& field : control_fields()) {
+    const auto& key = field.first;  // a named copy: clang cannot capture a structured binding in C++20
     std::visit(
         [&](auto m) {
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(c.*m)>, float>) {
@@ -141,7 +142,8 @@ std::string control_config_to_json(const ControlConfig& c) {
             j[key] = c.*m;
           }
         },
-        member);
+        field.second);
+  }
   return j.dump(1);
 }
 
