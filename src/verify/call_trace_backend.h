@@ -27,6 +27,7 @@ class CallTraceSession : public pipeline::ModelSession {
                                   const std::vector<sam31::BoxExemplar>& exemplars) override {
     return inner_->detect(frame, text_batch, exemplars);
   }
+  void prepare_text(const std::vector<std::string>& text_batch) override { inner_->prepare_text(text_batch); }
   pipeline::TrackerOutput propagate(const pipeline::TrackerStateView& state, int frame, bool reverse) override;
   void encode_memory(const pipeline::TrackerStateView& state, int frame, const Tensor& masks,
                      const Tensor& object_score_logits) override;

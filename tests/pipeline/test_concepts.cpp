@@ -23,6 +23,7 @@ class CountingModel : public Model {
  public:
   std::map<int, int> backbone_runs;                   // frame -> runs
   int text_encodings = 0;                             // text batches encoded (each session encodes a batch once)
+  std::vector<std::string> encode_order;              // "text <prompt>" / "backbone <frame>", as encoded / run
   std::vector<std::string> current;                   // the last detection's text
   std::map<int, std::vector<int64_t>> state_objects;  // every state id seen -> its objects
   size_t box_exemplars = 0;                           // box exemplars the detector was given
@@ -48,13 +49,15 @@ class CountingSession : public ModelSession {
   ModelGeometry geometry() const override { return m_.geometry(); }
   void run_backbone(int f, const RgbFrame&) override {
     if (held_.insert(f).second) ++m_.backbone_runs[f];
+    m_.encode_order.push_back("backbone " + std::to_string(f));
   }
+  void prepare_text(const std::vector<std::string>& text) override { encode(text); }
   bool has_frame(int f) const override { return held_.count(f) != 0; }
   void release_frame(int f) override { held_.erase(f); }
   DetectorOutput detect(int f, const std::vector<std::string>& text,
                         const std::vector<sam31::BoxExemplar>& boxes) override {
     SEGMUX_CHECK(held_.count(f), "detect on frame ", f, " without its features");
-    if (encoded_.insert(text).second) ++m_.text_encodings;
+    encode(text);
     m_.current = text;
     m_.box_exemplars += boxes.size();
     DetectorOutput o;
@@ -82,6 +85,11 @@ class CountingSession : public ModelSession {
   void drop_state(int s) override { m_.dropped.push_back(s); }
 
  private:
+  void encode(const std::vector<std::string>& text) {
+    if (!encoded_.insert(text).second) return;
+    ++m_.text_encodings;
+    m_.encode_order.push_back("text " + text.at(0));
+  }
   CountingModel& m_;
   std::set<int> held_;
   std::set<std::vector<std::string>> encoded_;
@@ -98,6 +106,19 @@ ControlConfig small_config() {
 }
 
 }  // namespace
+
+// The text encoder runs before the prompt frame's backbone, so that its weights are not resident beside
+// the backbone's (peak RSS at full size); a later concept's text is encoded once, before its detection.
+TEST(Concepts, TextIsEncodedBeforeThePromptFramesBackbone) {
+  CountingModel be;
+  auto src = make_blank_frame_source(6, kVideo, kVideo);
+  auto session = be.new_session();
+  ConceptSet set(*session, *src, small_config());
+  set.add_text_prompt(2, "dog");
+  set.add_text_prompt(2, "cat");
+  EXPECT_EQ(be.encode_order, (std::vector<std::string>{"text dog", "backbone 2", "text cat"}));
+  EXPECT_EQ(be.text_encodings, 2);
+}
 
 TEST(Concepts, TwoConceptsShareTheBackboneAndGetDistinctIds) {
   CountingModel be;

@@ -100,6 +100,10 @@ class CandidateSession : public ModelSession {
   bool has_frame(int frame_index) const override { return frames_.count(frame_index) != 0; }
   void release_frame(int frame_index) override { frames_.erase(frame_index); }
 
+  void prepare_text(const std::vector<std::string>& text_batch) override {
+    if (!text_batch.empty()) text_encoding(text_batch);
+  }
+
   DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
                         const std::vector<sam31::BoxExemplar>& exemplars) override {
     const FrameFeatures& f = features(frame_index);

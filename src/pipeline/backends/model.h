@@ -140,6 +140,10 @@ class ModelSession {
   // without geometry refuse exemplars.
   virtual DetectorOutput detect(int frame_index, const std::vector<std::string>& text_batch,
                                 const std::vector<sam31::BoxExemplar>& exemplars) = 0;
+  // Encodes a text batch now and keeps it, as detect would on first use. Callers that know the text
+  // before a frame's backbone runs call it first: the text encoder's weights (1.4 GB in fp32 at full
+  // size) are then resident while the backbone's are not yet, instead of beside them (peak RSS).
+  virtual void prepare_text(const std::vector<std::string>& /*text_batch*/) {}
 
   // Tracker propagation of one state onto a cached frame: memory attention over the frames the glue
   // selects from state.memory_frames, multiplex mask decoder per bucket, demux to data space.

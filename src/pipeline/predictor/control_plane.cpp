@@ -92,6 +92,7 @@ FrameOutput VideoControlPlane::add_text_prompt(int frame_index, const std::strin
   reset();  // a text prompt starts this concept over (official add_prompt -> reset_state)
   prompt_ = text;
   prompted_frames_.insert(frame_index);
+  model_.prepare_text(text_batch());  // before this frame's backbone: see ModelSession::prepare_text
   // The boxes (official per_frame_geometric_prompt) act on this add_prompt only: the official
   // propagation's batched grounding takes its geometric prompts from the input batch's find_inputs,
   // which add_prompt's boxes never reach, so every propagated frame (this one again included) is

@@ -168,6 +168,8 @@ class VideoControlPlane {
   void reset();
 
   bool has_prompt() const { return prompt_.has_value(); }
+  // The official find_text_batch of the prompt: the prompt and the two placeholder texts.
+  std::vector<std::string> text_batch() const { return {*prompt_, "visual", "geometric"}; }
   const ControlConfig& config() const { return cfg_; }
   const std::vector<FrameDecisions>& decisions() const { return decisions_; }
   // false: keep only the latest frame's decisions (long or live runs through the library, where each

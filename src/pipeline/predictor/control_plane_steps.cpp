@@ -45,9 +45,7 @@ VideoControlPlane::PendingFrame VideoControlPlane::process_frame(int frame_index
 // Detector, NMS, boundary suppression, kept-first order.
 void VideoControlPlane::run_detector(FrameWork& w) {
   const NmsVariant nms = w.phase == FramePhase::AddPrompt ? NmsVariant::single_frame : NmsVariant::batched;
-  // The official find_text_batch: the prompt and the two placeholder texts.
-  const std::vector<std::string> text_batch = {*prompt_, "visual", "geometric"};
-  w.det = select_detections(model_.detect(w.frame_index, text_batch, w.boxes), w.frame_index, geo_.low_res_mask_size,
+  w.det = select_detections(model_.detect(w.frame_index, text_batch(), w.boxes), w.frame_index, geo_.low_res_mask_size,
                             cfg_, nms);
   w.record.det_kept_queries = w.det.kept_queries;
   w.record.det_order = w.det.order;
