@@ -279,6 +279,30 @@ TEST(TrackerIo, MemoryEncoderInputsAreMuxed) {
                Error);
 }
 
+// Full buckets of consecutive objects are muxed as views of the objects' masks, other buckets as copies:
+// each bucket's mask_logits must hold its slots' objects either way.
+TEST(TrackerIo, MemoryEncoderMasksOfFullBucketsAreTheirObjects) {
+  const int64_t M = cfg().multiplex_count, D = cfg().d_model, g = cfg().token_grid(), H = 8, N = 3 * M;
+  std::vector<int> first(static_cast<size_t>(M)), second(static_cast<size_t>(M)), shuffled(static_cast<size_t>(M));
+  for (int s = 0; s < M; ++s) {
+    first[size_t(s)] = s;
+    second[size_t(s)] = int(M) + s;
+    shuffled[size_t(s)] = int(2 * M) + (s + 1) % int(M);
+  }
+  MultiplexAssignment a{{first, second, shuffled}};
+  Tensor masks(DType::f32, {N, 1, H, H}), scores(DType::f32, {N, 1}), pix(DType::f32, {1, D, g, g});
+  for (int64_t i = 0; i < masks.numel(); ++i) masks.data<float>()[i] = float(i);
+  for (int b = 0; b < 3; ++b) {
+    auto in = assemble_memory_encoder_inputs(cfg(), a, b, pix, masks, scores, {});
+    const Tensor& mux = in.at("mask_logits");
+    ASSERT_EQ(mux.shape(), (Shape{1, M, H, H}));
+    for (int64_t s = 0; s < M; ++s)
+      for (int64_t i = 0; i < H * H; ++i)
+        ASSERT_EQ(mux.data<float>()[s * H * H + i], float(a.buckets[size_t(b)][size_t(s)] * H * H + i))
+            << "bucket " << b << " slot " << s;
+  }
+}
+
 TEST(TrackerIo, BadInputIsAClearError) {
   const int M = cfg().multiplex_count;
   std::vector<int> slots(size_t(M), kSlotEmpty);

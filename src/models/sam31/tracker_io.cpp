@@ -322,13 +322,21 @@ std::map<std::string, Tensor> assemble_memory_encoder_inputs(const ModelConfig& 
     SEGMUX_CHECK(c >= 0 && c < N, "conditioning object index ", c, " out of range (", N, " objects)");
   const int64_t H = mask_logits.dim(2);
   Tensor masks_f = as_f32(mask_logits), scores_f = as_f32(object_score_logits);
-  Tensor masks(DType::f32, {1, M, H, H}), slot_valid(DType::f32, {1, M}), slot_cond(DType::f32, {1, M}),
-      slot_score(DType::f32, {1, M});
+  Tensor slot_valid(DType::f32, {1, M}), slot_cond(DType::f32, {1, M}), slot_score(DType::f32, {1, M});
   const auto& slots = assignment.buckets[size_t(bucket)];
+  // A full bucket whose slots hold consecutive objects in order (16 objects in one bucket, or the full
+  // buckets of 32 / 64 at full size) muxes to those objects' masks as they lie: a view, not a new
+  // [1, M, H, H] stack (85 MB at full size, zeroed and copied on every frame).
+  bool identity = slots[0] >= 0;
+  for (int64_t s = 0; s < M && identity; ++s) identity = slots[size_t(s)] == slots[0] + s;
+  Tensor masks = identity ? Tensor(DType::f32, {1, M, H, H}, masks_f.storage(),
+                                   masks_f.byte_offset() + size_t(slots[0] * H * H) * sizeof(float))
+                          : Tensor(DType::f32, {1, M, H, H});
   for (int64_t s = 0; s < M; ++s) {
     const int obj = slots[size_t(s)];
     if (obj < 0) continue;  // mux leaves empty and removed slots at 0
-    std::memcpy(masks.data<float>() + s * H * H, masks_f.data<float>() + obj * H * H, size_t(H * H) * sizeof(float));
+    if (!identity)
+      std::memcpy(masks.data<float>() + s * H * H, masks_f.data<float>() + obj * H * H, size_t(H * H) * sizeof(float));
     slot_valid.data<float>()[s] = 1.0f;
     slot_cond.data<float>()[s] = conditioning_objects.count(obj) ? 1.0f : 0.0f;
     slot_score.data<float>()[s] = scores_f.data<float>()[obj];
