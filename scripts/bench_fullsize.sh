@@ -182,6 +182,7 @@ marker = "<!-- generated above; kept below -->"
 old = open(doc).read() if os.path.exists(doc) else ""
 L.append("")
 L.append(marker)
+L.append("")
 L.append(old.split(marker, 1)[1].lstrip("\n") if marker in old else "")
 open(out, "w").write("\n".join(L).rstrip("\n") + "\n")
 PY
