@@ -223,6 +223,30 @@ TEST(FuseLinear, BiasGeluAndResidual) {
   expect_same_outputs(g, fused, {{"x", random_tensor({2, 9, D}, 6)}});
 }
 
+// The MLPs of the detector (the fusion encoder's FFN, the box bias MLPs): Linear -> Relu -> Linear. The
+// Relu becomes the first Linear's activation unless its input is read elsewhere too.
+TEST(FuseLinear, ReluBecomesTheActivationOfItsSoleProducer) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  const int64_t D = 24, H = 40;
+  int x = b.input("x", DType::f32, {2, 9, D});
+  Tensor w1 = random_tensor({H, D}, 12), b1 = random_tensor({H}, 13), w2 = random_tensor({D, H}, 14),
+         b2 = random_tensor({D}, 15);
+  int h = L::relu(b, L::linear_t(b, x, w1, b1, "fc1"));
+  int y = L::add(b, x, L::linear_t(b, h, w2, b2, "fc2"));  // residual
+  int shared = L::linear_t(b, x, w1, b1, "shared");        // read by the Relu and an output
+  b.output(y, "y");
+  b.output(L::relu(b, shared), "relu_of_shared");
+  b.output(shared, "shared");
+  ir::Graph fused = g;
+  for (auto& p : compiler::fusion_passes()) p.run(fused);
+  EXPECT_EQ(count_ops(fused, "", "Relu"), 1);
+  int with_relu = 0;
+  for (auto& n : fused.nodes) with_relu += n.op_type == "Linear" && n.attr_string("activation", "") == "relu";
+  EXPECT_EQ(with_relu, 1);
+  expect_same_outputs(g, fused, {{"x", random_tensor({2, 9, D}, 16)}});
+}
+
 TEST(FuseAttention, ScaledMaskedSdpa) {
   ir::Graph g;
   GraphBuilder b(g);

@@ -100,7 +100,7 @@ TEST(CpuGemm, TransposesAlphaBetaAndBiasShapes) {
   }
 }
 
-TEST(CpuLinear, BiasGeluAndResidual) {
+TEST(CpuLinear, BiasActivationAndResidual) {
   uint32_t seed = 400;
   for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{3, 17, 63}, {65, 64, 129}, {1, 5, 1}}) {
     Tensor a = random_tensor({2, m, k}, seed++), w = random_tensor({k, n}, seed++), b = random_tensor({n}, seed++);
@@ -113,6 +113,9 @@ TEST(CpuLinear, BiasGeluAndResidual) {
                              {{a}, {w, true}, {b}, {r}}, tol_k(k), 1e-5, label + " gelu runtime bias + residual");
     expect_matches_reference(make_node("Linear", {}, "segmux"), {{a}, {w, true}, {Tensor(), false, true}, {r}},
                              tol_k(k), 1e-5, label + " residual only");
+    // ReLU before the residual (the oneDNN post-ops in that order).
+    expect_matches_reference(make_node("Linear", {{"activation", std::string("relu")}}, "segmux"),
+                             {{a}, {w, true}, {b}, {r}}, tol_k(k), 1e-5, label + " relu runtime bias + residual");
   }
 }
 

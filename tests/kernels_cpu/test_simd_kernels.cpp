@@ -36,7 +36,11 @@ TEST_P(CpuBinary, BroadcastShapesMatchReferenceExactly) {
                                                       {{2, 1, 33}, {1, 7, 33}},
                                                       {{64, 64}, {64, 64}},
                                                       {{1, 1}, {300, 300}},
-                                                      {{7, 1, 1}, {7, 9, 16}}};
+                                                      {{7, 1, 1}, {7, 9, 16}},
+                                                      // Short inner runs over three outer dims, on threads
+                                                      // (the detector's box bias), and rows cut in pieces.
+                                                      {{3, 40, 9, 1, 8}, {3, 40, 1, 9, 8}},
+                                                      {{3, 2, 40000}, {3, 1, 40000}}};
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
     uint32_t seed = 1;
     for (auto& [sa, sb] : cases) {

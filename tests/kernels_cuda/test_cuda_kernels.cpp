@@ -272,6 +272,9 @@ TEST(CudaLinalg, LinearFp32Tf32Bf16) {
                            "Linear fp32, residual as C" + s);
   expect_matches_reference(make_node("Linear", {{"activation", std::string("gelu")}}, "segmux"),
                            linear_inputs(seed, false), kFp32Limit, "Linear fp32 gelu, broadcast residual" + s);
+  // ReLU with a full residual: the residual is added after the activation, not as the GEMM's C.
+  expect_matches_reference(make_node("Linear", {{"activation", std::string("relu")}}, "segmux"),
+                           linear_inputs(seed, true), kFp32Limit, "Linear fp32 relu, full residual" + s);
   expect_matches_reference(make_node("Linear", {}, "segmux"), linear_inputs(seed, true), kTf32Limit, "Linear tf32" + s,
                            cuda::Fp32Gemm::tf32);
   expect_matches_reference(make_node("Linear", {{ir::kPrecisionAttr, std::string(ir::kPrecisionBf16)}}, "segmux"),

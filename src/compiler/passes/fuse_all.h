@@ -36,8 +36,8 @@ bool merge_transposes(ir::Graph& g);
 bool conv_channels_last(ir::Graph& g);
 
 // MatMul(x, W constant 2-D) -> Add(bias constant [N]) -> segmux Linear(x, W, bias); then a Linear
-// followed by segmux Gelu gets activation="gelu", and a Linear followed by Add(residual of the output's
-// shape) takes the residual as its 4th input (oneDNN post-ops).
+// followed by segmux Gelu or Relu gets activation="gelu" / "relu", and a Linear followed by Add(residual of the
+// output's shape) takes the residual as its 4th input (oneDNN post-ops).
 bool fuse_linear(ir::Graph& g);
 
 // Reshape(x, [..., L, D/2, 2]) -> Split -> (a cos - b sin, a sin + b cos) -> Concat -> Reshape back

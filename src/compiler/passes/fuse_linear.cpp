@@ -1,4 +1,5 @@
-// MatMul(x, W) + bias -> segmux Linear; Linear + Gelu -> activation; Linear + residual Add -> 4th input.
+// MatMul(x, W) + bias -> segmux Linear; Linear + Gelu or Relu -> activation; Linear + residual Add -> 4th
+// input.
 #include "compiler/passes/fuse_all.h"
 #include "compiler/passes/fuse_util.h"
 #include "ir/precision.h"
@@ -49,14 +50,15 @@ bool fuse_linear(ir::Graph& g) {
       int c = m.consumers[size_t(y)][0];
       ir::Node& n = g.nodes[size_t(c)];
       // A GELU that rounds its input or output to bf16 stays on its own (oneDNN's post-op would not).
-      if (!m.removed[size_t(c)] && n.domain == "segmux" && n.op_type == "Gelu" &&
-          !g.nodes[size_t(lin)].has_attr("activation") && !n.has_attr(ir::kGeluRoundInput) &&
-          !n.has_attr(ir::kGeluRoundOutput)) {
-        // The Gelu node becomes the Linear (it owns the output value consumers read).
+      const bool gelu = n.domain == "segmux" && n.op_type == "Gelu" && !n.has_attr(ir::kGeluRoundInput) &&
+                        !n.has_attr(ir::kGeluRoundOutput);
+      const bool relu = n.domain.empty() && n.op_type == "Relu" && g.value(y).dtype == DType::f32;
+      if (!m.removed[size_t(c)] && (gelu || relu) && !g.nodes[size_t(lin)].has_attr("activation")) {
+        // The activation node becomes the Linear (it owns the output value consumers read).
         ir::Node fused = g.nodes[size_t(lin)];
         fused.outputs = n.outputs;
         fused.name = n.name;
-        fused.attrs["activation"] = std::string("gelu");
+        fused.attrs["activation"] = std::string(gelu ? "gelu" : "relu");
         n = fused;
         m.remove(lin);
         lin = c;

@@ -2,7 +2,7 @@
 // (src/compiler/passes/fuse_*), never in exported ONNX.
 //
 //   Linear(A [..., K], W [K, N], bias [N]?, residual?) -> [..., N]
-//       y = act(A W + bias) + residual; attr activation = "" | "gelu" (exact erf); residual
+//       y = act(A W + bias) + residual; attr activation = "" | "gelu" (exact erf) | "relu"; residual
 //       broadcasts to the output. y has W's dtype, or bf16 with attr bf16_output = 1 (ir/precision.h);
 //       A may be bf16 with an f32 W (the bf16 activations between two Linears of a bf16 build).
 //   Gelu(X) -> X's shape: 0.5 x (1 + erf(x / sqrt 2)); attrs bf16_round_input / bf16_round_output = 1
@@ -39,7 +39,8 @@ void infer_linear(InferContext& ctx) {
   su::require_float(ctx, 1);
   const DType t = ctx.node.attr_int(kLinearBf16Output, 0) != 0 ? DType::bf16 : ctx.in(1).dtype;
   const std::string act = ctx.node.attr_string("activation", "");
-  if (!act.empty() && act != "gelu") ctx.error("unknown activation '" + act + "' (expected \"\" or \"gelu\")");
+  if (!act.empty() && act != "gelu" && act != "relu")
+    ctx.error("unknown activation '" + act + "' (expected \"\", \"gelu\" or \"relu\")");
   if (!su::shapes_known(ctx, {0, 1})) return su::set_out_unknown(ctx, 0, t);
   const Shape& a = ctx.in(0).shape;
   const Shape& w = ctx.in(1).shape;

@@ -147,19 +147,42 @@ void pv_block(const uint32_t* V, int64_t Dv, const uint32_t* pt, int64_t np, flo
   if (d < Dv) tails[Dv - d](V + d, Dv, pt, np, ot + d * kQT);
 }
 
+// exp(s - m) for s <= m as 2^(s log2e - m log2e), as the official bf16 path's flash kernel does on GPUs
+// (an exp2 of an FMA-formed argument): one FMA forms the argument (m log2e is rounded once per query, a
+// factor common to all its keys, which the normalisation cancels), then a degree-5 fit of 2^r on
+// |r| <= 1/2 (relative error 1.5e-7 with these f32 coefficients, about 2 f32 ulp; the argument's own
+// rounding costs as much, as s - m does in exp_nonpos_ps) and scalef. With 32-dim heads the exp costs
+// about a third of both products and takes the same ports; this form takes 30 % less time per vector
+// than exp_nonpos_ps. Only the bf16 tile uses it (its P is rounded to bf16, 8 bits, right after): the f32
+// tile keeps exp_nonpos_ps, whose bits the engines' parity tests pin.
+inline __m512 exp_shifted_ps(__m512 s, __m512 m_log2e) {
+  __m512 x = _mm512_fmsub_ps(s, _mm512_set1_ps(1.44269504088896341f), m_log2e);
+  x = _mm512_max_ps(_mm512_set1_ps(-160.0f), x);  // 2^-160 scales to 0; NaN is the second operand: kept
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.327647129073739e-3f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.675541892647743e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550713092088699e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4022120237350464e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931469440460205e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0000001192092896f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // Exp pass: st[nk][48] -> probabilities, packed as bf16 key pairs pt[pairs(nk)][48] (a zero key pads an
 // odd count); the sums take the f32 probabilities.
 void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv,
                    uint32_t* pt) {
   __m512 msafe[3], alpha[3], sum[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
+  __m512 mlog2e[3];
+  for (int v = 0; v < 3; ++v) mlog2e[v] = _mm512_mul_ps(msafe[v], _mm512_set1_ps(1.44269504088896341f));
   for (int64_t j = 0; j < nk; j += 2) {
     const float* s = st + j * kQT;
     const bool two = j + 1 < nk;
     for (int v = 0; v < 3; ++v) {
-      const __m512 p0 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]));
-      const __m512 p1 =
-          two ? exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v])) : _mm512_setzero_ps();
+      const __m512 p0 = exp_shifted_ps(_mm512_loadu_ps(s + 16 * v), mlog2e[v]);
+      const __m512 p1 = two ? exp_shifted_ps(_mm512_loadu_ps(s + kQT + 16 * v), mlog2e[v]) : _mm512_setzero_ps();
       sum[v] = _mm512_add_ps(sum[v], _mm512_add_ps(p0, p1));
       _mm512_storeu_si512(pt + (j / 2) * kQT + 16 * v, interleave_bf16(p0, p1));
     }

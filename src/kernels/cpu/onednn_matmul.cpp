@@ -37,7 +37,7 @@ struct WeightMatMulConfig {
   int bias_input = -1;  // runtime bias input index
   Tensor addend_const;  // added after everything else (Gemm C with broadcasting)
   int addend_input = -1;
-  bool gelu = false;
+  bool gelu = false, relu = false;
   bool bf16 = false;
   bool src_bf16 = false, dst_bf16 = false;  // activations stored as bf16 (Linear only, bf16 nodes only)
 };
@@ -117,7 +117,7 @@ class WeightMatMul : public Kernel {
       args[DNNL_ARG_BIAS] = memory(p.bias_md, cpu_engine(), const_cast<void*>(b.raw()));
     }
     if (addend) {
-      int post_index = cfg_.gelu ? 1 : 0;
+      int post_index = cfg_.gelu || cfg_.relu ? 1 : 0;
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1] =
           memory(p.addend_md, cpu_engine(), const_cast<void*>(addend->raw()));
     }
@@ -181,6 +181,7 @@ class WeightMatMul : public Kernel {
     if (cfg_.alpha != 1.f) attr.set_output_scales(0, {cfg_.alpha});
     dnnl::post_ops ops;
     if (cfg_.gelu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+    if (cfg_.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     if (addend) {
       p.addend_md = plain_md({addend_dims.first, addend_dims.second}, dt::f32);
       ops.append_binary(dnnl::algorithm::binary_add, p.addend_md);
@@ -350,6 +351,8 @@ std::unique_ptr<Kernel> make_linear(const KernelInit& init) {
   const std::string act = init.node.attr_string("activation", "");
   if (act == "gelu") {
     cfg.gelu = true;
+  } else if (act == "relu") {
+    cfg.relu = true;
   } else if (!act.empty()) {
     return nullptr;
   }

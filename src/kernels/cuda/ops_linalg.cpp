@@ -15,7 +15,7 @@ namespace {
 struct GemmPlan {
   GemmShape shape;
   int64_t a_elems = 0, w_elems = 0;  // per whole tensor (bf16 scratch sizes)
-  bool bias = false, gelu = false;
+  bool bias = false, gelu = false, relu = false;
   bool residual = false, residual_as_c = false;  // a residual of the output's own shape rides as C
   bool a_bf16 = false, y_bf16 = false;           // bf16 activations (bf16 Linears only)
 };
@@ -66,12 +66,12 @@ class GemmKernel : public Kernel {
     const float* c = plan_.residual_as_c ? static_cast<const float*>(res->raw()) : nullptr;
     check_cuda(launch_gemm(plan_.shape, a, w, bias ? static_cast<const float*>(bias->raw()) : nullptr, c, d, s),
                "cuBLASLt");
-    if (plan_.gelu) {  // exact erf, in place
+    if (plan_.gelu || plan_.relu) {  // in place (GELU: exact erf; ReLU: as the Relu op)
       PointwiseProgram p;
       p.count = 1;
-      p.step[0] = Step::gelu;
+      p.step[0] = plan_.gelu ? Step::gelu : Step::relu;
       const float* in[1] = {d};
-      check_cuda(launch_pointwise(p, make_broadcast(y.shape(), {y.shape()}), 1, in, d, y.numel(), s), "gelu");
+      check_cuda(launch_pointwise(p, make_broadcast(y.shape(), {y.shape()}), 1, in, d, y.numel(), s), "activation");
     }
     if (res && !plan_.residual_as_c) {
       PointwiseProgram p;
@@ -101,7 +101,7 @@ std::string linear_check(const KernelInit& init) {
   if (init.inputs[1]->shape.size() != 2 || init.inputs[1]->shape[0] == 0)
     return "the CUDA Linear takes a [K, N] weight with K > 0";
   const std::string act = init.node.attr_string("activation", "");
-  if (!act.empty() && act != "gelu") return "unknown activation '" + act + "'";
+  if (!act.empty() && act != "gelu" && act != "relu") return "unknown activation '" + act + "'";
   // bf16 activations (input 0, the output) only where the GEMM runs in bf16.
   if (!ir::wants_bf16(init.node) || (in_type(init, 0)->dtype != DType::bf16 && init.outputs[0].dtype != DType::bf16))
     return f32_only(init);
@@ -123,8 +123,9 @@ std::unique_ptr<Kernel> linear(const KernelInit& init, Fp32Gemm fp32) {
   p.w_elems = p.shape.k * p.shape.n;
   p.bias = in_type(init, 2) != nullptr;
   p.gelu = init.node.attr_string("activation", "") == "gelu";
+  p.relu = init.node.attr_string("activation", "") == "relu";
   p.residual = in_type(init, 3) != nullptr;
-  p.residual_as_c = p.residual && !p.gelu && in_type(init, 3)->shape == out;
+  p.residual_as_c = p.residual && !p.gelu && !p.relu && in_type(init, 3)->shape == out;
   p.a_bf16 = in_type(init, 0)->dtype == DType::bf16;
   p.y_bf16 = init.outputs[0].dtype == DType::bf16;
   return std::make_unique<GemmKernel>(p, in_const(init, 1));

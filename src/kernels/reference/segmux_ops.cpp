@@ -44,7 +44,8 @@ void linear(KernelContext& ctx) {
   const int64_t K = w.dim(0), N = w.dim(1);
   SEGMUX_CHECK(a.dim(-1) == K, ctx.node.describe(), ": input ", shape_str(a.shape()), " does not end in K=", K);
   const int64_t M = K == 0 ? y.numel() / std::max<int64_t>(N, 1) : a.numel() / K;
-  const bool gelu = ctx.node.attr_string("activation", "") == "gelu";
+  const std::string act = ctx.node.attr_string("activation", "");
+  const bool gelu = act == "gelu", relu = act == "relu";
   const float* pa = a.data<float>();
   const float* pw = w.data<float>();
   float* py = y.data<float>();
@@ -60,6 +61,7 @@ void linear(KernelContext& ctx) {
       float v = row[size_t(n)];
       if (bias) v += bias->data<float>()[n];
       if (gelu) v = float(gelu_exact(v));
+      if (relu) v = v > 0.f ? v : 0.f;  // as the Relu kernel
       py[m * N + n] = v;
     }
   }
