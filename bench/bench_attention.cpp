@@ -8,7 +8,8 @@
 // the image tokens with a per-query bias (general mask), the ViT's global and windowed attention, the
 // mask decoder's two-way attention (few tokens against the image tokens, both ways); the AVX2 tile
 // too, and the bf16 tile (nodes compiled in bf16) against the bf16 dot peak where the CPU has
-// AVX512_BF16. Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1]
+// AVX512_BF16. Usage: bench_attention [threads=2] [reps=3] [image_size=config] [avx2=1] [only=all|f32|bf16]
+// (only: the tiles to run, for a quick before / after of one of them).
 #include <omp.h>
 
 #include <cstdlib>
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   sam31::ModelConfig cfg;
   if (argc > 3) cfg.image_size = std::atoi(argv[3]);
   const bool with_avx2 = argc > 4 ? std::atoi(argv[4]) != 0 : true;
+  const std::string only = argc > 5 ? argv[5] : "all";
   omp_set_num_threads(threads);
   print_load();
   const bool bf16 = cpu::attention_bf16_fns() != nullptr;
@@ -134,9 +136,11 @@ int main(int argc, char** argv) {
     Isa isa;
     bool bf16;
   };
-  std::vector<Variant> variants = {{native, false}};
-  if (bf16) variants.push_back({native, true});
-  if (with_avx2 && native != Isa::avx2 && int(cpu_isa()) >= int(Isa::avx2)) variants.push_back({Isa::avx2, false});
+  std::vector<Variant> variants;
+  if (only != "bf16") variants.push_back({native, false});
+  if (bf16 && only != "f32") variants.push_back({native, true});
+  if (only != "bf16" && with_avx2 && native != Isa::avx2 && int(cpu_isa()) >= int(Isa::avx2))
+    variants.push_back({Isa::avx2, false});
   for (const Case& c : cases)
     for (const Variant& var : variants) {
       const Isa isa = var.isa;

@@ -211,6 +211,8 @@ void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm,
 }
 
 struct F32Ops {
+  static constexpr int64_t kKeys = 128;
+
   template <class Runner>
   explicit F32Ops(Runner&) {}
 
@@ -235,7 +237,7 @@ struct F32Ops {
   }
 };
 
-int64_t scratch_floats(int64_t D, int64_t Dv) { return runner_floats(D, Dv); }
+int64_t scratch_floats(int64_t D, int64_t Dv) { return runner_floats(D, Dv, F32Ops::kKeys); }
 
 void tile(const AttentionTile& t) {
   AttentionTiles<F32Ops> r(t);

@@ -14,7 +14,6 @@ namespace {
 
 constexpr int64_t kQT = 48;         // queries per sub-tile: 3 vectors
 constexpr int64_t kSub = 8;         // sub-tiles per tile
-constexpr int64_t kKB = 128;        // keys per block
 constexpr float kDeadBias = -1e6f;  // blocks whose key bias is below this everywhere may be skipped
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -113,14 +112,19 @@ struct Sub {
 // Scratch layout (floats, 64-byte aligned pieces).
 inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 inline int64_t sub_floats(int64_t D, int64_t Dv) { return round16(D * kQT) + round16(Dv * kQT) + 3 * kQT; }
-inline int64_t runner_floats(int64_t D, int64_t Dv) {
-  return 16 + kSub * sub_floats(D, Dv) + 2 * kKB * kQT + kKB + kQT;
+// keys: the Ops' key block (kKeys).
+inline int64_t runner_floats(int64_t D, int64_t Dv, int64_t keys) {
+  return 16 + kSub * sub_floats(D, Dv) + 2 * keys * kQT + keys + kQT;
 }
 
 // Ops: the block computation, constructed from the runner after its own scratch (Ops reads its part at
-// extra()) and called as ops.block(runner, sub index, key block, first key, keys).
+// extra()) and called as ops.block(runner, sub index, key block, first key, keys); Ops::kKeys keys per
+// block (the bf16 tile's blocks are half the bytes of the f32 one's, and twice the keys amortise the
+// per-block softmax work better there, while the f32 tile is fastest at 128).
 template <class Ops>
 class AttentionTiles {
+  static constexpr int64_t kKB = Ops::kKeys;
+
  public:
   explicit AttentionTiles(const AttentionTile& t) : t_(t) {
     float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(t.scratch) + 63) & ~uintptr_t(63));

@@ -191,6 +191,8 @@ void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, floa
 }
 
 struct Bf16Ops {
+  static constexpr int64_t kKeys = 256;  // keys per block (AttentionTiles)
+
   template <class Runner>
   explicit Bf16Ops(Runner& r) {
     const AttentionTile& t = r.t();
@@ -200,8 +202,8 @@ struct Bf16Ops {
     uint32_t* p = reinterpret_cast<uint32_t*>(r.extra());
     for (int64_t g = 0; g < kSub; ++g, p += round16(kp * kQT)) qt[g] = p;
     kb = p;
-    vb = kb + round16(kKB * kp);
-    pb = vb + round16(pairs(kKB) * Dv);
+    vb = kb + round16(kKeys * kp);
+    pb = vb + round16(pairs(kKeys) * Dv);
     for (int64_t g = 0; g < kSub && g * kQT < t.rows; ++g) pack_q(r.sub(g).qt, qt[g]);
   }
 
@@ -270,8 +272,9 @@ struct Bf16Ops {
 
 int64_t scratch_floats(int64_t D, int64_t Dv) {
   const int64_t kp = pairs(D);
-  return runner_floats(D, Dv) + kSub * round16(kp * kQT) + round16(kKB * kp) + round16(pairs(kKB) * Dv) +
-         pairs(kKB) * kQT;
+  const int64_t kb = Bf16Ops::kKeys;
+  return runner_floats(D, Dv, kb) + kSub * round16(kp * kQT) + round16(kb * kp) + round16(pairs(kb) * Dv) +
+         pairs(kb) * kQT;
 }
 
 void tile(const AttentionTile& t) {
