@@ -291,7 +291,9 @@ TEST_P(CpuAttention, Bf16NodesMatchTheReferenceAtBf16Precision) {
   struct Case {
     int64_t heads, lq, lk, d, dv;
   };
-  const std::vector<Case> cases = {{2, 47, 700, 32, 32}, {1, 193, 300, 33, 7}, {2, 5, 17, 64, 64}};
+  // 601 queries: more than one tile (8 x 48 queries).
+  const std::vector<Case> cases = {
+      {2, 47, 700, 32, 32}, {1, 193, 300, 33, 7}, {2, 5, 17, 64, 64}, {1, 601, 260, 32, 32}};
   const bool bf16_tile = GetParam() == Isa::avx512 && cpu::attention_bf16_fns(Isa::avx512) != nullptr;
   ir::Node nb = make_node("Attention", {{"segmux_precision", std::string("bf16")}}, "segmux");
   uint32_t seed = 101;
