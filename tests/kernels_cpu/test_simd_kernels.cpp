@@ -329,7 +329,9 @@ TEST_P(CpuAttention, Bf16NodesMatchTheReferenceAtBf16Precision) {
 // and redoes it in two passes when a score exceeds that max by more than its margin, or while a query has
 // no finite max yet. Keys 600..699 get a bias of +100 (e^(s - m) of the earlier max would overflow to inf
 // without the redo), and in the per-query mask the first 20 queries see no key below 300 (-inf: their max
-// is -inf through the first block). Both must still match the reference at the bf16 tolerance.
+// is -inf through the first block) and queries 20..29 have -1e30 on every key (a uniform average: s - m
+// must be 0 there, which s log2e - m log2e is not). Both must still match the reference at the bf16
+// tolerance.
 TEST_P(CpuAttention, Bf16TileRedoesBlocksBeyondItsRunningMax) {
   const int64_t lq = 50, lk = 900, d = 32;
   Tensor q = random_tensor({1, 2, lq, d}, 201, -2.f, 2.f), k = random_tensor({1, 2, lk, d}, 202, -2.f, 2.f);
@@ -338,7 +340,9 @@ TEST_P(CpuAttention, Bf16TileRedoesBlocksBeyondItsRunningMax) {
   for (int64_t j = 0; j < lk; ++j) keys.data<float>()[j] = j >= 600 && j < 700 ? 100.f : 0.f;
   for (int64_t i = 0; i < lq; ++i)
     for (int64_t j = 0; j < lk; ++j)
-      general.data<float>()[i * lk + j] = i < 20 && j < 300 ? -INFINITY : keys.data<float>()[j];
+      general.data<float>()[i * lk + j] = i < 20 && j < 300   ? -INFINITY
+                                          : i >= 20 && i < 30 ? -1e30f
+                                                              : keys.data<float>()[j];
   ir::Node nb = make_node("Attention", {{"segmux_precision", std::string("bf16")}}, "segmux");
   for (const Tensor& mask : {keys, general}) {
     const std::string l = "mask " + shape_str(mask.shape());
