@@ -107,6 +107,13 @@ TEST_F(Precision, Bf16TrackMatchesTheOfficialBf16RunOnTheDetectionFrame) {
   const char* isa = std::getenv("SEGMUX_ISA");
   if (!__builtin_cpu_supports("avx512bf16") || (isa && std::string(isa) != "avx512"))
     GTEST_SKIP() << "no AVX512_BF16 attention here";
+#ifdef __SANITIZE_ADDRESS__
+  // The sanitizer build (-O1) does not contract multiplies and adds into FMAs where the release build
+  // does (across the f32 code around the bf16 kernels): another rounding again. On 2026-12-06 its bf16
+  // run kept fp32's ids {0, 1, 2} on the detection frame, with this session's code and with the code
+  // before it alike; the release build keeps the official bf16 run's {2}.
+  GTEST_SKIP() << "sanitizer build: another rounding than the release build's";
+#endif
   const nlohmann::json trace = nlohmann::json::parse(slurp(trace_path));
   const nlohmann::json& requests = trace["requests"];
   ASSERT_EQ(requests.size(), 2u);

@@ -100,21 +100,24 @@ inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float sca
 #undef BX_QK
   }
   const __m512 vs = _mm512_set1_ps(scale);
-#define BX_SCALE(i)                                                           \
-  if constexpr (R > i) {                                                      \
-    c##i##0 = _mm512_mul_ps(c##i##0, vs);                                     \
-    c##i##1 = _mm512_mul_ps(c##i##1, vs);                                     \
-    c##i##2 = _mm512_mul_ps(c##i##2, vs);                                     \
-    if constexpr (INIT == 1) {                                                \
-      const __m512 b = _mm512_set1_ps(bias[i]);                               \
-      c##i##0 = _mm512_add_ps(c##i##0, b);                                    \
-      c##i##1 = _mm512_add_ps(c##i##1, b);                                    \
-      c##i##2 = _mm512_add_ps(c##i##2, b);                                    \
-    } else if constexpr (INIT == 2) {                                         \
-      c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(bias + i * kQT));      \
-      c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(bias + i * kQT + 16)); \
-      c##i##2 = _mm512_add_ps(c##i##2, _mm512_loadu_ps(bias + i * kQT + 32)); \
-    }                                                                         \
+// Scale and bias as one explicit FMA: the compiler would contract a multiply and an add at -O2 and up
+// but not at -O1, and the sanitizer build must compute what the release build does.
+#define BX_SCALE(i)                                                                 \
+  if constexpr (R > i) {                                                            \
+    if constexpr (INIT == 1) {                                                      \
+      const __m512 b = _mm512_set1_ps(bias[i]);                                     \
+      c##i##0 = _mm512_fmadd_ps(c##i##0, vs, b);                                    \
+      c##i##1 = _mm512_fmadd_ps(c##i##1, vs, b);                                    \
+      c##i##2 = _mm512_fmadd_ps(c##i##2, vs, b);                                    \
+    } else if constexpr (INIT == 2) {                                               \
+      c##i##0 = _mm512_fmadd_ps(c##i##0, vs, _mm512_loadu_ps(bias + i * kQT));      \
+      c##i##1 = _mm512_fmadd_ps(c##i##1, vs, _mm512_loadu_ps(bias + i * kQT + 16)); \
+      c##i##2 = _mm512_fmadd_ps(c##i##2, vs, _mm512_loadu_ps(bias + i * kQT + 32)); \
+    } else {                                                                        \
+      c##i##0 = _mm512_mul_ps(c##i##0, vs);                                         \
+      c##i##1 = _mm512_mul_ps(c##i##1, vs);                                         \
+      c##i##2 = _mm512_mul_ps(c##i##2, vs);                                         \
+    }                                                                               \
   }
   BX_ROWS(BX_SCALE)
 #undef BX_SCALE
