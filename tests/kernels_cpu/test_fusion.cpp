@@ -164,6 +164,30 @@ TEST(ConvChannelsLast, ConvNormGeluChainKeepsOneLayout) {
   expect_same_outputs(g, fused, {{"x", random_tensor({1, 8, 12, 12}, 11, -2.f, 2.f)}});
 }
 
+// The FPN neck's 1x1 -> 3x3 pair: the value between them becomes channels-last; a conv whose output is
+// also read by another node keeps writing channels-first.
+TEST(ConvChannelsLast, ConvIntoConvKeepsChannelsLastBetween) {
+  for (const bool shared : {false, true}) {
+    ir::Graph g;
+    GraphBuilder b(g);
+    int x = b.input("x", DType::f32, {1, 8, 10, 10});
+    int c1 = b.op1("Conv", {x, b.constant(random_tensor({16, 8, 1, 1}, 1, -0.3f, 0.3f), "w1"),
+                            b.constant(random_tensor({16}, 2), "b1")});
+    int c2 = b.op1("Conv", {c1, b.constant(random_tensor({16, 16, 3, 3}, 3, -0.2f, 0.2f), "w2")},
+                   {{"pads", std::vector<int64_t>(4, 1)}});
+    b.output(shared ? L::add(b, c2, c1) : c2, "y");
+    ir::Graph fused = g;
+    EXPECT_EQ(compiler::conv_channels_last(fused), !shared);
+    if (!shared) {
+      ASSERT_EQ(count_ops(fused, "segmux", "Conv"), 2);
+      EXPECT_EQ(fused.nodes[0].attr_int("channels_last_out", 0), 1);
+      EXPECT_EQ(fused.nodes[1].attr_int("channels_last_in", 0), 1);
+      EXPECT_EQ(fused.value(fused.nodes[0].outputs[0]).shape, (Shape{1, 10, 10, 16}));
+    }
+    expect_same_outputs(g, fused, {{"x", random_tensor({1, 8, 10, 10}, 11, -2.f, 2.f)}});
+  }
+}
+
 TEST(ConvChannelsLast, SharedOrGraphOutputValuesStay) {
   ir::Graph g;
   GraphBuilder b(g);
