@@ -93,6 +93,7 @@ std::unique_ptr<CudaExecutor> open_cuda_model(const std::string& path, const Ope
   SEGMUX_USAGE_CHECK(oo.engine != Engine::session, "--device cuda runs compiled models only (not --engine session)");
   compiler::CompileOptions opt;
   opt.precision = oo.precision;
+  opt.strided_views = false;
   auto c = compiler::compile_graph(import_model_graph(path, oo.input_shapes), opt);
   return std::make_unique<CudaExecutor>(std::move(c.graph), std::move(c.plan), co);
 }

@@ -38,7 +38,7 @@ CompileResult compile_graph(ir::Graph g, const CompileOptions& opt) {
   PassManagerOptions pm;
   pm.skip = opt.skip_passes;
   pm.max_rounds = opt.max_rounds;
-  r.passes = run_passes(g, default_passes(opt.precision, opt.fold), pm);
+  r.passes = run_passes(g, default_passes(opt.precision, opt.fold, opt.strided_views), pm);
   g.compact();
   ir::verify(g);
   r.plan = plan_memory(g);

@@ -19,6 +19,7 @@ struct CompileOptions {
   std::set<std::string> skip_passes;
   std::string target_isa = "native";  // native (= host_isa()) | generic | x86-64-avx512
   FoldOptions fold;
+  bool strided_views = true;  // false for the CUDA executor: its kernels read no strided views
   int max_rounds = 10;
   std::string command_line;  // recorded in the file's META section
 };

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/op_schema.h"
+#include "ir/strided_view.h"
 #include "kernels/kernel.h"
 
 namespace segmux::compiler {
@@ -53,10 +54,14 @@ double node_flops(const ir::Graph& g, const ir::Node& n) {
   }
   if (op == "Attention" && n.inputs.size() >= 3) {  // q [..., L, D], k [..., S, D]: QK^T and PV
     const ir::Value* v = known(g, n.inputs[2]);
-    if (!v || b->shape.size() < 2) return 0;
-    double l = double(a->shape[a->shape.size() - 2]), d = double(a->shape.back());
-    double s = double(b->shape[b->shape.size() - 2]), dv = double(v->shape.back());
-    double batch = numel(a->shape) / (l * d);
+    if (!v) return 0;
+    // The shapes the node reads: its strided views' (ir/strided_view.h) where it has them.
+    const Shape qs = ir::read_shape(n, 0, a->shape), ks = ir::read_shape(n, 1, b->shape),
+                vs = ir::read_shape(n, 2, v->shape);
+    if (qs.size() < 2 || ks.size() < 2 || vs.empty()) return 0;
+    double l = double(qs[qs.size() - 2]), d = double(qs.back());
+    double s = double(ks[ks.size() - 2]), dv = double(vs.back());
+    double batch = numel(qs) / (l * d);
     return 2.0 * batch * l * s * (d + dv);
   }
   return 0;

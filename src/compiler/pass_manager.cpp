@@ -14,7 +14,7 @@
 
 namespace segmux::compiler {
 
-std::vector<Pass> default_passes(const std::string& precision, const FoldOptions& fold) {
+std::vector<Pass> default_passes(const std::string& precision, const FoldOptions& fold, bool strided_views) {
   SEGMUX_CHECK(precision == "fp32" || precision == "bf16", "unknown precision '", precision, "' (known: fp32, bf16)");
   std::vector<Pass> passes;
   passes.push_back(Pass{"fold-shapes", fold_shape_ops});
@@ -25,6 +25,7 @@ std::vector<Pass> default_passes(const std::string& precision, const FoldOptions
   for (auto& p : fusion_passes()) passes.push_back(p);
 #endif
   passes.push_back(Pass{"dce", eliminate_dead_code});
+  if (strided_views) passes.push_back(Pass{"attention-views", read_through_views});
   if (precision == "bf16") {
     passes.push_back(Pass{"precision-bf16", mark_bf16_precision});
     passes.push_back(Pass{"bf16-roundings", drop_bf16_roundings});

@@ -37,7 +37,9 @@ struct PassReport {
 
 // The standard list: shape folding, constant folding, no-op elimination, CSE, fusion (when the
 // kernels helper's fusion_passes() exists), DCE. `precision` "bf16" appends the precision pass.
-std::vector<Pass> default_passes(const std::string& precision = "fp32", const FoldOptions& fold = {});
+// strided_views: the attention-views pass (its attributes have CPU kernels only, not CUDA ones).
+std::vector<Pass> default_passes(const std::string& precision = "fp32", const FoldOptions& fold = {},
+                                 bool strided_views = true);
 std::vector<std::string> known_pass_names(const std::string& precision = "fp32");
 
 // Runs the passes to a fixed point; unknown names in `skip` are an error.

@@ -54,6 +54,11 @@ bool keep_bf16_between_linears(ir::Graph& g);
 // ir::kGeluRoundInput / kGeluRoundOutput; exact). passes/bf16_rounding.cpp.
 bool fold_gelu_bf16_roundings(ir::Graph& g);
 
+// After the fusion passes, CPU builds: segmux Attention's q / k / v and Rope's x read through strided
+// views of the tensors the Transposes / Splits / Reshapes before them select from, and an Attention
+// followed by a Transpose writes permuted (ir/strided_view.h); those nodes go. passes/fuse_views.cpp.
+bool read_through_views(ir::Graph& g);
+
 // Small helpers shared by the passes (and tests).
 void replace_uses(ir::Graph& g, int from, int to);                 // node inputs only
 void remove_nodes(ir::Graph& g, const std::vector<char>& remove);  // keeps order; fixes producers

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "io/files.h"
+#include "ir/strided_view.h"
 
 namespace segmux {
 
@@ -55,11 +56,13 @@ double estimate_flops(const ir::Node& node, const std::vector<const Tensor*>& in
   if (node.domain == "segmux") {
     if (op == "Linear" && w && w->rank() == 2) return 2.0 * out * double(w->dim(0));
     if (op == "Conv" && w && w->rank() >= 3 && w->dim(0) > 0) return 2.0 * out * double(w->numel()) / double(w->dim(0));
-    if (op == "Attention" && w && a->rank() >= 2 && w->rank() == a->rank()) {
+    // q, k, v as the node reads them (strided views, ir/strided_view.h, have shapes of their own).
+    const Shape qs = ir::read_shape(node, 0, a->shape()), ks = w ? ir::read_shape(node, 1, w->shape()) : Shape{};
+    if (op == "Attention" && qs.size() >= 2 && ks.size() == qs.size()) {
       const Tensor* v = in_at(inputs, 2);
-      const double lq = double(a->dim(-2)), d = double(a->dim(-1)), lk = double(w->dim(-2));
-      const double dv = v ? double(v->dim(-1)) : d;
-      const double batch = lq * d > 0 ? double(a->numel()) / (lq * d) : 0;
+      const double lq = double(qs[qs.size() - 2]), d = double(qs.back()), lk = double(ks[ks.size() - 2]);
+      const double dv = v ? double(ir::read_shape(node, 2, v->shape()).back()) : d;
+      const double batch = lq * d > 0 ? double(shape_numel(qs)) / (lq * d) : 0;
       return 2.0 * batch * lq * lk * (d + dv);  // q k^T and p v
     }
   }

@@ -4,6 +4,8 @@
 // Tolerance: 2e-5 absolute + 2e-5 relative (reordered f32 sums; GELU via erfc vs ONNX Erf).
 #include <map>
 
+#include "compiler/graph_stats.h"
+#include "compiler/passes.h"
 #include "compiler/passes/fuse_all.h"
 #include "harness.h"
 #include "models/sam31/layers.h"
@@ -341,6 +343,47 @@ TEST(FuseRope, AxialRopeOnQueriesAndKeys) {
   auto want = run_graph(g, in, false);
   auto got = run_graph(fused, in, true);
   for (auto& [name, t] : want) EXPECT_TRUE(close(got.at(name), t, 0, 0)) << name << " (bit-exact expected)";
+}
+
+// The ViT's attention as backbone.cpp's vit_attention emits it (qkv Linear -> Reshape -> Transpose ->
+// Split -> Squeeze -> RoPE on q and k -> SDPA -> Transpose -> Reshape -> proj Linear), windowed (windows
+// in the batch dim) and global: after the fusion passes, attention-views leaves no Transpose or Split
+// (Rope and Attention read the qkv tensor through views, the attention writes the head merge), and the
+// result is the fused graph's bit for bit, with the optimized kernels and with the reference ones.
+TEST(AttentionViews, ViTQkvSplitAndHeadMergeMoveNoBytes) {
+  for (const int64_t windows : {int64_t(1), int64_t(3)}) {
+    ir::Graph g;
+    GraphBuilder b(g);
+    const int64_t N = 24, heads = 2, hd = 16, C = heads * hd;  // N: a 4 x 6 token grid
+    int x = b.input("x", DType::f32, {windows, N, C});
+    int qkv = L::linear_t(b, x, random_tensor({3 * C, C}, 1, -0.3f, 0.3f), random_tensor({3 * C}, 2), "qkv");
+    qkv = L::transpose(b, L::reshape(b, qkv, {windows, N, 3, heads, hd}), {2, 0, 3, 1, 4});
+    const std::vector<int> parts = L::split(b, qkv, 0, {1, 1, 1});
+    const L::RopeTables rope = L::axial_rope_tables(int(hd), 4, 6, 10000.0f, 1.0f);
+    const int q = L::apply_rope(b, L::squeeze(b, parts[0], {0}), rope, "rope_q");
+    const int k = L::apply_rope(b, L::squeeze(b, parts[1], {0}), rope, "rope_k");
+    int o = L::sdpa(b, q, k, L::squeeze(b, parts[2], {0}));
+    o = L::reshape(b, L::transpose(b, o, {0, 2, 1, 3}), {windows, N, C});
+    b.output(L::linear_t(b, o, random_tensor({C, C}, 3, -0.3f, 0.3f), random_tensor({C}, 4), "proj"), "y");
+    ir::Graph fused = g;
+    for (auto& p : compiler::fusion_passes()) p.run(fused);
+    ASSERT_EQ(count_ops(fused, "segmux", "Attention"), 1);
+    EXPECT_GT(count_ops(fused, "", "Transpose"), 0);
+    ir::Graph viewed = fused;
+    EXPECT_TRUE(compiler::read_through_views(viewed));
+    EXPECT_FALSE(compiler::read_through_views(viewed));  // a fixed point
+    EXPECT_EQ(count_ops(viewed, "", "Transpose"), 0);
+    EXPECT_EQ(count_ops(viewed, "", "Split"), 0);
+    EXPECT_EQ(count_ops(viewed, "segmux", "Rope"), 2);
+    // The FLOP estimate counts what the attention reads (its views' shapes), not the qkv tensor.
+    EXPECT_EQ(compiler::graph_stats(viewed).flops, compiler::graph_stats(fused).flops);
+    const std::map<std::string, Tensor> in = {{"x", random_tensor({windows, N, C}, 11, -2.f, 2.f)}};
+    for (const bool optimized : {true, false}) {
+      auto want = run_graph(fused, in, optimized), got = run_graph(viewed, in, optimized);
+      EXPECT_TRUE(close(got.at("y"), want.at("y"), 0, 0)) << (optimized ? "optimized" : "reference") << " kernels";
+    }
+    expect_same_outputs(g, viewed, in);
+  }
 }
 
 // The memory encoder's mask input (sigmoid, scale, bias, per-slot validity), then every other step kind

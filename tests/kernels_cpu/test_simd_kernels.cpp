@@ -6,7 +6,9 @@
 // GELU to 4 ulp-ish (3e-7 relative) on the reference's double-precision erfc.
 #include <cstring>
 
+#include "core/tensor_ops.h"
 #include "harness.h"
+#include "ir/strided_view.h"
 #include "kernels/cpu/simd.h"
 
 namespace segmux::testing_cpu {
@@ -376,6 +378,71 @@ TEST_P(CpuSplitConcat, AxesSizesAndDtypes) {
       std::vector<Input> in;
       for (auto& p : parts) in.push_back({p});
       expect_matches_reference(make_node("Concat", {{"axis", c.axis}}), in, 0, 0, "concat of " + label);
+    }
+  }
+}
+
+// q, k, v read through strided views of one ViT-style qkv tensor [windows, N, 3, heads, hd] and the
+// output written permuted to [windows, N, heads, hd] (ir/strided_view.h, as the attention-views pass
+// writes them): at each ISA level and with the bf16 tile, against the reference kernel (which gathers
+// the views first), and bit for bit against the same kernel on gathered copies. A view that reads past
+// its input is an error naming the node, not a read out of bounds.
+TEST_P(CpuAttention, StridedViewsAndPermutedOutput) {
+  struct Case {
+    int64_t windows, n, heads, hd;
+  };
+  uint32_t seed = 141;
+  for (const Case& c : std::vector<Case>{{1, 70, 2, 16}, {3, 49, 3, 8}, {2, 130, 1, 32}}) {
+    Tensor qkv = random_tensor({c.windows, c.n, 3, c.heads, c.hd}, seed++, -2.f, 2.f);
+    const int64_t row = 3 * c.heads * c.hd;
+    std::vector<Tensor> gathered;
+    for (const bool bf16 : {false, true}) {
+      ir::Attrs attrs = {{ir::kOutputPerm, std::vector<int64_t>{0, 2, 1, 3}}};
+      if (bf16) attrs["segmux_precision"] = std::string("bf16");
+      ir::Node viewed = make_node("Attention", attrs, "segmux");
+      ir::Node plain =
+          make_node("Attention", bf16 ? ir::Attrs{{"segmux_precision", std::string("bf16")}} : ir::Attrs{}, "segmux");
+      std::vector<Input> parts;
+      for (int i = 0; i < 3; ++i) {
+        const ir::StridedView view{i * c.heads * c.hd, {c.windows, c.heads, c.n, c.hd}, {c.n * row, c.hd, row, 1}};
+        ir::set_input_view(viewed, i, view);
+        parts.push_back({permute(take(qkv, 2, i, 1).reshaped({c.windows, c.n, c.heads, c.hd}), {0, 2, 1, 3})});
+      }
+      const std::string label =
+          "attention views " + std::to_string(c.windows) + "x" + std::to_string(c.n) + (bf16 ? " bf16" : " f32");
+      if (!bf16) expect_matches_reference(viewed, {{qkv}, {qkv}, {qkv}}, 2e-6, 1e-5, label);
+      const auto got = run_node(cpu_provider(), viewed, {{qkv}, {qkv}, {qkv}});
+      const auto want = run_node(cpu_provider(), plain, parts);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(close(got[0], permute(want[0], {0, 2, 1, 3}), 0, 0)) << label << ": not the gathered result";
+    }
+    ir::Node hostile = make_node("Attention", {}, "segmux");
+    for (int i = 0; i < 3; ++i)
+      ir::set_input_view(hostile, i,
+                         {2 * c.heads * c.hd + 1, {c.windows, c.heads, c.n, c.hd}, {c.n * row, c.hd, row, 1}});
+    try {
+      run_node(cpu_provider(), hostile, {{qkv}, {qkv}, {qkv}});
+      ADD_FAILURE() << "a view past its input ran";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("reads past"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_P(CpuRope, StridedViewOfTheQkvTensor) {
+  uint32_t seed = 61;
+  for (const Shape& qkv_shape : std::vector<Shape>{{1, 24, 3, 2, 16}, {3, 9, 3, 4, 8}}) {
+    const int64_t W = qkv_shape[0], N = qkv_shape[1], H = qkv_shape[3], hd = qkv_shape[4], row = 3 * H * hd;
+    Tensor qkv = random_tensor(qkv_shape, seed++, -3.f, 3.f);
+    Tensor c = random_tensor({N, hd / 2, 1}, seed++), s = random_tensor({N, hd / 2, 1}, seed++);
+    for (int part = 0; part < 2; ++part) {
+      ir::Node n = make_node("Rope", {}, "segmux");
+      ir::set_input_view(n, 0, {part * H * hd, {W, H, N, hd}, {N * row, hd, row, 1}});
+      expect_matches_reference(n, {{qkv}, {c, true}, {s, true}}, 0, 0, "rope view " + shape_str(qkv_shape));
+      Tensor x = permute(take(qkv, 2, part, 1).reshaped({W, N, H, hd}), {0, 2, 1, 3});
+      const auto got = run_node(cpu_provider(), n, {{qkv}, {c, true}, {s, true}});
+      const auto want = run_node(cpu_provider(), make_node("Rope", {}, "segmux"), {{x}, {c, true}, {s, true}});
+      EXPECT_TRUE(close(got[0], want[0], 0, 0)) << "rope view " << shape_str(qkv_shape) << ": not the gathered result";
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "compiler/compile.h"
 #include "compiler/memory_planner.h"
 #include "ir/builder.h"
 #include "kernels/cuda/cuda_memory.h"
@@ -106,6 +107,32 @@ TEST(CudaSupport, ReasonsNameDtypeAndAttributes) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines[0].find("takes f32 inputs, this node has (i64, i64)"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find("last axis only"), std::string::npos) << lines[1];
+}
+
+// The attention-views pass's strided views have CPU kernels only: a CPU build's graph names them as what
+// the CUDA backend cannot run, and a build with strided_views off (what the CUDA commands compile) has none.
+TEST(CudaSupport, StridedViewsAreCpuBuildsOnly) {
+  for (const bool views : {true, false}) {
+    ir::Graph g;
+    ir::GraphBuilder gb(g);
+    const int x = gb.input("x", DType::f32, {1, 6, 2, 8});  // [B, L, heads, hd]
+    const int t = gb.op1("Transpose", {x}, {{"perm", ir::AttrValue(std::vector<int64_t>{0, 2, 1, 3})}});
+    const int s = gb.op1(
+        "Softmax",
+        {gb.op1("MatMul", {t, gb.op1("Transpose", {t}, {{"perm", ir::AttrValue(std::vector<int64_t>{0, 1, 3, 2})}})})},
+        {{"axis", ir::AttrValue(int64_t(-1))}});
+    gb.output(gb.op1("MatMul", {s, t}), "y");
+    compiler::CompileOptions opt;
+    opt.strided_views = views;
+    const compiler::CompileResult c = compiler::compile_graph(std::move(g), opt);
+    const auto lines = cuda_unsupported_nodes(c.graph, c.plan);
+    if (views) {
+      ASSERT_FALSE(lines.empty());
+      EXPECT_NE(lines[0].find("strided view"), std::string::npos) << lines[0];
+    } else {
+      EXPECT_TRUE(lines.empty()) << lines[0];
+    }
+  }
 }
 
 TEST(CudaSupport, ConvolutionLimitsAreNamed) {

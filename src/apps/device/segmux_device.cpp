@@ -282,6 +282,7 @@ int fullsize(const Args& a) {
     try {
       compiler::CompileOptions opt;
       opt.precision = a.get("precision", "fp32");
+      opt.strided_views = false;
       compiler::CompileResult c = compiler::compile_graph(cand->build(cfg, w, variant), opt);
       CudaExecutor ex(c.graph, c.plan, gpu_options(a));
       const auto inputs = random_inputs(ex.graph(), seed);

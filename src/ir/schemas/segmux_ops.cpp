@@ -19,6 +19,8 @@
 //   Rope(X [..., L, D], cos [L, D/2], sin [L, D/2]) -> X's shape: rotary embedding on interleaved
 //       pairs: y[2i] = x[2i] cos_i - x[2i+1] sin_i, y[2i+1] = x[2i] sin_i + x[2i+1] cos_i (per row l);
 //       cos/sin may carry extra size-1 dims (e.g. [L, D/2, 1]).
+//   Attention's q, k, v and Rope's X may be read through strided views of larger inputs, and
+//   Attention may write its output permuted (attributes of ir/strided_view.h).
 //   Pointwise(X, operands...) -> X's shape: the element-wise ops of attr `steps` (ir/pointwise.h)
 //       applied in order to X, each binary step taking the next operand, which broadcasts to X; f32.
 //       Every step rounds to f32 as the unfused op does, so results are those of the chain.
@@ -27,6 +29,7 @@
 #include "ir/schemas/schema_util.h"
 #include "ir/schemas/schemas.h"
 #include "ir/schemas/shape_math.h"
+#include "ir/strided_view.h"
 
 namespace segmux::ir {
 
@@ -76,11 +79,26 @@ void infer_group_norm(InferContext& ctx) {
   su::set_out(ctx, 0, ctx.in(0).dtype, x);
 }
 
+// The shape the node reads input i as: its strided view's (ir/strided_view.h), checked against the
+// input's size, or the input's own.
+Shape logical_shape(InferContext& ctx, int i) {
+  std::optional<StridedView> view;
+  try {
+    view = input_view(ctx.node, i);
+  } catch (const std::exception& e) {
+    ctx.error(e.what());
+  }
+  if (!view) return ctx.in(size_t(i)).shape;
+  if (const std::string why = check_view(*view, shape_numel(ctx.in(size_t(i)).shape)); !why.empty())
+    ctx.error("input " + std::to_string(i) + ": " + why);
+  return view->shape;
+}
+
 void infer_attention(InferContext& ctx) {
   for (size_t i = 0; i < 3; ++i) su::require_float(ctx, i);
   const DType t = ctx.in(0).dtype;
   if (!su::shapes_known(ctx, {0, 1, 2})) return su::set_out_unknown(ctx, 0, t);
-  const Shape &q = ctx.in(0).shape, &k = ctx.in(1).shape, &v = ctx.in(2).shape;
+  const Shape q = logical_shape(ctx, 0), k = logical_shape(ctx, 1), v = logical_shape(ctx, 2);
   if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
     ctx.error("q, k, v must have the same rank >= 2, got " + shape_str(q) + " " + shape_str(k) + " " + shape_str(v));
   for (size_t d = 0; d + 2 < q.size(); ++d)
@@ -98,13 +116,19 @@ void infer_attention(InferContext& ctx) {
   }
   Shape out = q;
   out[r - 1] = v[r - 1];
+  if (ctx.node.has_attr(kOutputPerm)) {
+    const std::vector<int64_t> perm = ctx.node.attr_ints(kOutputPerm);
+    if (const std::string why = check_output_perm(perm, r); !why.empty()) ctx.error(why);
+    const Shape logical = out;
+    for (size_t d = 0; d < r; ++d) out[d] = logical[size_t(perm[d])];
+  }
   su::set_out(ctx, 0, t, out);
 }
 
 void infer_rope(InferContext& ctx) {
   for (size_t i = 0; i < 3; ++i) su::require_float(ctx, i);
   if (!su::shapes_known(ctx, {0})) return su::set_out_unknown(ctx, 0, ctx.in(0).dtype);
-  const Shape& x = ctx.in(0).shape;
+  const Shape x = logical_shape(ctx, 0);
   if (x.size() < 2 || x.back() % 2 != 0) ctx.error("input must be [..., L, D] with even D, got " + shape_str(x));
   const int64_t want = x[x.size() - 2] * (x.back() / 2);
   for (size_t i : {size_t(1), size_t(2)})

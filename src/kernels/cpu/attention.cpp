@@ -13,9 +13,36 @@
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/strided_operand.h"
 
 namespace segmux::cpu {
 namespace {
+
+// The output [..., Lq, Dv] as written: into out_tensor as it is, or permuted (ir::kOutputPerm): then
+// logical dim perm[i] has the stride of the tensor's dim i.
+StridedOperand output_operand(const KernelContext& ctx, Tensor& out_tensor, const Shape& q_shape, int64_t Dv) {
+  StridedOperand out;
+  out.data = out_tensor.data<float>();
+  out.shape = q_shape;
+  out.shape.back() = Dv;
+  out.strides = ir::contiguous_strides(out.shape);
+  if (!ctx.node.has_attr(ir::kOutputPerm)) {
+    SEGMUX_CHECK(out_tensor.shape() == out.shape, ctx.node.describe(), ": output ", shape_str(out_tensor.shape()),
+                 ", expected ", shape_str(out.shape));
+    return out;
+  }
+  const std::vector<int64_t> perm = ctx.node.attr_ints(ir::kOutputPerm);
+  const std::string why = ir::check_output_perm(perm, out.shape.size());
+  SEGMUX_CHECK(why.empty(), ctx.node.describe(), ": ", why);
+  const std::vector<int64_t> physical = ir::contiguous_strides(out_tensor.shape());
+  SEGMUX_CHECK(out_tensor.rank() == int(perm.size()), ctx.node.describe(), ": output rank differs from output_perm");
+  for (size_t i = 0; i < perm.size(); ++i) {
+    SEGMUX_CHECK(out_tensor.dim(int(i)) == out.shape[size_t(perm[i])], ctx.node.describe(), ": output ",
+                 shape_str(out_tensor.shape()), " is not the permuted ", shape_str(out.shape));
+    out.strides[size_t(perm[i])] = physical[i];
+  }
+  return out;
+}
 
 class AttentionKernel : public Kernel {
  public:
@@ -24,12 +51,12 @@ class AttentionKernel : public Kernel {
   }
 
   void run(KernelContext& ctx) override {
-    const Tensor& q = *ctx.inputs[0];
-    const Tensor& k = *ctx.inputs[1];
-    const Tensor& v = *ctx.inputs[2];
+    // q, k, v and the output as the kernel reads / writes them: maybe strided (ir/strided_view.h).
+    const StridedOperand q = strided_operand(ctx, 0), k = strided_operand(ctx, 1), v = strided_operand(ctx, 2);
     const Tensor* mask = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
-    const int r = q.rank();
-    SEGMUX_CHECK(r >= 2 && k.rank() == r && v.rank() == r, ctx.node.describe(), ": q, k, v must have equal rank >= 2");
+    const int r = int(q.shape.size());
+    SEGMUX_CHECK(r >= 2 && int(k.shape.size()) == r && int(v.shape.size()) == r, ctx.node.describe(),
+                 ": q, k, v must have equal rank >= 2");
     const int64_t Lq = q.dim(-2), D = q.dim(-1), Lk = k.dim(-2), Dv = v.dim(-1);
     SEGMUX_CHECK(k.dim(-1) == D && v.dim(-2) == Lk, ctx.node.describe(), ": k/v shapes do not match q");
     int64_t BH = 1;
@@ -37,8 +64,9 @@ class AttentionKernel : public Kernel {
       SEGMUX_CHECK(k.dim(d) == q.dim(d) && v.dim(d) == q.dim(d), ctx.node.describe(), ": batch dims of q, k, v differ");
       BH *= q.dim(d);
     }
-    Tensor& out = *ctx.outputs[0];
-    if (out.numel() == 0) return;
+    Tensor& out_tensor = *ctx.outputs[0];
+    const StridedOperand out = output_operand(ctx, out_tensor, q.shape, Dv);
+    if (out_tensor.numel() == 0) return;
     const float scale = has_scale_ ? scale_attr_ : 1.f / std::sqrt(float(D));
     // Mask strides over (batch dims..., Lq, Lk), 0 where broadcast.
     std::vector<int64_t> mstride(size_t(r), 0);
@@ -54,14 +82,12 @@ class AttentionKernel : public Kernel {
         s *= have;
       }
     }
+    float* po = const_cast<float*>(out.data);
     if (Lk == 0) {  // no keys: every row is fully masked
-      std::fill(out.data<float>(), out.data<float>() + out.numel(), 0.f);
+      for (int64_t bh = 0; bh < BH; ++bh)
+        for (int64_t i = 0; i < Lq; ++i) std::fill_n(po + out.lead_offset(bh) + i * out.stride(-2), Dv, 0.f);
       return;
     }
-    const float* pq = q.data<float>();
-    const float* pk = k.data<float>();
-    const float* pv = v.data<float>();
-    float* po = out.data<float>();
     const int nt = threads_of(ctx.num_threads);
 
     const AttentionFns& fns = *fns_;
@@ -71,11 +97,11 @@ class AttentionKernel : public Kernel {
       kt = kt_.get(size_t(BH * D * Lk));
       parallel_chunks(BH, nt, [&](int64_t b, int64_t e) {
         for (int64_t bh = b; bh < e; ++bh) {
-          const float* src = pk + bh * Lk * D;
+          const float* src = k.data + k.lead_offset(bh);
           float* dst = kt + bh * D * Lk;
           for (int64_t j0 = 0; j0 < Lk; j0 += 16)
             for (int64_t d = 0; d < D; ++d)
-              for (int64_t j = j0; j < std::min(Lk, j0 + 16); ++j) dst[d * Lk + j] = src[j * D + d];
+              for (int64_t j = j0; j < std::min(Lk, j0 + 16); ++j) dst[d * Lk + j] = src[j * k.stride(-2) + d];
         }
       });
     }
@@ -96,11 +122,15 @@ class AttentionKernel : public Kernel {
       tile.scratch = scratch_[size_t(t)].get(scratch_floats);
       const int64_t bh = item / qblocks, i0 = (item % qblocks) * qb;
       tile.rows = std::min(qb, Lq - i0);
-      tile.q = pq + (bh * Lq + i0) * D;
-      tile.k = pk + bh * Lk * D;
+      tile.q_row = q.stride(-2);
+      tile.k_row = k.stride(-2);
+      tile.v_row = v.stride(-2);
+      tile.out_row = out.stride(-2);
+      tile.q = q.data + q.lead_offset(bh) + i0 * tile.q_row;
+      tile.k = k.data + k.lead_offset(bh);
       tile.kt = kt ? kt + bh * D * Lk : nullptr;
-      tile.v = pv + bh * Lk * Dv;
-      tile.out = po + (bh * Lq + i0) * Dv;
+      tile.v = v.data + v.lead_offset(bh);
+      tile.out = po + out.lead_offset(bh) + i0 * tile.out_row;
       tile.D = D;
       tile.Lk = Lk;
       tile.Dv = Dv;

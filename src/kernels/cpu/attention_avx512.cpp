@@ -35,17 +35,18 @@ namespace {
 // spill the B vectors of the inner loop. INIT 0: no bias; 1: one bias per key (bias[i]); 2: a bias
 // tile (bias + i * kQT, 48 values per key).
 template <int R, int INIT>
-inline void qk_rows(const float* K, int64_t D, const float* qt, float scale, const float* bias, float* st, float* bm) {
+inline void qk_rows(const float* K, int64_t ldk, int64_t D, const float* qt, float scale, const float* bias, float* st,
+                    float* bm) {
   AX_ROWS(AX_DECL)
   for (int64_t d = 0; d < D; ++d) {
     const __m512 b0 = _mm512_loadu_ps(qt + d * kQT), b1 = _mm512_loadu_ps(qt + d * kQT + 16),
                  b2 = _mm512_loadu_ps(qt + d * kQT + 32);
-#define QK_FMA(i)                                  \
-  if constexpr (R > i) {                           \
-    const __m512 a = _mm512_set1_ps(K[i * D + d]); \
-    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);     \
-    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);     \
-    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);     \
+#define QK_FMA(i)                                    \
+  if constexpr (R > i) {                             \
+    const __m512 a = _mm512_set1_ps(K[i * ldk + d]); \
+    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);       \
+    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);       \
+    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);       \
   }
     AX_ROWS(QK_FMA)
 #undef QK_FMA
@@ -88,9 +89,9 @@ inline void qk_rows(const float* K, int64_t D, const float* qt, float scale, con
   // clang-format on
 }
 
-// O^T rows [R dims][48 queries] += V[nk, R]^T P^T[nk, 48]; V points at (key 0, first dim), row stride Dv.
+// O^T rows [R dims][48 queries] += V[nk, R]^T P^T[nk, 48]; V points at (key 0, first dim), row stride ldv.
 template <int R>
-inline void pv_rows(const float* V, int64_t Dv, const float* pt, int64_t nk, float* ot) {
+inline void pv_rows(const float* V, int64_t ldv, const float* pt, int64_t nk, float* ot) {
   AX_ROWS(AX_DECL)
 #define PV_LOAD(i)                                \
   if constexpr (R > i) {                          \
@@ -103,12 +104,12 @@ inline void pv_rows(const float* V, int64_t Dv, const float* pt, int64_t nk, flo
   for (int64_t j = 0; j < nk; ++j) {
     const __m512 b0 = _mm512_loadu_ps(pt + j * kQT), b1 = _mm512_loadu_ps(pt + j * kQT + 16),
                  b2 = _mm512_loadu_ps(pt + j * kQT + 32);
-#define PV_FMA(i)                                   \
-  if constexpr (R > i) {                            \
-    const __m512 a = _mm512_set1_ps(V[j * Dv + i]); \
-    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);      \
-    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);      \
-    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);      \
+#define PV_FMA(i)                                    \
+  if constexpr (R > i) {                             \
+    const __m512 a = _mm512_set1_ps(V[j * ldv + i]); \
+    c##i##0 = _mm512_fmadd_ps(a, b0, c##i##0);       \
+    c##i##1 = _mm512_fmadd_ps(a, b1, c##i##1);       \
+    c##i##2 = _mm512_fmadd_ps(a, b2, c##i##2);       \
   }
     AX_ROWS(PV_FMA)
 #undef PV_FMA
@@ -126,65 +127,65 @@ inline void pv_rows(const float* V, int64_t Dv, const float* pt, int64_t nk, flo
 #undef AX_ROWS
 
 template <int INIT>
-void qk_block(const float* K, int64_t D, const float* qt, float scale, const float* bias, float* st, int64_t nk,
-              float* bm) {
+void qk_block(const float* K, int64_t ldk, int64_t D, const float* qt, float scale, const float* bias, float* st,
+              int64_t nk, float* bm) {
   const int64_t bstep = INIT == 2 ? kQT : INIT == 1 ? 1 : 0;
   int64_t j = 0;
-  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * D, D, qt, scale, bias + j * bstep, st + j * kQT, bm);
-  const float* kj = K + j * D;
+  for (; j + 8 <= nk; j += 8) qk_rows<8, INIT>(K + j * ldk, ldk, D, qt, scale, bias + j * bstep, st + j * kQT, bm);
+  const float* kj = K + j * ldk;
   const float* bj = bias + j * bstep;
   float* sj = st + j * kQT;
   switch (nk - j) {
     case 7:
-      qk_rows<7, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<7, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     case 6:
-      qk_rows<6, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<6, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     case 5:
-      qk_rows<5, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<5, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     case 4:
-      qk_rows<4, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<4, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     case 3:
-      qk_rows<3, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<3, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     case 2:
-      qk_rows<2, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<2, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     case 1:
-      qk_rows<1, INIT>(kj, D, qt, scale, bj, sj, bm);
+      qk_rows<1, INIT>(kj, ldk, D, qt, scale, bj, sj, bm);
       break;
     default:
       break;
   }
 }
 
-void pv_block(const float* V, int64_t Dv, const float* pt, int64_t nk, float* ot) {
+void pv_block(const float* V, int64_t ldv, int64_t Dv, const float* pt, int64_t nk, float* ot) {
   int64_t d = 0;
-  for (; d + 8 <= Dv; d += 8) pv_rows<8>(V + d, Dv, pt, nk, ot + d * kQT);
+  for (; d + 8 <= Dv; d += 8) pv_rows<8>(V + d, ldv, pt, nk, ot + d * kQT);
   switch (Dv - d) {
     case 7:
-      pv_rows<7>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<7>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     case 6:
-      pv_rows<6>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<6>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     case 5:
-      pv_rows<5>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<5>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     case 4:
-      pv_rows<4>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<4>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     case 3:
-      pv_rows<3>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<3>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     case 2:
-      pv_rows<2>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<2>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     case 1:
-      pv_rows<1>(V + d, Dv, pt, nk, ot + d * kQT);
+      pv_rows<1>(V + d, ldv, pt, nk, ot + d * kQT);
       break;
     default:
       break;
@@ -220,20 +221,20 @@ struct F32Ops {
   void block(Runner& r, int64_t g, int64_t j0, int64_t nk) {
     const AttentionTile& t = r.t();
     Sub& s = r.sub(g);
-    const float* K = t.k + j0 * t.D;
+    const float* K = t.k + j0 * t.k_row;
     switch (r.bias_kind()) {
       case 1:
-        qk_block<1>(K, t.D, s.qt, t.scale, r.bias(), r.st(), nk, r.bm());
+        qk_block<1>(K, t.k_row, t.D, s.qt, t.scale, r.bias(), r.st(), nk, r.bm());
         break;
       case 2:
-        qk_block<2>(K, t.D, s.qt, t.scale, r.bias(), r.st(), nk, r.bm());
+        qk_block<2>(K, t.k_row, t.D, s.qt, t.scale, r.bias(), r.st(), nk, r.bm());
         break;
       default:
-        qk_block<0>(K, t.D, s.qt, t.scale, nullptr, r.st(), nk, r.bm());
+        qk_block<0>(K, t.k_row, t.D, s.qt, t.scale, nullptr, r.st(), nk, r.bm());
         break;
     }
     softmax_block(r.st(), nk, r.bm(), s.mx, s.sm, s.ot, t.Dv);
-    pv_block(t.v + j0 * t.Dv, t.Dv, r.st(), nk, s.ot);
+    pv_block(t.v + j0 * t.v_row, t.v_row, t.Dv, r.st(), nk, s.ot);
   }
 };
 

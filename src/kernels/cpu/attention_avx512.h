@@ -142,7 +142,7 @@ class AttentionTiles {
       for (int64_t q = 0; q < kQT; ++q) {
         float n2 = 0.f;
         for (int64_t d = 0; d < t.D; ++d) {
-          const float x = q < s.rows ? t.q[(s.i0 + q) * t.D + d] : 0.f;
+          const float x = q < s.rows ? t.q[(s.i0 + q) * t.q_row + d] : 0.f;
           s.qt[d * kQT + q] = x;
           n2 += x * x;
         }
@@ -211,7 +211,7 @@ class AttentionTiles {
     const int64_t j0 = b * kKB, nk = min64(kKB, t_.Lk - j0);
     float m = 0.f;
     for (int64_t j = 0; j < nk; ++j) {
-      const float* k = t_.k + (j0 + j) * t_.D;
+      const float* k = t_.k + (j0 + j) * t_.k_row;
       float n2 = 0.f;
       for (int64_t d = 0; d < t_.D; ++d) n2 += k[d] * k[d];
       m = n2 > m || n2 != n2 ? n2 : m;  // NaN: never skippable
@@ -269,7 +269,7 @@ class AttentionTiles {
   void finish(const Sub& s) {
     for (int64_t q = 0; q < s.rows; ++q) {
       const float inv = s.sm[q] > 0.f ? 1.f / s.sm[q] : 0.f;
-      float* dst = t_.out + (s.i0 + q) * t_.Dv;
+      float* dst = t_.out + (s.i0 + q) * t_.out_row;
       for (int64_t d = 0; d < t_.Dv; ++d) dst[d] = s.ot[d * kQT + q] * inv;
     }
   }

@@ -286,7 +286,7 @@ struct Bf16Ops {
   void pack_kv(const AttentionTile& t, int64_t j0, int64_t nk) {
     uint16_t* k16 = reinterpret_cast<uint16_t*>(kb);
     for (int64_t j = 0; j < nk; ++j) {
-      const float* src = t.k + (j0 + j) * D;
+      const float* src = t.k + (j0 + j) * t.k_row;
       uint16_t* dst = k16 + j * 2 * kp;
       int64_t d = 0;
       for (; d + 32 <= D; d += 32)
@@ -295,8 +295,8 @@ struct Bf16Ops {
       for (; d < 2 * kp; ++d) dst[d] = d < D ? to_bf16(src[d]) : 0;
     }
     for (int64_t j = 0; j < nk; j += 2) {
-      const float* r0 = t.v + (j0 + j) * Dv;
-      const float* r1 = r0 + Dv;
+      const float* r0 = t.v + (j0 + j) * t.v_row;
+      const float* r1 = r0 + t.v_row;
       const bool two = j + 1 < nk;
       uint32_t* dst = vb + (j / 2) * Dv;
       for (int64_t d = 0; d < Dv; d += 16) {

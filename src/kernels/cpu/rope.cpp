@@ -4,6 +4,7 @@
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/strided_operand.h"
 
 namespace segmux::cpu {
 namespace {
@@ -25,16 +26,22 @@ class RopeKernel : public Kernel {
   }
 
   void run(KernelContext& ctx) override {
-    const Tensor& x = *ctx.inputs[0];
-    SEGMUX_CHECK(x.rank() >= 2 && x.dim(-2) == L_ && x.dim(-1) == D_, ctx.node.describe(), ": input ",
-                 shape_str(x.shape()), " does not match the tables [", L_, ", ", D_ / 2, "]");
-    const float* px = x.data<float>();
+    const StridedOperand x = strided_operand(ctx, 0);  // maybe a strided view (ir/strided_view.h)
+    SEGMUX_CHECK(x.shape.size() >= 2 && x.dim(-2) == L_ && x.dim(-1) == D_, ctx.node.describe(), ": input ",
+                 shape_str(x.shape), " does not match the tables [", L_, ", ", D_ / 2, "]");
     float* py = ctx.outputs[0]->data<float>();
-    const int64_t rows = x.numel() / D_, D = D_, L = L_;
+    const int64_t numel = shape_numel(x.shape), rows = numel / D_, D = D_, L = L_, x_row = x.stride(-2);
     const float* c2 = cos2_.data();
     const float* s2 = sin2_.data();
-    int nt = x.numel() < 32768 ? 1 : ctx.num_threads;
-    parallel_chunks(rows, nt, [&](int64_t b, int64_t e) { rows_(px, c2, s2, py, b, e, L, D); });
+    int nt = numel < 32768 ? 1 : ctx.num_threads;
+    // Rows of one leading index are x_row apart; the leading dims have strides of their own.
+    parallel_chunks(rows, nt, [&](int64_t b, int64_t e) {
+      while (b < e) {
+        const int64_t lead = b / L, l0 = b % L, l1 = std::min(L, l0 + (e - b));
+        rows_(x.data + x.lead_offset(lead), x_row, c2, s2, py + lead * L * D, l0, l1, L, D);
+        b += l1 - l0;
+      }
+    });
   }
 
  private:
@@ -51,7 +58,8 @@ std::unique_ptr<Kernel> make_rope(const KernelInit& init) {
     if (!t || t->dtype != DType::f32) return nullptr;
   const Tensor* c = init.constants[1];
   const Tensor* s = init.constants[2];
-  const Shape& xs = init.inputs[0]->shape;
+  const std::optional<ir::StridedView> view = ir::input_view(init.node, 0);
+  const Shape& xs = view ? view->shape : init.inputs[0]->shape;
   if (!c || !s || xs.size() < 2 || xs.back() % 2 != 0) return nullptr;
   const int64_t L = xs[xs.size() - 2], D = xs.back();
   if (c->numel() != L * D / 2 || s->numel() != L * D / 2) return nullptr;

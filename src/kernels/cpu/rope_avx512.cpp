@@ -6,10 +6,10 @@
 namespace segmux::cpu::avx512 {
 namespace {
 
-void rope_rows(const float* px, const float* c2, const float* s2, float* py, int64_t begin, int64_t end, int64_t L,
-               int64_t D) {
+void rope_rows(const float* px, int64_t x_row, const float* c2, const float* s2, float* py, int64_t begin, int64_t end,
+               int64_t L, int64_t D) {
   for (int64_t r = begin; r < end; ++r) {
-    const float* xr = px + r * D;
+    const float* xr = px + r * x_row;
     const float* cr = c2 + (r % L) * D;
     const float* sr = s2 + (r % L) * D;
     float* yr = py + r * D;

@@ -40,9 +40,10 @@ struct NormFns {
 };
 
 struct RopeFns {
-  // Rows [begin, end) of D values; row r uses table row r % L of cos2/sin2 ([L, D], pair-expanded).
-  void (*rows)(const float* x, const float* cos2, const float* sin2, float* y, int64_t begin, int64_t end, int64_t L,
-               int64_t D);
+  // Rows [begin, end) of D values, x's row r at x + r * x_row (y's at y + r * D); row r uses table row
+  // r % L of cos2/sin2 ([L, D], pair-expanded).
+  void (*rows)(const float* x, int64_t x_row, const float* cos2, const float* sin2, float* y, int64_t begin,
+               int64_t end, int64_t L, int64_t D);
 };
 
 constexpr int64_t kAttentionQueryBlock = 96;  // rows of a portable tile
@@ -50,11 +51,12 @@ constexpr int64_t kAttentionKeyBlock = 256;   // keys of a portable tile's score
 
 // One (batch-head, query block) work item of flash attention; see attention.cpp.
 struct AttentionTile {
-  const float* q;   // [rows, D]
-  const float* k;   // K of this batch-head: [Lk, D]
+  const float* q;   // [rows, D], row stride q_row
+  const float* k;   // K of this batch-head: [Lk, D], row stride k_row
   const float* kt;  // K^T of this batch-head, [D, Lk], when AttentionFns::wants_kt (else null)
-  const float* v;   // [Lk, Dv]
-  float* out;       // [rows, Dv]
+  const float* v;   // [Lk, Dv], row stride v_row
+  float* out;       // [rows, Dv], row stride out_row
+  int64_t q_row, k_row, v_row, out_row;
   int64_t rows, D, Lk, Dv;
   float scale;
   const float* fmask;        // additive mask or null

@@ -290,10 +290,10 @@ void group_norm(const float* px, float* py, int64_t begin, int64_t end, int64_t 
 
 // ---- Rope: y = x * cos2 + swap_pairs(x) * sin2, products rounded separately (bit-exact) ----
 
-void rope_rows(const float* px, const float* c2, const float* s2, float* py, int64_t begin, int64_t end, int64_t L,
-               int64_t D) {
+void rope_rows(const float* px, int64_t x_row, const float* c2, const float* s2, float* py, int64_t begin, int64_t end,
+               int64_t L, int64_t D) {
   for (int64_t r = begin; r < end; ++r) {
-    const float* x = px + r * D;
+    const float* x = px + r * x_row;
     const float* c = c2 + (r % L) * D;
     const float* s = s2 + (r % L) * D;
     float* y = py + r * D;
@@ -378,7 +378,7 @@ void tile(const AttentionTile& t) {
   for (int64_t i = 0; i < rows * Dv; ++i) O[i] = 0.f;
   for (int64_t j0 = 0; j0 < t.Lk; j0 += KB) {
     const int64_t nk = min64(KB, t.Lk - j0);
-    small_gemm(t.q, t.D, t.kt + j0, t.Lk, scores, KB, rows, nk, t.D, false);
+    small_gemm(t.q, t.q_row, t.kt + j0, t.Lk, scores, KB, rows, nk, t.D, false);
     for (int64_t i = 0; i < rows; ++i) {
       float* s = scores + i * KB;
       const float m_old = row_max_v[i], m_blk = mask_row(t, s, i, j0, nk);
@@ -394,11 +394,11 @@ void tile(const AttentionTile& t) {
       if (alpha != 1.f)
         for (int64_t d = 0; d < Dv; ++d) O[i * Dv + d] *= alpha;
     }
-    small_gemm(scores, KB, t.v + j0 * Dv, Dv, O, Dv, rows, Dv, nk, true);
+    small_gemm(scores, KB, t.v + j0 * t.v_row, t.v_row, O, Dv, rows, Dv, nk, true);
   }
   for (int64_t i = 0; i < rows; ++i) {
     const float inv = row_sum_v[i] > 0.f ? 1.f / row_sum_v[i] : 0.f;
-    for (int64_t d = 0; d < Dv; ++d) t.out[i * Dv + d] = O[i * Dv + d] * inv;
+    for (int64_t d = 0; d < Dv; ++d) t.out[i * t.out_row + d] = O[i * Dv + d] * inv;
   }
 }
 

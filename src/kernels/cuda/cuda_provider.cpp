@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/strided_view.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace segmux::cuda {
@@ -158,6 +159,11 @@ std::string cuda_unsupported_reason(const KernelInit& init) {
   auto it = table().find(op_key(init.node));
   if (it == table().end()) return "no CUDA kernel for op " + op_key(init.node) + " yet";
   if (std::string why = static_shape_reason(init); !why.empty()) return why;
+  // The attention-views pass's attributes: CPU builds only (compiler::CompileOptions::strided_views).
+  for (int i = 0; i < int(init.node.inputs.size()); ++i)
+    if (init.node.has_attr(ir::input_view_attr(i)))
+      return "input " + std::to_string(i) + " is a strided view, which the CUDA kernels do not read";
+  if (init.node.has_attr(ir::kOutputPerm)) return "a permuted output, which the CUDA kernels do not write";
   return it->second.check(init);
 }
 

@@ -7,6 +7,7 @@
 #include "core/tensor_ops.h"
 #include "ir/pointwise.h"
 #include "ir/precision.h"
+#include "ir/strided_view.h"
 #include "kernels/kernel.h"
 
 namespace segmux::ref {
@@ -116,12 +117,27 @@ void group_norm(KernelContext& ctx) {
   }
 }
 
-void attention(KernelContext& ctx) {
-  const Tensor& q = *ctx.inputs[0];
-  const Tensor& k = *ctx.inputs[1];
-  const Tensor& v = *ctx.inputs[2];
+// Input i as the node reads it: gathered out of its strided view (ir/strided_view.h), or as it is.
+Tensor logical_input(const KernelContext& ctx, int i) {
+  const Tensor& t = *ctx.inputs[size_t(i)];
+  const std::optional<ir::StridedView> view = ir::input_view(ctx.node, i);
+  if (!view) return t;
+  const std::string why = ir::check_view(*view, t.numel());
+  SEGMUX_CHECK(why.empty(), ctx.node.describe(), ": input ", i, ": ", why);
+  SEGMUX_CHECK(t.dtype() == DType::f32, ctx.node.describe(), ": a strided view reads f32 inputs only");
+  Tensor out(DType::f32, view->shape);
+  std::vector<int64_t> idx(view->shape.size(), 0);
+  const float* src = t.data<float>();
+  for (int64_t n = 0; n < out.numel(); ++n, next_index(idx, view->shape)) {
+    int64_t at = view->offset;
+    for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * view->strides[d];
+    out.data<float>()[n] = src[at];
+  }
+  return out;
+}
+
+void attention_into(const KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
   const Tensor* mask = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
-  Tensor& out = *ctx.outputs[0];
   const int r = q.rank();
   const int64_t Lq = q.dim(-2), D = q.dim(-1), Lk = k.dim(-2), Dv = v.dim(-1);
   const int64_t BH = Lq * D == 0 ? out.numel() / std::max<int64_t>(Lq * Dv, 1) : q.numel() / (Lq * D);
@@ -177,8 +193,26 @@ void attention(KernelContext& ctx) {
   }
 }
 
+// The logical output, written permuted when the node asks for it (ir::kOutputPerm).
+void attention(KernelContext& ctx) {
+  const Tensor q = logical_input(ctx, 0), k = logical_input(ctx, 1), v = logical_input(ctx, 2);
+  if (!ctx.node.has_attr(ir::kOutputPerm)) return attention_into(ctx, q, k, v, *ctx.outputs[0]);
+  const std::vector<int64_t> perm = ctx.node.attr_ints(ir::kOutputPerm);
+  const std::string why = ir::check_output_perm(perm, size_t(q.rank()));
+  SEGMUX_CHECK(why.empty(), ctx.node.describe(), ": ", why);
+  Shape logical = q.shape();
+  logical.back() = v.dim(-1);
+  Tensor tmp(DType::f32, logical);
+  attention_into(ctx, q, k, v, tmp);
+  const Tensor permuted = permute(tmp, std::vector<int>(perm.begin(), perm.end()));
+  Tensor& out = *ctx.outputs[0];
+  SEGMUX_CHECK(permuted.shape() == out.shape(), ctx.node.describe(), ": output ", shape_str(out.shape()),
+               " is not the permuted ", shape_str(logical));
+  std::memcpy(out.raw(), permuted.raw(), out.nbytes());
+}
+
 void rope(KernelContext& ctx) {
-  const Tensor& x = *ctx.inputs[0];
+  const Tensor x = logical_input(ctx, 0);
   const int64_t L = x.dim(-2), D = x.dim(-1), half = D / 2;
   SEGMUX_CHECK(ctx.inputs[1]->numel() == L * half && ctx.inputs[2]->numel() == L * half, ctx.node.describe(),
                ": cos/sin do not hold L x D/2 values");

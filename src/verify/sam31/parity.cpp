@@ -247,7 +247,9 @@ ParityReport run_parity(const ParityOptions& opt, std::ostream* log) {
             check_case(rep, wname, cand, pc, "compiled", ex.run(pc.inputs));
           }
           if (opt.cuda) {
-            compiler::CompileResult cr = compiler::compile_graph(g);
+            compiler::CompileOptions cuda_opt;
+            cuda_opt.strided_views = false;
+            compiler::CompileResult cr = compiler::compile_graph(g, cuda_opt);
             CudaExecutorOptions co;
             co.fp32_gemm = opt.cuda_tf32 ? cuda::Fp32Gemm::tf32 : cuda::Fp32Gemm::exact;
             CudaExecutor ex(std::move(cr.graph), std::move(cr.plan), co);
