@@ -15,8 +15,8 @@ std::optional<StridedView> input_view(const Node& node, int input) {
   const std::vector<int64_t> v = node.attr_ints(input_view_attr(input));
   StridedView view;
   view.shape = node.attr_ints(input_shape_attr(input));
-  SEGMUX_CHECK(!view.shape.empty() && v.size() == view.shape.size() + 1, node.describe(), ": ",
-               input_view_attr(input), " must hold an offset and one stride per dim of ", input_shape_attr(input));
+  SEGMUX_CHECK(!view.shape.empty() && v.size() == view.shape.size() + 1, node.describe(), ": ", input_view_attr(input),
+               " must hold an offset and one stride per dim of ", input_shape_attr(input));
   view.offset = v[0];
   view.strides.assign(v.begin() + 1, v.end());
   return view;
