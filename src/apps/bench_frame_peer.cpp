@@ -33,11 +33,7 @@ class RecordingRunner : public pipeline::CandidateRunner {
   RecordingRunner(std::string file, std::unique_ptr<pipeline::CandidateRunner> ours, CallRecorder& rec)
       : file_(std::move(file)), ours_(std::move(ours)), rec_(rec) {}
   Inputs run(const Inputs& in) override {
-    if (rec_.recording) {
-      Inputs copy;  // deep: the caller may reuse its buffers after the call
-      for (const auto& [name, t] : in) copy.emplace(name, t.clone());
-      rec_.calls.emplace_back(file_, std::move(copy));
-    }
+    if (rec_.recording) rec_.record(file_, in);  // a copy: the caller may reuse its buffers after the call
     return ours_->run(in);
   }
   // As the product backend's runner (pipeline/backends/smx_runner.h): same outputs, same memory.
@@ -94,6 +90,37 @@ nlohmann::json time_peer_in_child(const std::string& onnx, const std::vector<con
 
 }  // namespace
 
+void CallRecorder::record(const std::string& file, const std::map<std::string, Tensor>& inputs) {
+  if (!spool_) {
+    spool_.reset(std::tmpfile());
+    SEGMUX_CHECK(spool_ != nullptr, "bench-frame: cannot create a temporary file for the recorded calls (",
+                 std::strerror(errno), ")");
+  }
+  Call call{file, {}};
+  for (const auto& [name, t] : inputs) {
+    SEGMUX_CHECK(std::fseek(spool_.get(), 0, SEEK_END) == 0, "bench-frame: cannot seek the recorded calls' file");
+    const long offset = std::ftell(spool_.get());
+    SEGMUX_CHECK(std::fwrite(t.raw(), 1, t.nbytes(), spool_.get()) == t.nbytes(),
+                 "bench-frame: cannot write the recorded calls' file (", std::strerror(errno), ")");
+    call.inputs.push_back({name, t.dtype(), t.shape(), offset});
+  }
+  SEGMUX_CHECK(std::fflush(spool_.get()) == 0, "bench-frame: cannot write the recorded calls' file (",
+               std::strerror(errno), ")");
+  calls_.push_back(std::move(call));
+}
+
+std::map<std::string, Tensor> CallRecorder::inputs(size_t call) const {
+  std::map<std::string, Tensor> out;
+  for (const Spilled& s : calls_.at(call).inputs) {
+    Tensor t(s.dtype, s.shape);
+    SEGMUX_CHECK(std::fseek(spool_.get(), s.offset, SEEK_SET) == 0 &&
+                     std::fread(t.raw(), 1, t.nbytes(), spool_.get()) == t.nbytes(),
+                 "bench-frame: cannot read back the recorded input '", s.name, "'");
+    out.emplace(s.name, std::move(t));
+  }
+  return out;
+}
+
 RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std::string& model_dir,
                                         sam31::Tokenizer tokenizer, int threads, CallRecorder& rec) {
   RecordingBackend out;
@@ -111,10 +138,14 @@ RecordingBackend open_recording_backend(const sam31::ModelConfig& cfg, const std
 
 nlohmann::json run_ort_peer(const RecordingBackend& be, const CallRecorder& rec, const PeerOptions& opt) {
   SEGMUX_CHECK(!rec.recording, "run_ort_peer: stop recording first (the re-timed calls would be recorded)");
-  std::map<std::string, std::vector<const Inputs*>> by_file;  // in file-name order
-  for (const auto& [file, in] : rec.calls) by_file[file].push_back(&in);
+  std::map<std::string, std::vector<size_t>> by_file;  // in file-name order
+  for (size_t i = 0; i < rec.size(); ++i) by_file[rec.file(i)].push_back(i);
   nlohmann::json cands = nlohmann::json::object();
-  for (const auto& [file, calls] : by_file) {
+  for (const auto& [file, indices] : by_file) {
+    std::vector<Inputs> inputs;  // one file's calls in memory at a time
+    for (size_t i : indices) inputs.push_back(rec.inputs(i));
+    std::vector<const Inputs*> calls;
+    for (const Inputs& in : inputs) calls.push_back(&in);
     pipeline::CandidateRunner* ours = be.runners.at(file);
     double segmux_s = 0;
     for (const Inputs* in : calls) segmux_s += median_seconds(opt.warmup, opt.iters, [&] { ours->run(*in); });

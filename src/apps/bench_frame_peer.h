@@ -3,6 +3,7 @@
 // exported ONNX files (DIR/onnx/<file>.onnx). ONNX Runtime runs in a child process, so a candidate it
 // cannot hold (out of memory at full size) is reported instead of ending the benchmark.
 #pragma once
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,10 +19,30 @@
 
 namespace segmux::apps {
 
-// The candidate calls made while `recording` is on: compiled file name and a copy of its inputs.
-struct CallRecorder {
+// The candidate calls made while `recording` is on: compiled file name and a copy of its inputs. The
+// copies go to an unnamed temporary file (deleted when the recorder goes), so that they do not count in
+// the peak RSS the benchmark reports for the product's frame (a full-size frame's inputs are ~0.5 GiB).
+class CallRecorder {
+ public:
   bool recording = false;
-  std::vector<std::pair<std::string, std::map<std::string, Tensor>>> calls;
+  void record(const std::string& file, const std::map<std::string, Tensor>& inputs);
+  size_t size() const { return calls_.size(); }
+  const std::string& file(size_t call) const { return calls_.at(call).file; }
+  std::map<std::string, Tensor> inputs(size_t call) const;  // read back from the file
+
+ private:
+  struct Spilled {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    long offset;
+  };
+  struct Call {
+    std::string file;
+    std::vector<Spilled> inputs;
+  };
+  std::vector<Call> calls_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> spool_{nullptr, &std::fclose};
 };
 
 // The model of `model_dir` (as open_smx_model: .smx files, one shared arena) whose candidate runs are

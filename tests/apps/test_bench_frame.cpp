@@ -65,6 +65,30 @@ TEST(BenchFrame, ObjectsBeyondOneBucketFillSeveralBuckets) {
   std::filesystem::remove_all(cache);
 }
 
+// --peer ort re-runs the last timed frame's recorded calls (kept in a temporary file while the frames run,
+// read back afterwards) on our runtime and on ONNX Runtime: every candidate of the frame is there, timed.
+TEST(BenchFrame, PeerReplaysTheRecordedCalls) {
+  if (!std::filesystem::exists(kFixture + "/weights.pt")) GTEST_SKIP() << "no fixture at " << kFixture;
+  auto cache = std::filesystem::path(::testing::TempDir()) / ("segmux_bench_frame_p_" + std::to_string(::getpid()));
+  auto [code, out] =
+      run_segmux("bench-frame " + model_args(cache) + " --objects 3 --frames 1 --warmup 1 --peer ort --json", false);
+  if (code != 0 && out.empty()) {
+    auto why = run_segmux("bench-frame " + model_args(cache) + " --objects 3 --frames 1 --warmup 1 --peer ort");
+    if (why.second.find("not available") != std::string::npos) GTEST_SKIP() << why.second;
+  }
+  ASSERT_EQ(code, 0) << out;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_TRUE(j.contains("peer")) << out;
+  for (const char* c : {"backbone", "detector", "propagation_decoder", "memory_encoder"}) {
+    ASSERT_TRUE(j["peer"]["candidates"].contains(c)) << c;
+    const auto& r = j["peer"]["candidates"][c];
+    EXPECT_EQ(r["calls"], 1) << c;
+    EXPECT_GT(r["segmux_seconds"].get<double>(), 0) << c;
+    EXPECT_TRUE(r.contains("peer_seconds")) << c << ": " << r.dump();
+  }
+  std::filesystem::remove_all(cache);
+}
+
 TEST(BenchFrame, TooManyObjectsIsAUsageError) {
   if (!std::filesystem::exists(kFixture + "/weights.pt")) GTEST_SKIP() << "no fixture at " << kFixture;
   auto cache = std::filesystem::path(::testing::TempDir()) / ("segmux_bench_frame_x_" + std::to_string(::getpid()));
