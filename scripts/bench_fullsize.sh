@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Whole-frame benchmark at full size (issues 9, 26): `segmux bench-frame` for N = 16, 32, 64 tracked objects in
 # fp32 and bf16 on a random full-size checkpoint, the fp32/bf16 peaks of this machine measured in the
-# same run (bench_matmul), and the floor each frame would have at those peaks (FLOP estimate of the
-# compiled candidates, `segmux inspect`). Writes docs/performance.md (atomically).
+# same run (bench_matmul, right before and right after each configuration: the virtual machine's speed
+# drifts over minutes), and the floor each frame would have at those peaks (FLOP estimate of the
+# compiled candidates, `segmux inspect`; and that of the work the frame does, without the padded memory
+# slots whose keys the attention skips). Writes docs/performance.md (atomically).
 #
 # NOT run in CI: the checkpoint is 3.4 GB, each configuration needs ~10 GiB and several minutes per
 # frame on two cores. The machine may be shared: the load average is recorded with every figure.
@@ -64,14 +66,17 @@ for p in $PRECISIONS; do
     echo "bench-frame: $n object(s), $p (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     peer=()
     [ "$p" = fp32 ] && [ -n "$PEER" ] && [ "$n" = "$PEER_OBJECTS" ] && peer=(--peer "$PEER")
+    "$BUILD_DIR/bench_matmul" "$THREADS" 64 >"$work/peaks_before_${p}_${n}.txt" 2>&1 || true
     "$S" bench-frame "${common[@]}" --objects "$n" --precision "$p" "${peer[@]}" --json >"$work/frame_${p}_${n}.json" ||
       echo "{\"error\": \"bench-frame exited with $?\"}" >"$work/frame_${p}_${n}.json"
+    "$BUILD_DIR/bench_matmul" "$THREADS" 64 >"$work/peaks_after_${p}_${n}.txt" 2>&1 || true
   done
 done
 # FLOP estimate of the four per-frame candidates, from the compiled files the runs used.
 for p in $PRECISIONS; do
   dir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("model_dir",""))' \
     "$work/frame_${p}_$(echo $OBJECTS | cut -d' ' -f1).json" 2>/dev/null || true)
+  [ -n "$dir" ] && [ -f "$dir/model.json" ] && cp "$dir/model.json" "$work/model_$p.json"
   for c in backbone detector propagation_decoder memory_encoder; do
     if [ -n "$dir" ] && [ -f "$dir/$c.smx" ]; then "$S" inspect "$dir/$c.smx" --json >"$work/inspect_${p}_$c.json" || true; fi
   done
@@ -82,13 +87,26 @@ cpu="$(cpuinfo 'model name'), family $(cpuinfo 'cpu family') model $(cpuinfo mod
 python3 - "$work" "$start" "$THREADS" "$DOC.tmp.$$" "$CHECKPOINT" "$cpu" "$DOC" <<'PY'
 import json, os, re, sys, glob
 work, start, threads, out, ckpt, cpu, doc = sys.argv[1:8]
-peaks = open(os.path.join(work, "peaks.txt")).read()
-m = re.search(r"f32 FMA ([\d.]+) GFLOP/s, bf16 dot ([\d.]+) GFLOP/s", peaks)
-peak = {"fp32": float(m.group(1)), "bf16": float(m.group(2))} if m else {}
+def read_peaks(path):
+    try: m = re.search(r"f32 FMA ([\d.]+) GFLOP/s, bf16 dot ([\d.]+) GFLOP/s", open(path).read())
+    except OSError: m = None
+    return {"fp32": float(m.group(1)), "bf16": float(m.group(2))} if m else {}
+peak = read_peaks(os.path.join(work, "peaks.txt"))
 cands = ["backbone", "detector", "propagation_decoder", "memory_encoder"]
 def load(p):
     try: return json.load(open(p))
     except Exception: return {}
+def padded_slot_flops(p):
+    # bench-frame's state holds one conditioning frame, so max_cond_frames_in_attn - 1 of the propagation
+    # decoder's memory slots stay padding (a -1e30 key bias) in every frame: the attention kernels skip
+    # those keys (their weights are exactly 0), the compiled graph's estimate counts them. Per call:
+    # mem_attn_layers cross-attentions of 4 * Lq * Lk * d_model FLOPs (QK^T and PV), Lq = the image tokens.
+    c = load(os.path.join(work, f"model_{p}.json")).get("config", {})
+    try:
+        lq = (c["image_size"] // c["patch_size"]) ** 2
+        return c["mem_attn_layers"] * 4 * lq * (c["max_cond_frames_in_attn"] - 1) * lq * c["d_model"]
+    except (KeyError, TypeError):
+        return None
 flops = {}
 for p in ("fp32", "bf16"):
     f = {c: load(os.path.join(work, f"inspect_{p}_{c}.json")).get("flops") for c in cands}
@@ -109,14 +127,15 @@ L.append("  defaults to fp32: `docs/bf16.md` (`scripts/bf16_study.sh`)")
 ck = os.path.getsize(ckpt) / 2**30 if os.path.exists(ckpt) else 0
 L.append(f"- bounds of issue 26.4: compile <= 60 s (open s of a precision's first run, on an empty cache),")
 L.append(f"  cached start <= 3 s (open s of the later runs), peak RSS <= checkpoint ({ck:.2f} GiB) + 1.5 GiB = {ck + 1.5:.2f} GiB")
-if peak: L.append(f"- measured peaks: fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} GFLOP/s (the virtual machine's "
-                 "host decides them: compare the floor column, not seconds from another day)")
+if peak: L.append(f"- measured peaks at the start: fp32 {peak['fp32']:.0f} GFLOP/s, bf16 {peak['bf16']:.0f} GFLOP/s (the virtual machine's "
+                 "host decides them: compare the floor columns, not seconds from another day); each row's floor takes "
+                 "the mean of the peaks measured right before and right after that row (the peaks column)")
 for p, f in flops.items():
     L.append(f"- FLOP estimate per frame ({p} compile): " + ", ".join(f"{c} {v/1e12:.3f} T" for c, v in f.items())
              + f"; total {sum(f.values())/1e12:.2f} TFLOP")
 L.append("")
-L.append("| precision | objects | backbone s | detector s | propagation s | memory enc. s | whole frame s | floor s | floor / frame | open s | peak RSS GiB | load avg before / after |")
-L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+L.append("| precision | objects | backbone s | detector s | propagation s | memory enc. s | whole frame s | peaks before / after GFLOP/s | floor s | floor / frame | work floor / frame | open s | peak RSS GiB | load avg before / after |")
+L.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|")
 def order(path):
     p, n = os.path.basename(path)[6:-5].split("_")
     return (p != "fp32", int(n))
@@ -124,23 +143,36 @@ for path in sorted(glob.glob(os.path.join(work, "frame_*.json")), key=order):
     j = load(path)
     p, n = os.path.basename(path)[6:-5].split("_")
     if "candidates" not in j:
-        L.append(f"| {p} | {n} | {j.get('error', 'no result')} | | | | | | | | | |")
+        L.append(f"| {p} | {n} | {j.get('error', 'no result')} | | | | | | | | | | | |")
         continue
     c = j["candidates"]
-    floor, share = "", ""
-    if p in flops and p in peak:
+    floor, share, work_share, peaks_cell = "", "", "", ""
+    before, after = (read_peaks(os.path.join(work, f"peaks_{w}_{p}_{n}.txt")) for w in ("before", "after"))
+    row_peak = [x[p] for x in (before, after) if p in x] or ([peak[p]] if p in peak else [])
+    if row_peak: peaks_cell = " / ".join(f"{x:.0f}" for x in row_peak)
+    if p in flops and row_peak:
         # Above multiplex_count objects, the tracker candidates run once per bucket.
         per_bucket = ("propagation_decoder", "memory_encoder")
         b = j.get("buckets", 1)
-        f = sum(v * (b if k in per_bucket else 1) for k, v in flops[p].items()) / (peak[p] * 1e9)
-        floor, share = f"{f:.1f}", f"{100 * f / j['total_seconds']:.0f} %"
+        at = sum(row_peak) / len(row_peak) * 1e9
+        total = sum(v * (b if k in per_bucket else 1) for k, v in flops[p].items())
+        floor, share = f"{total / at:.1f}", f"{100 * total / at / j['total_seconds']:.0f} %"
+        padded = padded_slot_flops(p)
+        if padded is not None: work_share = f"{100 * (total - b * padded) / at / j['total_seconds']:.0f} %"
     la = lambda v: " ".join(f"{x:.1f}" for x in v)
     L.append(f"| {p} | {n} | " + " | ".join(f"{c[k]:.2f}" for k in cands) +
-             f" | {j['total_seconds']:.2f} | {floor} | {share} | {j.get('open_seconds', 0):.1f} | {j['peak_rss_bytes']/2**30:.2f} | {la(j['load_average_before'])} / {la(j['load_average_after'])} |")
+             f" | {j['total_seconds']:.2f} | {peaks_cell} | {floor} | {share} | {work_share} | {j.get('open_seconds', 0):.1f} | {j['peak_rss_bytes']/2**30:.2f} | {la(j['load_average_before'])} / {la(j['load_average_after'])} |")
 L.append("")
-L.append("floor = the FLOP estimate at the measured peak of the precision (fp32 FMA, bf16 dot), the propagation")
-L.append("decoder and memory encoder counted once per multiplex bucket (16 objects per bucket at full size);")
-L.append("floor / frame = the share of that peak the whole frame reaches.")
+L.append("floor = the FLOP estimate at the measured peak of the precision (fp32 FMA, bf16 dot; the mean of the row's")
+L.append("two measurements), the propagation decoder and memory encoder counted once per multiplex bucket (16 objects")
+L.append("per bucket at full size); floor / frame = the share of that peak the whole frame reaches. work floor / frame:")
+L.append("the same without the FLOPs of the propagation decoder's padded memory slots. bench-frame's tracker state has")
+L.append("one conditioning frame, as a video prompted on one frame does, so max_cond_frames_in_attn - 1 of the slots")
+L.append("reserved for conditioning frames stay empty; the attention skips their keys (exactly zero weights), so the")
+L.append("frame does that much less work than the compiled estimate counts.")
+pad = {p: padded_slot_flops(p) for p in flops}
+if any(v for v in pad.values()):
+    L.append("Padded-slot FLOPs per propagation call: " + ", ".join(f"{p} {v/1e12:.3f} T" for p, v in pad.items() if v) + ".")
 L.append("")
 # bf16 against fp32 per candidate, same object count, same run.
 both = []
