@@ -97,7 +97,7 @@ bool digits_of(int64_t x, const Shape& shape, std::vector<int64_t>* digits) {
 bool compose(const ir::StridedView& view, const Shape& vs, const Selection& s, ir::StridedView* out) {
   *out = view;
   if (s.flat) return true;
-  std::vector<int64_t> off, reach(vs.size(), 0), dg;
+  std::vector<int64_t> off, reach(vs.size(), 0);
   if (!digits_of(view.offset, vs, &off)) return false;
   std::vector<std::vector<int64_t>> sd(view.strides.size());
   for (size_t k = 0; k < view.strides.size(); ++k) {

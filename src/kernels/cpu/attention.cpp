@@ -20,8 +20,8 @@ namespace {
 
 // The output [..., Lq, Dv] as written: into out_tensor as it is, or permuted (ir::kOutputPerm): then
 // logical dim perm[i] has the stride of the tensor's dim i.
-StridedOperand output_operand(const KernelContext& ctx, Tensor& out_tensor, const Shape& q_shape, int64_t Dv) {
-  StridedOperand out;
+StridedSpan<float> output_operand(const KernelContext& ctx, Tensor& out_tensor, const Shape& q_shape, int64_t Dv) {
+  StridedSpan<float> out;
   out.data = out_tensor.data<float>();
   out.shape = q_shape;
   out.shape.back() = Dv;
@@ -65,7 +65,7 @@ class AttentionKernel : public Kernel {
       BH *= q.dim(d);
     }
     Tensor& out_tensor = *ctx.outputs[0];
-    const StridedOperand out = output_operand(ctx, out_tensor, q.shape, Dv);
+    const StridedSpan<float> out = output_operand(ctx, out_tensor, q.shape, Dv);
     if (out_tensor.numel() == 0) return;
     const float scale = has_scale_ ? scale_attr_ : 1.f / std::sqrt(float(D));
     // Mask strides over (batch dims..., Lq, Lk), 0 where broadcast.
@@ -82,7 +82,7 @@ class AttentionKernel : public Kernel {
         s *= have;
       }
     }
-    float* po = const_cast<float*>(out.data);
+    float* po = out.data;
     if (Lk == 0) {  // no keys: every row is fully masked
       for (int64_t bh = 0; bh < BH; ++bh)
         for (int64_t i = 0; i < Lq; ++i) std::fill_n(po + out.lead_offset(bh) + i * out.stride(-2), Dv, 0.f);

@@ -58,8 +58,7 @@ std::unique_ptr<Kernel> make_rope(const KernelInit& init) {
     if (!t || t->dtype != DType::f32) return nullptr;
   const Tensor* c = init.constants[1];
   const Tensor* s = init.constants[2];
-  const std::optional<ir::StridedView> view = ir::input_view(init.node, 0);
-  const Shape& xs = view ? view->shape : init.inputs[0]->shape;
+  const Shape xs = ir::read_shape(init.node, 0, init.inputs[0]->shape);
   if (!c || !s || xs.size() < 2 || xs.back() % 2 != 0) return nullptr;
   const int64_t L = xs[xs.size() - 2], D = xs.back();
   if (c->numel() != L * D / 2 || s->numel() != L * D / 2) return nullptr;

@@ -8,8 +8,10 @@
 
 namespace segmux::cpu {
 
-struct StridedOperand {
-  const float* data = nullptr;
+// T = const float for an input, float for an output the kernel writes through a permutation.
+template <class T>
+struct StridedSpan {
+  T* data = nullptr;
   Shape shape;
   std::vector<int64_t> strides;  // elements; the innermost is 1 (or its dim is 1)
 
@@ -25,6 +27,8 @@ struct StridedOperand {
     return off;
   }
 };
+
+using StridedOperand = StridedSpan<const float>;
 
 inline StridedOperand strided_operand(const KernelContext& ctx, int input) {
   const Tensor& t = *ctx.inputs[size_t(input)];
