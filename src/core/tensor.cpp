@@ -15,6 +15,12 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+std::vector<int64_t> contiguous_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
 std::string shape_str(const Shape& s) {
   std::ostringstream os;
   os << '[';

@@ -16,6 +16,8 @@ using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "[1,3,168,168]"
+// Row-major strides of a dense tensor of this shape, in elements.
+std::vector<int64_t> contiguous_strides(const Shape& s);
 
 // Raw bytes plus whatever keeps them alive (an mmap, a parent buffer, ...).
 struct Storage {

@@ -66,10 +66,4 @@ std::string check_output_perm(const std::vector<int64_t>& perm, size_t rank) {
   return "";
 }
 
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 }  // namespace segmux::ir

@@ -42,6 +42,4 @@ std::string check_view(const StridedView& view, int64_t numel);
 // Empty when perm is a permutation of [0, rank) that keeps the last dim last; else what is wrong.
 std::string check_output_perm(const std::vector<int64_t>& perm, size_t rank);
 
-std::vector<int64_t> contiguous_strides(const Shape& shape);
-
 }  // namespace segmux::ir

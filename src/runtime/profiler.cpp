@@ -56,9 +56,10 @@ double estimate_flops(const ir::Node& node, const std::vector<const Tensor*>& in
   if (node.domain == "segmux") {
     if (op == "Linear" && w && w->rank() == 2) return 2.0 * out * double(w->dim(0));
     if (op == "Conv" && w && w->rank() >= 3 && w->dim(0) > 0) return 2.0 * out * double(w->numel()) / double(w->dim(0));
-    // q, k, v as the node reads them (strided views, ir/strided_view.h, have shapes of their own).
-    const Shape qs = ir::read_shape(node, 0, a->shape()), ks = w ? ir::read_shape(node, 1, w->shape()) : Shape{};
-    if (op == "Attention" && qs.size() >= 2 && ks.size() == qs.size()) {
+    if (op == "Attention" && w) {
+      // q, k, v as the node reads them (strided views, ir/strided_view.h, have shapes of their own).
+      const Shape qs = ir::read_shape(node, 0, a->shape()), ks = ir::read_shape(node, 1, w->shape());
+      if (qs.size() < 2 || ks.size() != qs.size()) return 0;
       const Tensor* v = in_at(inputs, 2);
       const double lq = double(qs[qs.size() - 2]), d = double(qs.back()), lk = double(ks[ks.size() - 2]);
       const double dv = v ? double(ir::read_shape(node, 2, v->shape()).back()) : d;

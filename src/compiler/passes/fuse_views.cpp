@@ -51,7 +51,7 @@ bool selection_of(const fuse::Matcher& m, int v, Selection* s) {
   if (!n.domain.empty() || n.inputs.empty() || !static_f32(m.g, n.inputs[0]) || !static_f32(m.g, v)) return false;
   const int u = n.inputs[0];
   const Shape& us = m.g.value(u).shape;
-  const std::vector<int64_t> ustr = ir::contiguous_strides(us);
+  const std::vector<int64_t> ustr = contiguous_strides(us);
   s->source = u;
   if (n.op_type == "Reshape" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze" || n.op_type == "Flatten" ||
       n.op_type == "Identity") {
@@ -126,7 +126,7 @@ bool read_through(fuse::Matcher& m, int ni, int i) {
     view = *v;
   } else {
     view.shape = m.g.value(src).shape;
-    view.strides = ir::contiguous_strides(view.shape);
+    view.strides = contiguous_strides(view.shape);
   }
   bool moved = false;
   Selection s;

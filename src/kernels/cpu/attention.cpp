@@ -25,7 +25,7 @@ StridedSpan<float> output_operand(const KernelContext& ctx, Tensor& out_tensor, 
   out.data = out_tensor.data<float>();
   out.shape = q_shape;
   out.shape.back() = Dv;
-  out.strides = ir::contiguous_strides(out.shape);
+  out.strides = contiguous_strides(out.shape);
   if (!ctx.node.has_attr(ir::kOutputPerm)) {
     SEGMUX_CHECK(out_tensor.shape() == out.shape, ctx.node.describe(), ": output ", shape_str(out_tensor.shape()),
                  ", expected ", shape_str(out.shape));
@@ -34,7 +34,7 @@ StridedSpan<float> output_operand(const KernelContext& ctx, Tensor& out_tensor, 
   const std::vector<int64_t> perm = ctx.node.attr_ints(ir::kOutputPerm);
   const std::string why = ir::check_output_perm(perm, out.shape.size());
   SEGMUX_CHECK(why.empty(), ctx.node.describe(), ": ", why);
-  const std::vector<int64_t> physical = ir::contiguous_strides(out_tensor.shape());
+  const std::vector<int64_t> physical = contiguous_strides(out_tensor.shape());
   SEGMUX_CHECK(out_tensor.rank() == int(perm.size()), ctx.node.describe(), ": output rank differs from output_perm");
   for (size_t i = 0; i < perm.size(); ++i) {
     SEGMUX_CHECK(out_tensor.dim(int(i)) == out.shape[size_t(perm[i])], ctx.node.describe(), ": output ",

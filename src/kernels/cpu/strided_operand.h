@@ -37,7 +37,7 @@ inline StridedOperand strided_operand(const KernelContext& ctx, int input) {
   if (!view) {
     op.data = t.data<float>();
     op.shape = t.shape();
-    op.strides = ir::contiguous_strides(op.shape);
+    op.strides = contiguous_strides(op.shape);
     return op;
   }
   const std::string why = ir::check_view(*view, t.numel());

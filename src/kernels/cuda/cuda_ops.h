@@ -37,7 +37,6 @@ inline const ir::TensorType* in_type(const KernelInit& init, size_t k) {
 inline const Tensor* in_const(const KernelInit& init, size_t k) {
   return k < init.constants.size() ? init.constants[k] : nullptr;
 }
-std::vector<int64_t> contiguous_strides(const Shape& s);
 // Broadcast addressing of `ins` onto `out` (numpy rules; each rank <= out's).
 Broadcast make_broadcast(const Shape& out, const std::vector<Shape>& ins);
 bool scalar_kind_of(DType t, ScalarKind* kind);

@@ -33,12 +33,6 @@ std::unique_ptr<Kernel> launch_kernel(LaunchFn fn, std::string name) {
   return std::make_unique<LaunchKernel>(std::move(fn), std::move(name));
 }
 
-std::vector<int64_t> contiguous_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
-  return st;
-}
-
 Broadcast make_broadcast(const Shape& out, const std::vector<Shape>& ins) {
   SEGMUX_CHECK(out.size() <= size_t(kMaxRank) && ins.size() <= size_t(kMaxOperands), "broadcast of rank ", out.size(),
                " with ", ins.size(), " operands is beyond the CUDA kernels' limits");

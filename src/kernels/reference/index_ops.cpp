@@ -19,7 +19,7 @@ void gather_elements_kernel(KernelContext& ctx) {
   std::vector<int64_t> idx = ints_of(ctx, in(ctx, 1));
   Tensor& y = out(ctx, 0);
   const int64_t axis = axis_of(ctx, ctx.node.attr_int("axis", 0), x.rank());
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   for_each_index(y.shape(), [&](const std::vector<int64_t>& c, int64_t o) {
     int64_t off = 0;
     for (size_t d = 0; d < c.size(); ++d) {
@@ -38,7 +38,7 @@ void gather_nd_kernel(KernelContext& ctx) {
   Tensor& y = out(ctx, 0);
   const int64_t b = ctx.node.attr_int("batch_dims", 0);
   const int64_t k = it.shape().back();
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   int64_t batch = 1, slice = 1;
   for (int64_t d = 0; d < b; ++d) batch *= x.dim(int(d));
   for (int64_t d = b + k; d < x.rank(); ++d) slice *= x.dim(int(d));
@@ -75,7 +75,7 @@ void scatter_elements_kernel(KernelContext& ctx) {
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const int64_t axis = axis_of(ctx, ctx.node.attr_int("axis", 0), x.rank());
   const std::string red = ctx.node.attr_string("reduction", "none");
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   if (in(ctx, 1).shape() != u.shape()) kfail(ctx, "indices and updates shapes differ");
   dispatch(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -105,7 +105,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
   const std::string red = ctx.node.attr_string("reduction", "none");
   const int64_t k = it.shape().back();
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   int64_t slice = 1;
   for (int64_t d = k; d < x.rank(); ++d) slice *= x.dim(int(d));
   const int64_t tuples = k == 0 ? 1 : int64_t(idx.size()) / k;
@@ -137,7 +137,7 @@ void nonzero_kernel(KernelContext& ctx) {
   });
   const int64_t r = x.rank(), n = int64_t(hits.size());
   Tensor y(DType::i64, {r, n});
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   int64_t* py = y.data<int64_t>();
   for (int64_t j = 0; j < n; ++j) {
     int64_t rem = hits[size_t(j)];
@@ -303,7 +303,7 @@ void reverse_sequence_kernel(KernelContext& ctx) {
   const int64_t batch_axis = ctx.node.attr_int("batch_axis", 1), time_axis = ctx.node.attr_int("time_axis", 0);
   if (x.rank() < 2 || batch_axis == time_axis || batch_axis < 0 || batch_axis > 1 || time_axis < 0 || time_axis > 1)
     kfail(ctx, "batch_axis/time_axis must be 0 and 1 of a rank >= 2 input");
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   for_each_index(y.shape(), [&](const std::vector<int64_t>& c, int64_t o) {
     const int64_t b = c[size_t(batch_axis)], t = c[size_t(time_axis)];
     if (size_t(b) >= lens.size()) kfail(ctx, "sequence_lens is too short");

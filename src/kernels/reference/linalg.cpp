@@ -249,11 +249,11 @@ void einsum_kernel(KernelContext& ctx) {
   // Per label: stride into each input (summed over repeats = diagonal) and into the output.
   std::vector<std::vector<int64_t>> st(nin, std::vector<int64_t>(L, 0));
   for (size_t j = 0; j < nin; ++j) {
-    std::vector<int64_t> own = strides_of(shapes[j]);
+    std::vector<int64_t> own = contiguous_strides(shapes[j]);
     for (size_t d = 0; d < shapes[j].size(); ++d)
       if (shapes[j][d] != 1) st[j][size_t(plan.input_labels[j][d])] += own[d];
   }
-  std::vector<int64_t> ost(L, 0), ys = strides_of(Y.shape());
+  std::vector<int64_t> ost(L, 0), ys = contiguous_strides(Y.shape());
   for (size_t d = 0; d < plan.output_labels.size(); ++d) ost[size_t(plan.output_labels[d])] = ys[d];
   std::vector<int> labels;
   Shape loop;

@@ -319,7 +319,7 @@ void max_unpool_kernel(KernelContext& ctx) {
     kfail(ctx, "kernel_shape/strides/pads do not match the rank");
   Shape def{X.dim(0), X.dim(1)};
   for (size_t i = 0; i < r; ++i) def.push_back((X.shape()[i + 2] - 1) * st[i] + k[i] - pads[i] - pads[i + r]);
-  const std::vector<int64_t> ds = strides_of(def), ys = strides_of(Y.shape());
+  const std::vector<int64_t> ds = contiguous_strides(def), ys = contiguous_strides(Y.shape());
   for (int64_t i = 0; i < X.numel(); ++i) {
     int64_t rem = idx[size_t(i)], o = 0;
     if (rem < 0 || rem >= shape_numel(def)) kfail(ctx, "index ", rem, " is out of range");

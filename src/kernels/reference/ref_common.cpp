@@ -83,15 +83,9 @@ KernelFn upcast16(KernelFn fn) {
 
 void reg(const std::string& op, KernelFn fn) { register_reference_kernel_fn("", op, upcast16(std::move(fn))); }
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
 std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   std::vector<int64_t> st(out.size(), 0);
-  std::vector<int64_t> own = strides_of(in);
+  std::vector<int64_t> own = contiguous_strides(in);
   const size_t lead = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) st[lead + i] = in[i] == 1 ? 0 : own[i];
   return st;

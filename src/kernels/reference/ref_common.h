@@ -115,8 +115,6 @@ void reg(const std::string& op, KernelFn fn);
 
 // Broadcast strides (in elements) of `in` viewed as `out` (0 along broadcast axes).
 std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
-// Row-major strides of a shape.
-std::vector<int64_t> strides_of(const Shape& s);
 
 // Calls fn(out_index, offsets) for every output element in order, offsets[j] being the element
 // offset into input j (shapes[j] broadcast to out).

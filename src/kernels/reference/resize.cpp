@@ -150,7 +150,7 @@ void resize_kernel(KernelContext& ctx) {
   const bool nearest = ctx.node.attr_string("mode", "nearest") == "nearest";
   if (nearest) {
     // Pure index mapping: works for every dtype, byte-wise.
-    std::vector<int64_t> xs = strides_of(X.shape());
+    std::vector<int64_t> xs = contiguous_strides(X.shape());
     for_each_index(Y.shape(), [&](const std::vector<int64_t>& c, int64_t o) {
       int64_t off = 0;
       for (size_t d = 0; d < c.size(); ++d) off += taps[d].taps[size_t(c[d])][0].first * xs[d];

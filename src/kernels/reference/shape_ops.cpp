@@ -24,7 +24,7 @@ void transpose_kernel(KernelContext& ctx) {
   std::vector<int64_t> perm = ctx.node.attr_ints("perm", {});
   if (perm.empty())
     for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
-  std::vector<int64_t> xs = strides_of(x.shape()), st(static_cast<size_t>(r));
+  std::vector<int64_t> xs = contiguous_strides(x.shape()), st(static_cast<size_t>(r));
   for (int64_t i = 0; i < r; ++i) st[size_t(i)] = xs[size_t(axis_of(ctx, perm[size_t(i)], r))];
   strided_gather(x, 0, st, y);
 }
@@ -88,7 +88,7 @@ void slice_kernel(KernelContext& ctx) {
   }
   auto plan = ir::shape_math::slice_plan(ctx.node, x.shape(), starts, ends, has_axes ? &axes : nullptr,
                                          has_steps ? &steps : nullptr);
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   int64_t base = 0;
   std::vector<int64_t> st(plan.size());
   for (size_t d = 0; d < plan.size(); ++d) {
@@ -129,7 +129,7 @@ void expand_kernel(KernelContext& ctx) {
 void tile_kernel(KernelContext& ctx) {
   const Tensor& x = in(ctx, 0);
   Tensor& y = out(ctx, 0);
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   for_each_index(y.shape(), [&](const std::vector<int64_t>& idx, int64_t o) {
     int64_t off = 0;
     for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] % x.shape()[d]) * xs[d];
@@ -204,7 +204,7 @@ void pad_kernel(KernelContext& ctx) {
     float v = ctx.node.attr_float("value", 0);
     std::memcpy(fill.data(), &v, 4);
   }
-  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> xs = contiguous_strides(x.shape());
   std::byte* py = static_cast<std::byte*>(y.raw());
   for_each_index(y.shape(), [&](const std::vector<int64_t>& idx, int64_t o) {
     int64_t off = 0;
