@@ -195,7 +195,7 @@ void pv_block(const float* V, int64_t ldv, int64_t Dv, const float* pt, int64_t 
 // Exp pass of one block: st[nk][48] -> exp(s - max) in place, with the running statistics.
 void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv) {
   __m512 msafe[3], alpha[3], sum[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
+  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha, 1.f);
   for (int64_t j = 0; j < nk; ++j) {
     float* s = st + j * kQT;
     const __m512 p0 = exp_nonpos_ps(_mm512_sub_ps(_mm512_loadu_ps(s), msafe[0]));
@@ -212,6 +212,7 @@ void softmax_block(float* st, int64_t nk, const float* bm, float* mx, float* sm,
 }
 
 struct F32Ops {
+  static constexpr float kScoreUnit = 1.f;
   static constexpr int64_t kKeys = 128;
 
   template <class Runner>

@@ -41,15 +41,16 @@ inline __m512 exp_nonpos_ps(__m512 x) {
 // Softmax statistics of one block for 48 queries: the new running max from the block max bm (stored
 // into mx), the max each query subtracts (msafe: 0 while its max is -inf, all keys so far masked, so
 // that its probabilities and rescale factor are 0) and the rescale factor exp(old max - new max).
+// to_natural: the scores' unit in natural-log units (1; ln 2 for a tile whose scores are in log2 units).
 // Returns the lanes whose factor is not 1.
-inline __mmask64 softmax_begin(const float* bm, float* mx, __m512* msafe, __m512* alpha) {
+inline __mmask64 softmax_begin(const float* bm, float* mx, __m512* msafe, __m512* alpha, float to_natural) {
   __mmask64 rescale = 0;
   for (int v = 0; v < 3; ++v) {
     const __m512 mold = _mm512_loadu_ps(mx + 16 * v);
     const __m512 mnew = _mm512_max_ps(_mm512_loadu_ps(bm + 16 * v), mold);
     msafe[v] =
         _mm512_mask_mov_ps(mnew, _mm512_cmp_ps_mask(mnew, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), _mm512_setzero_ps());
-    alpha[v] = exp_nonpos_ps(_mm512_sub_ps(mold, msafe[v]));
+    alpha[v] = exp_nonpos_ps(_mm512_mul_ps(_mm512_sub_ps(mold, msafe[v]), _mm512_set1_ps(to_natural)));
     rescale |= __mmask64(_mm512_cmp_ps_mask(alpha[v], _mm512_set1_ps(1.f), _CMP_NEQ_UQ)) << (16 * v);
     _mm512_storeu_ps(mx + 16 * v, mnew);
   }
@@ -118,7 +119,8 @@ inline int64_t runner_floats(int64_t D, int64_t Dv, int64_t keys) {
 }
 
 // Ops: the block computation, constructed from the runner after its own scratch (Ops reads its part at
-// extra()) and called as ops.block(runner, sub index, key block, first key, keys); Ops::kKeys keys per
+// extra()) and called as ops.block(runner, sub index, key block, first key, keys); Ops::kScoreUnit: the
+// unit of the scores and running maxima it keeps (1: natural log; log2 e: base 2); Ops::kKeys keys per
 // block (the bf16 tile's blocks are half the bytes of the f32 one's, and twice the keys amortise the
 // per-block softmax work better there, while the f32 tile is fastest at 128).
 template <class Ops>
@@ -139,17 +141,7 @@ class AttentionTiles {
       p += sub_floats(t.D, t.Dv);
       s.i0 = g * kQT;
       s.rows = min64(kQT, t.rows - s.i0);
-      for (int64_t q = 0; q < kQT; ++q) {
-        float n2 = 0.f;
-        for (int64_t d = 0; d < t.D; ++d) {
-          const float x = q < s.rows ? t.q[(s.i0 + q) * t.q_row + d] : 0.f;
-          s.qt[d * kQT + q] = x;
-          n2 += x * x;
-        }
-        s.qn[q] = std::sqrt(n2) * std::fabs(t.scale);  // bounds the scaled scores: |q k| scale <= qn |k|
-        s.mx[q] = -INFINITY;
-        s.sm[q] = 0.f;
-      }
+      load_queries(s);
       for (int64_t i = 0; i < t.Dv * kQT; ++i) s.ot[i] = 0.f;
     }
     st_ = p;
@@ -223,7 +215,7 @@ class AttentionTiles {
   bool skippable(const Sub& s, float kmax, float bmax) const {
     for (int64_t q = 0; q < s.rows; ++q) {
       const float hi = s.qn[q] * kmax * 1.02f + 1.f + bmax + 200.f;  // 1.02: bf16 operands too
-      if (!(hi < s.mx[q])) return false;
+      if (!(hi * Ops::kScoreUnit < s.mx[q])) return false;
     }
     return true;
   }
@@ -266,11 +258,45 @@ class AttentionTiles {
     ops.block(*this, g, j0, nk);
   }
 
+  // Q^T [D][48] of the sub-tile's queries (pad queries 0), 16 queries x 16 dims at a time, and each
+  // query's |q| |scale| (bounds the scaled scores: |q k| scale <= qn |k|), running max and sum.
+  void load_queries(Sub& s) {
+    for (int v = 0; v < 3; ++v) {
+      __m512 n2 = _mm512_setzero_ps();
+      for (int64_t d0 = 0; d0 < t_.D; d0 += 16) {
+        const __mmask16 dm = tail_mask(t_.D - d0);
+        __m512 r[16];
+        for (int64_t q = 0; q < 16; ++q) {
+          const int64_t qq = 16 * v + q;
+          r[q] = qq < s.rows ? _mm512_maskz_loadu_ps(dm, t_.q + (s.i0 + qq) * t_.q_row + d0) : _mm512_setzero_ps();
+        }
+        transpose16(r);
+        for (int64_t d = 0; d < min64(16, t_.D - d0); ++d) {
+          _mm512_storeu_ps(s.qt + (d0 + d) * kQT + 16 * v, r[d]);
+          n2 = _mm512_fmadd_ps(r[d], r[d], n2);
+        }
+      }
+      _mm512_storeu_ps(s.qn + 16 * v, _mm512_mul_ps(_mm512_sqrt_ps(n2), _mm512_set1_ps(std::fabs(t_.scale))));
+      _mm512_storeu_ps(s.mx + 16 * v, _mm512_set1_ps(-INFINITY));
+      _mm512_storeu_ps(s.sm + 16 * v, _mm512_setzero_ps());
+    }
+  }
+
+  // O = O^T / sum, transposed back 16 x 16 into the output rows of the sub-tile's queries.
   void finish(const Sub& s) {
-    for (int64_t q = 0; q < s.rows; ++q) {
-      const float inv = s.sm[q] > 0.f ? 1.f / s.sm[q] : 0.f;
-      float* dst = t_.out + (s.i0 + q) * t_.out_row;
-      for (int64_t d = 0; d < t_.Dv; ++d) dst[d] = s.ot[d * kQT + q] * inv;
+    for (int v = 0; v < 3 && 16 * v < s.rows; ++v) {
+      const __m512 sm = _mm512_loadu_ps(s.sm + 16 * v);
+      const __m512 inv =
+          _mm512_maskz_div_ps(_mm512_cmp_ps_mask(sm, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.f), sm);
+      for (int64_t d0 = 0; d0 < t_.Dv; d0 += 16) {
+        const int64_t nd = min64(16, t_.Dv - d0);
+        __m512 r[16];
+        for (int64_t d = 0; d < 16; ++d)
+          r[d] = d < nd ? _mm512_mul_ps(_mm512_loadu_ps(s.ot + (d0 + d) * kQT + 16 * v), inv) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int64_t q = 0; q < min64(16, s.rows - 16 * v); ++q)
+          _mm512_mask_storeu_ps(t_.out + (s.i0 + 16 * v + q) * t_.out_row + d0, tail_mask(nd), r[q]);
+      }
     }
   }
 

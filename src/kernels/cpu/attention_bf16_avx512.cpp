@@ -4,8 +4,9 @@
 // the lanes, AttentionTiles of attention_avx512.h). vdpbf16ps sums pairs along the reduced dimension, so
 // the operands in the lanes are packed as pairs: Q^T as (dim 2p, 2p+1) per query, P^T as (key 2p, 2p+1)
 // per query, and the broadcast operands K (pairs of dims, its natural layout) and V (pairs of keys,
-// repacked per key block). The scale is applied to the f32 scores, as in the f32 tile. Rounding to bf16 is to nearest
-// even; probabilities and their sums stay f32 apart from the rounding of P for the product.
+// repacked per key block). The scale is applied to the f32 scores, as in the f32 tile, together with log2 e:
+// the softmax runs in base 2 (exp2_shifted_ps). Rounding to bf16 is to nearest even; probabilities and their
+// sums stay f32 apart from the rounding of P for the product.
 #include "kernels/cpu/attention_avx512.h"
 
 namespace segmux::cpu::avx512 {
@@ -27,28 +28,31 @@ inline uint16_t to_bf16(float x) {  // round to nearest even; NaN stays NaN
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-// exp(s - m) for s <= m as 2^((s - m) log2e): s - m as exp_nonpos_ps takes it (exact where s is near m,
-// 0 where a query's keys all carry the same large finite bias), then a degree-5 fit of 2^r on |r| <= 1/2
-// (relative error 1.5e-7 with these f32 coefficients, about 2 f32 ulp; the rounding of (s - m) log2e
-// costs as much) and scalef. Forming the argument as one FMA, s log2e - m log2e, would be one
-// instruction less, but with |m| large (a -1e30 bias on every key so far) the rounding of m log2e alone
-// is beyond the f32 range of exp. With 32-dim heads the exp costs about a third of both products and
-// takes the same ports; this form takes about 25 % less time per vector than exp_nonpos_ps. Only the bf16
-// tile uses it (its P is rounded to bf16, 8 bits, right after): the f32 tile keeps exp_nonpos_ps, whose
-// bits the engines' parity tests pin.
-inline __m512 exp_shifted_ps(__m512 s, __m512 m) {
-  __m512 x = _mm512_mul_ps(_mm512_sub_ps(s, m), _mm512_set1_ps(1.44269504088896341f));
-  x = _mm512_max_ps(_mm512_set1_ps(-160.0f), x);  // 2^-160 scales to 0; NaN is the second operand: kept
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+
+// 2^(s - m) for scores s and their running max m in log2 units (the tile folds log2 e into the score
+// scale and the bias: one multiply per score less than exp(s - m)); s > m only by the one-pass margin.
+// s - m is exact where s is near m, and 0 where a query's keys all carry the same huge finite bias (they
+// round to the same score). 2^x = 2^n 2^r with n = round(x) and r = x - n (vreduceps, exact; 0 for
+// x = -inf, so that no clamp is needed: scalef by -inf gives 0) and a degree-3 minimax fit of 2^r on
+// |r| <= 1/2, relative error 7.5e-5: 26 times below half a bf16 unit, the rounding P takes right after
+// (the sums take the same fit, so its error mostly cancels in the normalisation). With 32-dim heads the
+// exp takes the products' ports for a sixth of the tile's time; this form is 7 instructions, the f32
+// tile's exp_nonpos_ps 13. Only the bf16 tile uses it: the f32 tile keeps exp_nonpos_ps, whose bits the
+// engines' parity tests pin.
+inline __m512 exp2_shifted_ps(__m512 s, __m512 m) {
+  const __m512 x = _mm512_sub_ps(s, m);
   const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(1.327647129073739e-3f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.675541892647743e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.550713092088699e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4022120237350464e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931469440460205e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0000001192092896f));
+  const __m512 r = _mm512_reduce_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 p = _mm512_set1_ps(5.5171530693769455e-2f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4261100590229034e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.932609677314758e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.999280571937561e-1f));
   return _mm512_scalef_ps(p, n);
 }
+
+inline __m512 log2_units(const float* bias) { return _mm512_mul_ps(_mm512_loadu_ps(bias), _mm512_set1_ps(kLog2e)); }
 
 #define BX_DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = c##i##0, c##i##2 = c##i##0;
 #define BX_ROWS(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
@@ -83,7 +87,7 @@ struct ScoreSink {
   uint32_t* pt;
 };
 
-// S^T rows [R keys][48] = K[R, dims] Q^T * scale + bias: K as bf16 pairs, kp words per key; Q^T pairs
+// S^T rows [R keys][48] = (K[R, dims] Q^T * scale + bias) log2 e: K as bf16 pairs, kp words per key; Q^T pairs
 // [kp][48]; the block max of each query folded into out.bm.
 template <int R, int INIT, bool EXP>
 inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float scale, const float* bias,
@@ -99,25 +103,25 @@ inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float sca
     BX_ROWS(BX_QK)
 #undef BX_QK
   }
-  const __m512 vs = _mm512_set1_ps(scale);
+  const __m512 vs = _mm512_set1_ps(scale * kLog2e);
 // Scale and bias as one explicit FMA: the compiler would contract a multiply and an add at -O2 and up
 // but not at -O1, and the sanitizer build must compute what the release build does.
-#define BX_SCALE(i)                                                                 \
-  if constexpr (R > i) {                                                            \
-    if constexpr (INIT == 1) {                                                      \
-      const __m512 b = _mm512_set1_ps(bias[i]);                                     \
-      c##i##0 = _mm512_fmadd_ps(c##i##0, vs, b);                                    \
-      c##i##1 = _mm512_fmadd_ps(c##i##1, vs, b);                                    \
-      c##i##2 = _mm512_fmadd_ps(c##i##2, vs, b);                                    \
-    } else if constexpr (INIT == 2) {                                               \
-      c##i##0 = _mm512_fmadd_ps(c##i##0, vs, _mm512_loadu_ps(bias + i * kQT));      \
-      c##i##1 = _mm512_fmadd_ps(c##i##1, vs, _mm512_loadu_ps(bias + i * kQT + 16)); \
-      c##i##2 = _mm512_fmadd_ps(c##i##2, vs, _mm512_loadu_ps(bias + i * kQT + 32)); \
-    } else {                                                                        \
-      c##i##0 = _mm512_mul_ps(c##i##0, vs);                                         \
-      c##i##1 = _mm512_mul_ps(c##i##1, vs);                                         \
-      c##i##2 = _mm512_mul_ps(c##i##2, vs);                                         \
-    }                                                                               \
+#define BX_SCALE(i)                                                            \
+  if constexpr (R > i) {                                                       \
+    if constexpr (INIT == 1) {                                                 \
+      const __m512 b = _mm512_set1_ps(bias[i] * kLog2e);                       \
+      c##i##0 = _mm512_fmadd_ps(c##i##0, vs, b);                               \
+      c##i##1 = _mm512_fmadd_ps(c##i##1, vs, b);                               \
+      c##i##2 = _mm512_fmadd_ps(c##i##2, vs, b);                               \
+    } else if constexpr (INIT == 2) {                                          \
+      c##i##0 = _mm512_fmadd_ps(c##i##0, vs, log2_units(bias + i * kQT));      \
+      c##i##1 = _mm512_fmadd_ps(c##i##1, vs, log2_units(bias + i * kQT + 16)); \
+      c##i##2 = _mm512_fmadd_ps(c##i##2, vs, log2_units(bias + i * kQT + 32)); \
+    } else {                                                                   \
+      c##i##0 = _mm512_mul_ps(c##i##0, vs);                                    \
+      c##i##1 = _mm512_mul_ps(c##i##1, vs);                                    \
+      c##i##2 = _mm512_mul_ps(c##i##2, vs);                                    \
+    }                                                                          \
   }
   BX_ROWS(BX_SCALE)
 #undef BX_SCALE
@@ -139,8 +143,8 @@ inline void qk_rows(const uint32_t* K, int64_t kp, const uint32_t* qt, float sca
     // Keys i, j = i + 1 as one bf16 pair per query (a zero key pads an odd R), summed as softmax_block does.
 #define BX_EXPV(i, j, v, l, sum)                                                 \
   {                                                                              \
-    const __m512 a = exp_shifted_ps(c##i##v, l);                                 \
-    const __m512 b = R > j ? exp_shifted_ps(c##j##v, l) : _mm512_setzero_ps();   \
+    const __m512 a = exp2_shifted_ps(c##i##v, l);                                \
+    const __m512 b = R > j ? exp2_shifted_ps(c##j##v, l) : _mm512_setzero_ps();  \
     sum = _mm512_add_ps(sum, _mm512_add_ps(a, b));                               \
     _mm512_storeu_si512(out.pt + (i / 2) * kQT + 16 * v, interleave_bf16(a, b)); \
   }
@@ -241,13 +245,13 @@ void pv_block(const uint32_t* V, int64_t Dv, const uint32_t* pt, int64_t np, flo
 void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, float* sm, float* ot, int64_t Dv,
                    uint32_t* pt) {
   __m512 msafe[3], alpha[3], sum[3] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha);
+  const __mmask64 rescale = softmax_begin(bm, mx, msafe, alpha, kLn2);
   for (int64_t j = 0; j < nk; j += 2) {
     const float* s = st + j * kQT;
     const bool two = j + 1 < nk;
     for (int v = 0; v < 3; ++v) {
-      const __m512 p0 = exp_shifted_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]);
-      const __m512 p1 = two ? exp_shifted_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v]) : _mm512_setzero_ps();
+      const __m512 p0 = exp2_shifted_ps(_mm512_loadu_ps(s + 16 * v), msafe[v]);
+      const __m512 p1 = two ? exp2_shifted_ps(_mm512_loadu_ps(s + kQT + 16 * v), msafe[v]) : _mm512_setzero_ps();
       sum[v] = _mm512_add_ps(sum[v], _mm512_add_ps(p0, p1));
       _mm512_storeu_si512(pt + (j / 2) * kQT + 16 * v, interleave_bf16(p0, p1));
     }
@@ -256,7 +260,8 @@ void softmax_block(const float* st, int64_t nk, const float* bm, float* mx, floa
 }
 
 struct Bf16Ops {
-  static constexpr int64_t kKeys = 256;  // keys per block (AttentionTiles)
+  static constexpr float kScoreUnit = kLog2e;  // scores in log2 units (exp2_shifted_ps)
+  static constexpr int64_t kKeys = 256;        // keys per block (AttentionTiles)
 
   template <class Runner>
   explicit Bf16Ops(Runner& r) {
@@ -338,16 +343,16 @@ struct Bf16Ops {
 
   // After the first block of a sub-tile, the exp runs on the scores while they are in registers, against
   // the running max m of the earlier blocks instead of this block's: the probabilities and the sum are
-  // then those of the reference m (exp(s - m) up to e^kMargin), and the output is unchanged up to
+  // then those of the reference m (2^(s - m) up to 2^kMargin), and the output is unchanged up to
   // rounding, as the softmax normalises by the same sum. This saves the store and reload of the f32
   // scores and lets the exp overlap the products (bench_attention, bf16 tile: 2-8 % less time). The
   // block is accepted when no query's block max exceeds its m by more than kMargin (sums and O^T then
-  // stay far from the f32 range: |v| * keys * e^20); otherwise it is redone in two passes, which raise
+  // stay far from the f32 range: |v| * keys * 2^28); otherwise it is redone in two passes, which raise
   // m. A sub-tile with a query that has no finite m yet (its first block, or all its keys so far masked)
   // goes to the two passes directly.
   template <class Runner>
   bool probabilities_in_one_pass(Runner& r, int64_t g, int64_t nk) {
-    static constexpr float kMargin = 20.f;
+    static constexpr float kMargin = 28.f;  // 2^28, about e^19.4
     Sub& s = r.sub(g);
     for (int v = 0; v < 3; ++v) {
       const __m512 m = _mm512_loadu_ps(s.mx + 16 * v);
