@@ -26,8 +26,21 @@ ir::Graph random_dag(std::mt19937& rng, int nodes, bool with_views, bool with_sl
     int fan_in = 1 + int(rng() % 3);
     for (int k = 0; k < fan_in; ++k) node.inputs.push_back(pick(rng));
     bool view = with_views && rng() % 4 == 0;
-    const int slice_kind = with_slices ? int(rng() % 5) : 0;  // 1: Concat, 2: Split
-    if (!view && slice_kind == 1) {
+    const int slice_kind = with_slices ? int(rng() % 5) : 0;  // 1: Concat, 2: Split, 3: Slice
+    const Shape& first = g.value(node.inputs[0]).shape;
+    if (!view && slice_kind == 3 && first.size() == 2 && first[0] > 0) {
+      // Rows [r0, r1) of a 2-D value: one contiguous run, placed on it when aligned and at least half.
+      node.op_type = "Slice";
+      node.inputs.resize(1);
+      const int64_t rows = first[0], r0 = rng() % 2 ? 0 : int64_t(rng() % uint32_t(rows));
+      const int64_t r1 = r0 + 1 + int64_t(rng() % uint32_t(rows - r0));
+      for (int64_t c : {r0, r1, int64_t(0)}) {
+        const int k = g.add_value(node.name + ".c" + std::to_string(node.inputs.size()), DType::i64, Shape{1});
+        g.initializers[k] = Tensor::from_vector<int64_t>({1}, {c});
+        node.inputs.push_back(k);
+      }
+      node.outputs.push_back(g.add_value(node.name + ".rows", g.value(node.inputs[0]).dtype, Shape{r1 - r0, first[1]}));
+    } else if (!view && slice_kind == 1) {
       node.op_type = "Concat";
       node.attrs["axis"] = int64_t(1);
       int64_t total = 0;
@@ -94,6 +107,16 @@ std::vector<int> containers(const ir::Graph& g, const MemoryPlan& plan) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const ir::Node& node = g.nodes[n];
     if (plan.view_nodes[n]) up[size_t(node.outputs[0])] = node.inputs[0];
+    if (node.op_type == "Slice") {  // rows [r0, ...) of a 2-D value (random_dag)
+      const int x = node.inputs[0], y = node.outputs[0];
+      const Shape& xs = g.value(x).shape;
+      const int64_t r0 = g.initializer(node.inputs[1])->data<int64_t>()[0];
+      const int64_t at = r0 * xs[1] * int64_t(dtype_size(g.value(x).dtype));
+      if (plan.offsets[size_t(x)] >= 0 && plan.offsets[size_t(y)] == plan.offsets[size_t(x)] + at &&
+          top_of(up, x) != top_of(up, y))
+        up[size_t(top_of(up, y))] = x;
+      continue;
+    }
     const bool concat = node.op_type == "Concat";
     if (!concat && node.op_type != "Split") continue;
     const int whole = concat ? node.outputs[0] : node.inputs[0];
@@ -167,18 +190,80 @@ TEST(MemoryPlanner, RandomDagsNeverOverlapLiveTensors) {
 // share bytes.
 TEST(MemoryPlanner, RandomDagsWithSlicesNeverOverlapLiveTensors) {
   std::mt19937 rng(4321);
-  int placed = 0;
+  int placed = 0, sliced = 0;
   for (int trial = 0; trial < 60; ++trial) {
     ir::Graph g = random_dag(rng, 5 + trial, trial % 2 == 1, true);
     MemoryPlan plan = compiler::plan_memory(g);
     ASSERT_NO_THROW(validate_plan(g, plan));
     check_no_live_overlap(g, plan);
     const std::vector<int> up = containers(g, plan);
-    for (size_t v = 0; v < up.size(); ++v)
-      placed +=
+    for (size_t v = 0; v < up.size(); ++v) {
+      const bool on_whole =
           up[v] >= 0 && g.value(up[v]).producer >= 0 && g.nodes[size_t(g.value(int(v)).producer)].op_type != "Reshape";
+      placed += on_whole;
+      sliced += on_whole && g.nodes[size_t(g.value(int(v)).producer)].op_type == "Slice";
+    }
   }
   EXPECT_GT(placed, 20);  // the property is exercised, not vacuous
+  EXPECT_GT(sliced, 5);
+}
+
+// A Slice that is one contiguous, aligned run of at least half its input shares the input's bytes; one
+// with gaps, a small run, or a misaligned one gets bytes of its own.
+TEST(MemoryPlanner, ContiguousSlicesSitOnTheirInput) {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> starts, ends, axes;
+    bool on_input;
+    int64_t at;  // byte offset in the input when on it
+  };
+  const std::vector<Case> cases = {
+      {{1, 100, 16}, {0}, {90}, {1}, true, 0},            // leading tokens (the decoder's memory)
+      {{1, 100, 16}, {4}, {100}, {1}, true, 4 * 16 * 4},  // trailing run, 256-byte aligned
+      {{1, 100, 16}, {90}, {100}, {1}, false, 0},         // a small run
+      {{1, 100, 8}, {1}, {100}, {1}, false, 0},           // 32 bytes in: misaligned
+      {{1, 100, 16}, {0}, {8}, {2}, false, 0},            // gaps: a column range
+      {{4, 64}, {2, 0}, {3, 64}, {0, 1}, false, 0},       // one row of four: under half
+      {{2, 64}, {1, 0}, {2, 64}, {0, 1}, true, 256},      // the second of two rows
+  };
+  for (const Case& c : cases) {
+    ir::Graph g;
+    const int in = g.add_value("in", DType::f32, c.x);
+    g.inputs.push_back(in);
+    ir::Node t{};
+    t.op_type = "T";
+    t.name = "t";
+    t.inputs = {in};
+    const int x = g.add_value("x", DType::f32, c.x);
+    t.outputs = {x};
+    g.value(x).producer = 0;
+    g.nodes.push_back(t);
+    ir::Node sl{};
+    sl.op_type = "Slice";
+    sl.name = "slice";
+    sl.inputs = {x};
+    Shape ys = c.x;
+    for (const std::vector<int64_t>* vals : {&c.starts, &c.ends, &c.axes}) {
+      const int k = g.add_value("c" + std::to_string(sl.inputs.size()), DType::i64, Shape{int64_t(vals->size())});
+      g.initializers[k] = Tensor::from_vector<int64_t>({int64_t(vals->size())}, *vals);
+      sl.inputs.push_back(k);
+    }
+    for (size_t i = 0; i < c.axes.size(); ++i) ys[size_t(c.axes[i])] = c.ends[i] - c.starts[i];
+    const int y = g.add_value("y", DType::f32, ys);
+    sl.outputs = {y};
+    g.value(y).producer = 1;
+    g.nodes.push_back(sl);
+    g.outputs.push_back(y);
+    const MemoryPlan plan = compiler::plan_memory(g);
+    const std::string label = shape_str(c.x) + " starts " + std::to_string(c.starts[0]);
+    if (c.on_input) {
+      EXPECT_EQ(plan.offsets[size_t(y)], plan.offsets[size_t(x)] + c.at) << label;
+    } else {
+      const int64_t xb = shape_numel(c.x) * 4, yb = shape_numel(ys) * 4;
+      const int64_t x0 = plan.offsets[size_t(x)], y0 = plan.offsets[size_t(y)];
+      EXPECT_TRUE(x0 + xb <= y0 || y0 + yb <= x0) << label << ": shares bytes with its input";
+    }
+  }
 }
 
 TEST(MemoryPlanner, ChainReusesMemory) {

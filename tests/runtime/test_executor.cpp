@@ -144,3 +144,30 @@ TEST(Executor, ConcatAndSplitPiecesInPlace) {
   Executor optimized(compiled.graph, compiled.plan, ExecutorOptions{2, true});
   expect_identical(eager.run(in), optimized.run(in));
 }
+
+// A Slice that is one contiguous run of at least half its input sits on the input's bytes (the
+// propagation decoder's memory tokens without the object pointers): the kernel finds its output already
+// there. The small run after it, read later, gets bytes of its own and keeps its values.
+TEST(Executor, ContiguousSliceOnItsInput) {
+  ir::Graph g;
+  GraphBuilder b(g);
+  int x = b.input("x", DType::f32, {1, 40, 16});
+  int t = b.op1("Tanh", {x});
+  const auto slice = [&](int64_t from, int64_t to) {
+    return b.op1("Slice", {t, b.ints({from}), b.ints({to}), b.ints({1})});
+  };
+  int head = slice(0, 36), tail = slice(36, 40);
+  b.output(b.op1("Sigmoid", {head}), "head");
+  b.output(b.op1("Neg", {b.op1("Exp", {tail})}), "tail");
+  auto compiled = compiler::compile_graph(g);
+  const ir::Node* leading = nullptr;
+  for (const ir::Node& n : compiled.graph.nodes)
+    if (n.op_type == "Slice" && compiled.graph.value(n.outputs[0]).shape == Shape({1, 36, 16})) leading = &n;
+  ASSERT_TRUE(leading);
+  EXPECT_EQ(compiled.plan.offsets[size_t(leading->outputs[0])], compiled.plan.offsets[size_t(leading->inputs[0])]);
+  const std::map<std::string, Tensor> in = {{"x", random_tensor({1, 40, 16}, 5)}};
+  compare_compiled_with_eager(g, in);
+  Interpreter eager(g, InterpreterOptions{2, true});
+  Executor optimized(compiled.graph, compiled.plan, ExecutorOptions{2, true});
+  expect_identical(eager.run(in), optimized.run(in));
+}
