@@ -1,6 +1,7 @@
 // Data movement on the CUDA provider: every op here is one or more strided copies (Transpose, Slice,
 // Expand, Concat, Split, the non-aliased views) or a Gather. Any element size of 1, 2, 4 or 8 bytes.
-// Concat/Split inputs the memory planner already placed on their slice copy each element onto itself.
+// Concat/Split pieces and contiguous Slices the memory planner already placed on their slice of the
+// whole copy each element onto itself.
 #include "ir/schemas/shape_math.h"
 #include "kernels/cuda/cuda_ops.h"
 
