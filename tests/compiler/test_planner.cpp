@@ -27,7 +27,7 @@ ir::Graph random_dag(std::mt19937& rng, int nodes, bool with_views, bool with_sl
     for (int k = 0; k < fan_in; ++k) node.inputs.push_back(pick(rng));
     bool view = with_views && rng() % 4 == 0;
     const int slice_kind = with_slices ? int(rng() % 5) : 0;  // 1: Concat, 2: Split, 3: Slice
-    const Shape& first = g.value(node.inputs[0]).shape;
+    const Shape first = g.value(node.inputs[0]).shape;        // a copy: add_value below may move the values
     if (!view && slice_kind == 3 && first.size() == 2 && first[0] > 0) {
       // Rows [r0, r1) of a 2-D value: one contiguous run, placed on it when aligned and at least half.
       node.op_type = "Slice";
